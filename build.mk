@@ -1,0 +1,78 @@
+# The build proper (called from Makefile after set-up). Probes what the machine
+# has: OpenBLAS and sentencepiece are optional, nvcc switches the CUDA side on.
+BUILD ?= build
+SANITIZE ?= 0
+NO_CUDA ?= 0
+WERROR ?= 0
+
+CXX := $(shell command -v mpicxx >/dev/null 2>&1 && echo mpicxx || echo g++)
+NVCC := $(shell command -v nvcc 2>/dev/null || ls /usr/local/cuda/bin/nvcc 2>/dev/null)
+ifeq ($(NO_CUDA),1)
+  NVCC :=
+endif
+
+CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -I. -MMD -MP -pthread
+LDFLAGS := -pthread
+LDLIBS := $(shell pkg-config --libs yaml-cpp 2>/dev/null || echo -lyaml-cpp)
+CXXFLAGS += $(shell pkg-config --cflags yaml-cpp 2>/dev/null)
+ifeq ($(WERROR),1)
+  CXXFLAGS += -Werror
+endif
+ifeq ($(SANITIZE),1)
+  CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
+  LDFLAGS += -fsanitize=address,undefined
+endif
+
+ifneq ($(shell pkg-config --exists openblas 2>/dev/null && echo yes),)
+  CXXFLAGS += -DZT_HAVE_BLAS $(shell pkg-config --cflags openblas)
+  LDLIBS += $(shell pkg-config --libs openblas)
+endif
+ifneq ($(wildcard /usr/include/sentencepiece_trainer.h),)
+  CXXFLAGS += -DZT_HAVE_SENTENCEPIECE
+  LDLIBS += -lsentencepiece -lsentencepiece_train
+endif
+
+# Catch2: v2 ships one header, v3 a library (the GPU machine has v3).
+ifneq ($(wildcard /usr/include/catch2/catch_all.hpp /usr/local/include/catch2/catch_all.hpp),)
+  TEST_LIBS := $(shell pkg-config --libs catch2 2>/dev/null || echo -lCatch2)
+endif
+
+SRC := $(wildcard model/*.cpp model/cpu/*.cpp data/*.cpp zero/*.cpp train/*.cpp)
+MAIN_SRC := train/main.cpp
+TEST_SRC := $(wildcard tests/*.cpp tests/gpu/*.cpp)
+
+ifneq ($(NVCC),)
+  CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
+  CU_SRC := $(wildcard model/cuda/*.cu zero/*.cu)
+  CXXFLAGS += -DZT_HAVE_CUDA -I$(CUDA_HOME)/include
+  NVCCFLAGS := -std=c++17 -O3 -I. -MMD -MP --expt-relaxed-constexpr -lineinfo \
+    -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90a,code=sm_90a \
+    -Xcompiler -Wall,-Wextra $(shell pkg-config --cflags-only-I ompi 2>/dev/null)
+  ifeq ($(WERROR),1)
+    NVCCFLAGS += -Werror all-warnings
+  endif
+  LDLIBS += -L$(CUDA_HOME)/lib64 -lcublasLt -lcublas -lcudart -lnccl -Wl,-rpath,$(CUDA_HOME)/lib64
+else
+  CU_SRC :=
+endif
+SRC := $(filter-out $(MAIN_SRC),$(SRC))
+
+OBJ := $(SRC:%.cpp=$(BUILD)/obj/%.o) $(CU_SRC:%.cu=$(BUILD)/obj/%.o)
+MAIN_OBJ := $(MAIN_SRC:%.cpp=$(BUILD)/obj/%.o)
+TEST_OBJ := $(TEST_SRC:%.cpp=$(BUILD)/obj/%.o)
+
+$(BUILD)/zerotrain: $(OBJ) $(MAIN_OBJ)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests: $(OBJ) $(TEST_OBJ)
+	$(CXX) $(LDFLAGS) -o $@ $^ $(TEST_LIBS) $(LDLIBS)
+
+$(BUILD)/obj/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(BUILD)/obj/%.o: %.cu
+	@mkdir -p $(dir $@)
+	$(NVCC) $(NVCCFLAGS) -c $< -o $@
+
+-include $(OBJ:.o=.d) $(MAIN_OBJ:.o=.d) $(TEST_OBJ:.o=.d)

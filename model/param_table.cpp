@@ -1,0 +1,55 @@
+#include "model/param_table.h"
+
+namespace zt {
+
+ParamTable::ParamTable(const GPTConfig& c) : cfg_(c) {
+  const int C = c.n_embd, V = c.vocab_size, T = c.seq_len;
+  auto add = [&](int unit, const std::string& name, std::vector<int> shape, bool decay) {
+    ParamInfo p;
+    p.name = name;
+    p.shape = std::move(shape);
+    p.numel = 1;
+    for (int d : p.shape) p.numel *= static_cast<size_t>(d);
+    p.offset = total_;
+    p.unit = unit;
+    p.decay = decay;
+    total_ += p.numel;
+    if (static_cast<int>(units_.size()) <= unit) {
+      UnitRange u;
+      u.offset = p.offset;
+      u.first_param = static_cast<int>(params_.size());
+      units_.push_back(u);
+    }
+    units_[unit].numel += p.numel;
+    units_[unit].n_params++;
+    params_.push_back(p);
+  };
+  add(0, "wte.weight", {V, C}, true);
+  add(0, "wpe.weight", {T, C}, true);
+  for (int l = 0; l < c.n_layer; l++) {
+    const std::string h = "h." + std::to_string(l) + ".";
+    const int u = 1 + l;
+    add(u, h + "ln_1.weight", {C}, false);
+    add(u, h + "ln_1.bias", {C}, false);
+    add(u, h + "attn.c_attn.weight", {3 * C, C}, true);
+    add(u, h + "attn.c_attn.bias", {3 * C}, false);
+    add(u, h + "attn.c_proj.weight", {C, C}, true);
+    add(u, h + "attn.c_proj.bias", {C}, false);
+    add(u, h + "ln_2.weight", {C}, false);
+    add(u, h + "ln_2.bias", {C}, false);
+    add(u, h + "mlp.c_fc.weight", {4 * C, C}, true);
+    add(u, h + "mlp.c_fc.bias", {4 * C}, false);
+    add(u, h + "mlp.c_proj.weight", {C, 4 * C}, true);
+    add(u, h + "mlp.c_proj.bias", {C}, false);
+  }
+  add(c.n_layer + 1, "ln_f.weight", {C}, false);
+  add(c.n_layer + 1, "ln_f.bias", {C}, false);
+}
+
+const ParamInfo* ParamTable::find(const std::string& name) const {
+  for (const auto& p : params_)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+}  // namespace zt

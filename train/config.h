@@ -1,0 +1,75 @@
+// The whole run configuration: YAML sections model, data, train, zero, system.
+// Defaults here are the documented defaults (README "Config keys").
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/gpt_config.h"
+#include "zero/zero_config.h"
+
+namespace zt {
+
+struct DataConfig {
+  std::string train = "build/data/kjv/train_*.bin";  // file or glob of token shards
+  std::string val = "build/data/kjv/val_*.bin";
+  std::string tokenizer = "byte";  // "byte" or the path of a sentencepiece .model
+};
+
+struct TrainConfig {
+  int steps = 200;
+  int micro_batch = 4;                // B: sequences per micro-step per rank
+  int64_t global_batch_tokens = 6144;  // tokens per optimizer step over all ranks
+  double lr = 1e-3;
+  double min_lr = 1e-4;
+  int warmup_steps = 20;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;  // 0 disables clipping
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  int eval_every = 25;
+  int eval_batches = 8;
+  int sample_every = 100;
+  int sample_tokens = 200;
+  double temperature = 0.8;
+  int top_k = 40;
+  int checkpoint_every = 0;
+  int keep_checkpoints = 2;
+  uint64_t seed = 1337;
+  int log_every = 1;
+};
+
+struct SystemConfig {
+  std::string device = "cpu";  // auto | cpu | cuda
+  bool deterministic = true;
+  bool comm_trace = false;
+  std::string fault_inject;  // "RANK:STEP:exit|throw", empty = off (tests only)
+};
+
+struct Config {
+  GPTConfig model;
+  DataConfig data;
+  TrainConfig train;
+  ZeroConfig zero;
+  SystemConfig system;
+  std::string source;  // file the config came from (for messages)
+};
+
+// Loads `path`, applies `overrides` ("section.key=value", in order), validates
+// everything. On any problem throws ConfigError with one line:
+// "FILE:LINE: key 'train.stepz': unknown key (did you mean 'steps'?)".
+Config load_config(const std::string& path, const std::vector<std::string>& overrides);
+// Checks cross-key consistency for a world size (global batch divisibility).
+void validate_for_world(const Config& c, int world_size);
+// The effective config as YAML (all keys, full precision), for printing and the run dir.
+std::string config_to_yaml(const Config& c);
+// Micro-steps per optimizer step for a world size.
+int grad_accum_steps(const Config& c, int world_size);
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace zt

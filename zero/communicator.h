@@ -1,0 +1,49 @@
+// The one collective interface ZeRO talks to: MPI (host or device buffers),
+// NCCL (device buffers, its own stream), or a single process (W = 1, no calls).
+// Every call names its element type and may be non-blocking: it returns a
+// handle the caller waits on. Reductions are sums. Buffers live in the memory
+// space of the backend that created the communicator (host for the CPU backend,
+// device for CUDA); MPI stages bf16 through fp32 since MPI has no bf16.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "model/ops.h"
+
+namespace zt {
+
+// A pending collective. wait() blocks until it completes (idempotent).
+class CommHandle {
+ public:
+  virtual ~CommHandle() = default;
+  virtual void wait() = 0;
+  virtual bool done() = 0;  // non-blocking completion test
+};
+using Handle = std::unique_ptr<CommHandle>;
+
+enum class Primitive { AllReduce, ReduceScatter, AllGather, Reduce, Broadcast, kCount };
+const char* primitive_name(Primitive p);  // "all_reduce", "reduce_scatter", ...
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  virtual std::string name() const = 0;  // "mpi", "nccl", "single"
+
+  // In place: buf[count] <- sum over ranks.
+  virtual Handle all_reduce(void* buf, size_t count, DType t) = 0;
+  // recv[recv_count] <- rank's slice of sum(send[recv_count * world]).
+  virtual Handle reduce_scatter(const void* send, void* recv, size_t recv_count, DType t) = 0;
+  // recv[send_count * world] <- concatenation of every rank's send[send_count].
+  virtual Handle all_gather(const void* send, void* recv, size_t send_count, DType t) = 0;
+  // recv[count] at root <- sum of send over ranks (recv ignored elsewhere, may be null).
+  virtual Handle reduce(const void* send, void* recv, size_t count, DType t, int root) = 0;
+  virtual Handle broadcast(void* buf, size_t count, DType t, int root) = 0;
+  virtual void barrier() = 0;
+  // Takes the whole job down with a message (a failed rank must not leave others waiting).
+  [[noreturn]] virtual void abort(const std::string& why) = 0;
+};
+
+}  // namespace zt

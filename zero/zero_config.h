@@ -1,0 +1,26 @@
+// ZeRO switches, named and defaulted as DeepSpeed's zero_optimization block
+// (deepspeed/runtime/zero/config.py), plus zerotrain's own additions.
+#pragma once
+#include <cstdint>
+
+namespace zt {
+
+struct ZeroConfig {
+  int stage = 0;
+  int64_t reduce_bucket_size = 500000000;     // elements
+  int64_t allgather_bucket_size = 500000000;  // elements
+  bool reduce_scatter = true;
+  bool use_multi_rank_bucket_allreduce = true;
+  bool contiguous_gradients = true;
+  bool overlap_comm = false;  // DeepSpeed: false for stages 1/2, true for stage 3 when unset
+  bool overlap_comm_set = false;  // whether the config set overlap_comm explicitly
+  int64_t stage3_prefetch_bucket_size = 50000000;
+  int64_t stage3_param_persistence_threshold = 100000;
+  int64_t stage3_max_live_parameters = 1000000000;
+  int64_t stage3_max_reuse_distance = 1000000000;
+  // zerotrain's own:
+  bool native_reduce_scatter = false;  // stages 1/2: one true reduce-scatter per bucket
+  bool allgather_bucketed = false;     // old DeepSpeed: param all-gather chunked by allgather_bucket_size
+};
+
+}  // namespace zt
