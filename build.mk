@@ -11,7 +11,7 @@ ifeq ($(NO_CUDA),1)
   NVCC :=
 endif
 
-CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -I. -MMD -MP -pthread
+CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -I. -MMD -MP -pthread -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX
 LDFLAGS := -pthread
 LDLIBS := $(shell pkg-config --libs yaml-cpp 2>/dev/null || echo -lyaml-cpp)
 CXXFLAGS += $(shell pkg-config --cflags yaml-cpp 2>/dev/null)

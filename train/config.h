@@ -43,6 +43,7 @@ struct TrainConfig {
 
 struct SystemConfig {
   std::string device = "cpu";  // auto | cpu | cuda
+  std::string communicator = "auto";  // auto | mpi | nccl (auto: nccl on GPUs when W > 1)
   bool deterministic = true;
   bool comm_trace = false;
   std::string fault_inject;  // "RANK:STEP:exit|throw", empty = off (tests only)
@@ -61,6 +62,9 @@ struct Config {
 // everything. On any problem throws ConfigError with one line:
 // "FILE:LINE: key 'train.stepz': unknown key (did you mean 'steps'?)".
 Config load_config(const std::string& path, const std::vector<std::string>& overrides);
+// Range and cross-key checks of a Config built or changed in code (e.g. by a
+// DeepSpeed import); load_config already applies them.
+void validate_config(const Config& c);
 // Checks cross-key consistency for a world size (global batch divisibility).
 void validate_for_world(const Config& c, int world_size);
 // The effective config as YAML (all keys, full precision), for printing and the run dir.

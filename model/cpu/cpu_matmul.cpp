@@ -1,0 +1,42 @@
+// The float GEMM of the CPU backend: OpenBLAS when the build found it, the
+// project's blocked loop (cpu_matmul.h) otherwise.
+#include "model/cpu/cpu_matmul.h"
+
+#ifdef ZT_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+namespace zt {
+
+void set_cpu_threads(int n) {
+#ifdef ZT_HAVE_BLAS
+  openblas_set_num_threads(n);
+#else
+  (void)n;
+#endif
+}
+
+namespace cpu {
+
+const char* cpu_matmul_backend() {
+#ifdef ZT_HAVE_BLAS
+  return "openblas";
+#else
+  return "blocked loop";
+#endif
+}
+
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
+          const float* B, int ldb, bool accumulate, float* C, int ldc) {
+#ifdef ZT_HAVE_BLAS
+  if (M <= 0 || N <= 0) return;
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
+              trans_b ? CblasTrans : CblasNoTrans, M, N, K, 1.0f, A, lda, B, ldb,
+              accumulate ? 1.0f : 0.0f, C, ldc);
+#else
+  blocked_gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, accumulate, C, ldc);
+#endif
+}
+
+}  // namespace cpu
+}  // namespace zt

@@ -1,0 +1,141 @@
+// The CPU backend: fp32 everywhere, host memory, every op the float instantiation
+// of the reference kernels in cpu_kernels.h (matmuls through cpu_matmul).
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+#include "model/cpu/cpu_kernels.h"
+#include "model/ops.h"
+
+namespace zt {
+namespace {
+
+constexpr size_t kAlignment = 64;  // a cache line, and enough for any SIMD load
+
+const float* f32(const void* p) { return static_cast<const float*>(p); }
+float* f32(void* p) { return static_cast<float*>(p); }
+
+class CpuOps : public Ops {
+ public:
+  std::string name() const override { return "cpu"; }
+  DType dtype() const override { return DType::F32; }
+  bool on_device() const override { return false; }
+
+  // Rounded up to the alignment (aligned_alloc requires a multiple of it); at
+  // least one line so that every call returns a distinct, freeable pointer.
+  void* alloc(size_t bytes, MemCategory cat) override {
+    size_t padded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+    void* p = std::aligned_alloc(kAlignment, padded);
+    if (!p) {
+      throw std::runtime_error("cpu alloc: out of host memory allocating " +
+                               std::to_string(bytes) + " bytes for " + mem_category_name(cat));
+    }
+    std::memset(p, 0, padded);
+    ledger().on_alloc(p, bytes, cat);
+    return p;
+  }
+  void release(void* p) override {
+    if (!p) return;
+    ledger().on_free(p);
+    std::free(p);
+  }
+  void memzero(void* p, size_t bytes) override { std::memset(p, 0, bytes); }
+  void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
+  void to_host(void* host_dst, const void* src, size_t bytes) override {
+    std::memcpy(host_dst, src, bytes);
+  }
+  void from_host(void* dst, const void* host_src, size_t bytes) override {
+    std::memcpy(dst, host_src, bytes);
+  }
+  void synchronize() override {}
+
+  void to_f32(float* dst, const void* src, size_t n) override {
+    std::memcpy(dst, src, n * sizeof(float));
+  }
+  void from_f32(void* dst, const float* src, size_t n) override {
+    std::memcpy(dst, src, n * sizeof(float));
+  }
+  void add_inplace(void* dst, const void* src, size_t n) override {
+    float* d = f32(dst);
+    const float* s = f32(src);
+    for (size_t i = 0; i < n; ++i) d[i] += s[i];
+  }
+  void scale_inplace(void* x, float s, size_t n) override {
+    float* d = f32(x);
+    for (size_t i = 0; i < n; ++i) d[i] *= s;
+  }
+
+  void encoder_forward(void* out, const int* tokens, const void* wte, const void* wpe, int B, int T,
+                       int C) override {
+    cpu::encoder_forward(f32(out), tokens, f32(wte), f32(wpe), B, T, C);
+  }
+  void encoder_backward(void* dwte, void* dwpe, const void* dout, const int* tokens, int B, int T,
+                        int C) override {
+    cpu::encoder_backward(f32(dwte), f32(dwpe), f32(dout), tokens, B, T, C);
+  }
+  void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* w,
+                         const void* b, int N, int C) override {
+    cpu::layernorm_forward(f32(out), mean, rstd, f32(inp), f32(w), f32(b), N, C);
+  }
+  void residual_layernorm_forward(void* residual, void* out, float* mean, float* rstd,
+                                  const void* a, const void* b, const void* w, const void* bias,
+                                  int N, int C) override {
+    cpu::residual_layernorm_forward(f32(residual), f32(out), mean, rstd, f32(a), f32(b), f32(w),
+                                    f32(bias), N, C);
+  }
+  void layernorm_backward(void* dinp, void* dw, void* db, const void* dout, const void* inp,
+                          const void* w, const float* mean, const float* rstd, int N,
+                          int C) override {
+    cpu::layernorm_backward(f32(dinp), f32(dw), f32(db), f32(dout), f32(inp), f32(w), mean, rstd,
+                            N, C);
+  }
+  void matmul_forward(void* out, void* pre_gelu, const void* inp, const void* w, const void* bias,
+                      int N, int C, int OC) override {
+    cpu::matmul_forward(f32(out), f32(pre_gelu), f32(inp), f32(w), f32(bias), N, C, OC);
+  }
+  void matmul_backward(void* dinp, void* dw, void* dbias, const void* dout, const void* inp,
+                       const void* w, const void* inp_pre_gelu, int N, int C, int OC) override {
+    cpu::matmul_backward(f32(dinp), f32(dw), f32(dbias), f32(dout), f32(inp), f32(w),
+                         f32(inp_pre_gelu), N, C, OC);
+  }
+  void attention_forward(void* out, float* lse, const void* qkv, int B, int T, int C,
+                         int NH) override {
+    check_heads(C, NH);
+    cpu::attention_forward(f32(out), lse, f32(qkv), B, T, C, NH);
+  }
+  void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
+                          const float* lse, int B, int T, int C, int NH) override {
+    check_heads(C, NH);
+    cpu::attention_backward(f32(dqkv), f32(dout), f32(qkv), f32(out), lse, B, T, C, NH);
+  }
+  void cross_entropy_forward_backward(float* losses, void* logits, const int* targets, int N,
+                                      int V, float dloss) override {
+    cpu::cross_entropy_forward_backward(losses, f32(logits), targets, N, V, dloss);
+  }
+  void cross_entropy_forward(float* losses, const void* logits, const int* targets, int N,
+                             int V) override {
+    cpu::cross_entropy_forward(losses, f32(logits), targets, N, V);
+  }
+
+  void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,
+             const AdamWArgs& a) override {
+    cpu::adamw(f32(param), master, f32(grad), m, v, n, a);
+  }
+  double sum_squares(const void* x, size_t n) override { return cpu::sum_squares(f32(x), n); }
+
+ private:
+  static void check_heads(int C, int NH) {
+    if (NH <= 0 || C % NH != 0) {
+      throw std::runtime_error("cpu attention: C = " + std::to_string(C) + " with NH = " +
+                               std::to_string(NH) + ", expected C divisible by NH");
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Ops> make_cpu_ops() { return std::make_unique<CpuOps>(); }
+
+}  // namespace zt

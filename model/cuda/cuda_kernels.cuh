@@ -1,0 +1,54 @@
+// Host-side launchers of the CUDA backend's kernel families, one .cu file each.
+// CudaOps checks the arguments' meaning (shapes, head sizes); launchers check
+// only what their kernels need, and enqueue everything on ctx.stream.
+#pragma once
+#include <cstddef>
+
+#include "model/cuda/cuda_context.cuh"
+#include "model/ops.h"
+
+namespace zt {
+
+// encoder.cu
+void launch_encoder_forward(CudaContext& ctx, bf16* out, const int* tokens, const bf16* wte,
+                            const bf16* wpe, int B, int T, int C);
+void launch_encoder_backward(CudaContext& ctx, bf16* dwte, bf16* dwpe, const bf16* dout,
+                             const int* tokens, int B, int T, int C);
+
+// layernorm.cu
+void launch_layernorm_forward(CudaContext& ctx, bf16* out, float* mean, float* rstd,
+                              const bf16* inp, const bf16* w, const bf16* b, int N, int C);
+void launch_residual_layernorm_forward(CudaContext& ctx, bf16* residual, bf16* out, float* mean,
+                                       float* rstd, const bf16* a, const bf16* b, const bf16* w,
+                                       const bf16* bias, int N, int C);
+void launch_layernorm_backward(CudaContext& ctx, bf16* dinp, bf16* dw, bf16* db, const bf16* dout,
+                               const bf16* inp, const bf16* w, const float* mean,
+                               const float* rstd, int N, int C);
+
+// matmul.cuh: the Matmul class (cuBLASLt) and its helper kernels.
+
+// attention_forward.cu, attention_backward.cu (head size C / NH in {32, 64, 128})
+void launch_attention_forward(CudaContext& ctx, bf16* out, float* lse, const bf16* qkv, int B,
+                              int T, int C, int NH);
+void launch_attention_backward(CudaContext& ctx, bf16* dqkv, const bf16* dout, const bf16* qkv,
+                               const bf16* out, const float* lse, int B, int T, int C, int NH);
+
+// cross_entropy.cu
+void launch_cross_entropy_forward_backward(CudaContext& ctx, float* losses, bf16* logits,
+                                           const int* targets, int N, int V, float dloss);
+void launch_cross_entropy_forward(CudaContext& ctx, float* losses, const bf16* logits,
+                                  const int* targets, int N, int V);
+
+// adamw.cu
+void launch_adamw(CudaContext& ctx, bf16* param, float* master, const bf16* grad, float* m,
+                  float* v, size_t n, const AdamWArgs& a);
+
+// elementwise.cu
+void launch_to_f32(CudaContext& ctx, float* dst, const bf16* src, size_t n);
+void launch_from_f32(CudaContext& ctx, bf16* dst, const float* src, size_t n);
+void launch_add_inplace(CudaContext& ctx, bf16* dst, const bf16* src, size_t n);
+void launch_scale_inplace(CudaContext& ctx, bf16* x, float s, size_t n);
+// Sum of squares, deterministic; waits for the stream and returns the value.
+double sum_squares_bf16(CudaContext& ctx, const bf16* x, size_t n);
+
+}  // namespace zt

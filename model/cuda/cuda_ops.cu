@@ -1,0 +1,249 @@
+// CudaOps: the bf16 CUDA backend of the Ops interface. It owns the device
+// selection, the one compute stream every op is enqueued on, device memory
+// (cudaMalloc, zeroed, counted in the ledger), the scratch buffer and the
+// cuBLASLt state; the kernels live in the other files of this folder.
+#include <memory>
+#include <string>
+
+#include "model/cuda/cuda_kernels.cuh"
+#include "model/cuda/cuda_stream.h"
+#include "model/cuda/matmul.cuh"
+
+namespace zt {
+namespace {
+
+bf16* bf(void* p) { return static_cast<bf16*>(p); }
+const bf16* bf(const void* p) { return static_cast<const bf16*>(p); }
+
+void require(bool ok, const std::string& what) {
+  if (!ok) throw std::runtime_error("cuda ops: " + what);
+}
+
+std::string dims(const char* op, std::initializer_list<std::pair<const char*, long long>> vals) {
+  std::string s = std::string(op) + ":";
+  for (const auto& v : vals) s += std::string(" ") + v.first + "=" + std::to_string(v.second);
+  return s;
+}
+
+// Why no CUDA device can run this build's kernels, or empty when one can.
+std::string device_problem(int device_index) {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error so later calls start clean
+    return std::string("no usable CUDA driver or device (") + cudaGetErrorString(err) + ")";
+  }
+  if (count == 0) return "no CUDA device found";
+  cudaDeviceProp prop;
+  const int dev = device_index % count;
+  if (cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return "cannot read the properties of CUDA device " + std::to_string(dev);
+  }
+  if (prop.major < 9)
+    return "CUDA device " + std::to_string(dev) + " (" + prop.name + ") is sm_" +
+           std::to_string(prop.major * 10 + prop.minor) +
+           "; zerotrain's kernels are built for sm_90 (Hopper)";
+  return "";
+}
+
+class CudaOps final : public Ops {
+ public:
+  explicit CudaOps(int local_rank) {
+    const std::string problem = device_problem(local_rank < 0 ? 0 : local_rank);
+    if (!problem.empty()) throw std::runtime_error("system.device: cuda requested, but " + problem);
+    int count = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&count));
+    ctx_.device = (local_rank < 0 ? 0 : local_rank) % count;
+    CUDA_CHECK(cudaSetDevice(ctx_.device));
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, ctx_.device));
+    ctx_.num_sms = prop.multiProcessorCount;
+    ctx_.max_smem_per_block = prop.sharedMemPerBlockOptin;
+    // A blocking stream: it still orders against legacy default-stream copies
+    // that other code might issue on the same buffers.
+    CUDA_CHECK(cudaStreamCreate(&ctx_.stream));
+    try {
+      scratch_ = std::make_unique<DeviceScratch>(&ledger());
+      ctx_.scratch = scratch_.get();
+      matmul_ = std::make_unique<Matmul>(ctx_, ledger());
+    } catch (...) {
+      scratch_.reset();
+      cudaStreamDestroy(ctx_.stream);
+      throw;
+    }
+  }
+
+  ~CudaOps() override {
+    cudaStreamSynchronize(ctx_.stream);
+    matmul_.reset();
+    scratch_.reset();
+    cudaStreamDestroy(ctx_.stream);
+  }
+
+  std::string name() const override { return "cuda"; }
+  DType dtype() const override { return DType::BF16; }
+  bool on_device() const override { return true; }
+  cudaStream_t stream() const { return ctx_.stream; }
+
+  void* alloc(size_t bytes, MemCategory cat) override {
+    if (bytes == 0) return nullptr;
+    void* p = nullptr;
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err != cudaSuccess) {
+      cudaGetLastError();
+      throw std::runtime_error("cuda ops: allocating " + std::to_string(bytes) + " bytes of " +
+                               mem_category_name(cat) + " failed: " + cudaGetErrorString(err));
+    }
+    CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx_.stream));
+    ledger().on_alloc(p, bytes, cat);
+    return p;
+  }
+  void release(void* p) override {
+    if (!p) return;
+    ledger().on_free(p);
+    CUDA_CHECK(cudaFree(p));  // waits for work that may still use p
+  }
+  void memzero(void* p, size_t bytes) override {
+    if (bytes) CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx_.stream));
+  }
+  void copy(void* dst, const void* src, size_t bytes) override {
+    if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx_.stream));
+  }
+  void to_host(void* host_dst, const void* src, size_t bytes) override {
+    if (!bytes) return;
+    CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, ctx_.stream));
+    CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));
+  }
+  void from_host(void* dst, const void* host_src, size_t bytes) override {
+    if (!bytes) return;
+    CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, ctx_.stream));
+    CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));  // host_src may go away on return
+  }
+  void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(ctx_.stream)); }
+
+  void to_f32(float* dst, const void* src, size_t n) override { launch_to_f32(ctx_, dst, bf(src), n); }
+  void from_f32(void* dst, const float* src, size_t n) override {
+    launch_from_f32(ctx_, bf(dst), src, n);
+  }
+  void add_inplace(void* dst, const void* src, size_t n) override {
+    launch_add_inplace(ctx_, bf(dst), bf(src), n);
+  }
+  void scale_inplace(void* x, float s, size_t n) override { launch_scale_inplace(ctx_, bf(x), s, n); }
+
+  void encoder_forward(void* out, const int* tokens, const void* wte, const void* wpe, int B, int T,
+                       int C) override {
+    require(B >= 0 && T >= 0 && C >= 0, dims("encoder_forward", {{"B", B}, {"T", T}, {"C", C}}));
+    launch_encoder_forward(ctx_, bf(out), tokens, bf(wte), bf(wpe), B, T, C);
+  }
+  void encoder_backward(void* dwte, void* dwpe, const void* dout, const int* tokens, int B, int T,
+                        int C) override {
+    require(B >= 0 && T >= 0 && C >= 0, dims("encoder_backward", {{"B", B}, {"T", T}, {"C", C}}));
+    launch_encoder_backward(ctx_, bf(dwte), bf(dwpe), bf(dout), tokens, B, T, C);
+  }
+  void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* w,
+                         const void* b, int N, int C) override {
+    require(N >= 0 && C > 0, dims("layernorm_forward", {{"N", N}, {"C", C}}));
+    launch_layernorm_forward(ctx_, bf(out), mean, rstd, bf(inp), bf(w), bf(b), N, C);
+  }
+  void residual_layernorm_forward(void* residual, void* out, float* mean, float* rstd,
+                                  const void* a, const void* b, const void* w, const void* bias,
+                                  int N, int C) override {
+    require(N >= 0 && C > 0, dims("residual_layernorm_forward", {{"N", N}, {"C", C}}));
+    launch_residual_layernorm_forward(ctx_, bf(residual), bf(out), mean, rstd, bf(a), bf(b), bf(w),
+                                      bf(bias), N, C);
+  }
+  void layernorm_backward(void* dinp, void* dw, void* db, const void* dout, const void* inp,
+                          const void* w, const float* mean, const float* rstd, int N,
+                          int C) override {
+    require(N >= 0 && C > 0, dims("layernorm_backward", {{"N", N}, {"C", C}}));
+    launch_layernorm_backward(ctx_, bf(dinp), bf(dw), bf(db), bf(dout), bf(inp), bf(w), mean, rstd,
+                              N, C);
+  }
+  void matmul_forward(void* out, void* pre_gelu, const void* inp, const void* w, const void* bias,
+                      int N, int C, int OC) override {
+    require(N >= 0 && C > 0 && OC >= 0, dims("matmul_forward", {{"N", N}, {"C", C}, {"OC", OC}}));
+    matmul_->forward(bf(out), bf(pre_gelu), bf(inp), bf(w), bf(bias), N, C, OC);
+  }
+  void matmul_backward(void* dinp, void* dw, void* dbias, const void* dout, const void* inp,
+                       const void* w, const void* inp_pre_gelu, int N, int C, int OC) override {
+    require(N >= 0 && C > 0 && OC >= 0, dims("matmul_backward", {{"N", N}, {"C", C}, {"OC", OC}}));
+    matmul_->backward(bf(dinp), bf(dw), bf(dbias), bf(dout), bf(inp), bf(w), bf(inp_pre_gelu), N, C,
+                      OC);
+  }
+  void attention_forward(void* out, float* lse, const void* qkv, int B, int T, int C,
+                         int NH) override {
+    check_attention("attention_forward", B, T, C, NH);
+    launch_attention_forward(ctx_, bf(out), lse, bf(qkv), B, T, C, NH);
+  }
+  void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
+                          const float* lse, int B, int T, int C, int NH) override {
+    check_attention("attention_backward", B, T, C, NH);
+    launch_attention_backward(ctx_, bf(dqkv), bf(dout), bf(qkv), bf(out), lse, B, T, C, NH);
+  }
+  void cross_entropy_forward_backward(float* losses, void* logits, const int* targets, int N, int V,
+                                      float dloss) override {
+    require(N >= 0 && V > 0, dims("cross_entropy_forward_backward", {{"N", N}, {"V", V}}));
+    launch_cross_entropy_forward_backward(ctx_, losses, bf(logits), targets, N, V, dloss);
+  }
+  void cross_entropy_forward(float* losses, const void* logits, const int* targets, int N,
+                             int V) override {
+    require(N >= 0 && V > 0, dims("cross_entropy_forward", {{"N", N}, {"V", V}}));
+    launch_cross_entropy_forward(ctx_, losses, bf(logits), targets, N, V);
+  }
+  void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,
+             const AdamWArgs& a) override {
+    launch_adamw(ctx_, bf(param), master, bf(grad), m, v, n, a);
+  }
+  double sum_squares(const void* x, size_t n) override { return sum_squares_bf16(ctx_, bf(x), n); }
+
+ private:
+  static void check_attention(const char* op, int B, int T, int C, int NH) {
+    require(B >= 0 && T >= 0 && C > 0 && NH > 0 && C % NH == 0,
+            dims(op, {{"B", B}, {"T", T}, {"C", C}, {"NH", NH}}) + " (C must be a multiple of NH)");
+  }
+
+  CudaContext ctx_;
+  std::unique_ptr<DeviceScratch> scratch_;
+  std::unique_ptr<Matmul> matmul_;
+};
+
+}  // namespace
+
+bool cuda_available(std::string* why_not) {
+  const std::string problem = device_problem(0);
+  if (problem.empty()) return true;
+  if (why_not) *why_not = problem;
+  return false;
+}
+
+std::unique_ptr<Ops> make_cuda_ops(int local_rank) { return std::make_unique<CudaOps>(local_rank); }
+
+void* cuda_compute_stream(Ops& ops) {
+  auto* cuda = dynamic_cast<CudaOps*>(&ops);
+  if (!cuda)
+    throw std::runtime_error("cuda_compute_stream: backend '" + ops.name() + "' is not cuda");
+  return static_cast<void*>(cuda->stream());
+}
+
+bool cuda_device_info(std::string* name, int* sms, size_t* total_mem) {
+  if (!device_problem(0).empty()) return false;
+  int dev = 0;
+  cudaDeviceProp prop;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  if (name) *name = prop.name;
+  if (sms) *sms = prop.multiProcessorCount;
+  if (total_mem) *total_mem = prop.totalGlobalMem;
+  return true;
+}
+
+size_t cuda_device_memory_used() {
+  size_t free_bytes = 0, total_bytes = 0;
+  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return total_bytes - free_bytes;
+}
+
+}  // namespace zt

@@ -1,0 +1,155 @@
+// Token + position embedding: forward lookup and deterministic backward.
+#include <cub/device/device_radix_sort.cuh>
+
+#include "model/cuda/cuda_kernels.cuh"
+
+namespace zt {
+namespace {
+
+constexpr int kThreads = 256;
+
+// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]. One thread per VEC consecutive
+// channels of one row; neighbouring threads take neighbouring channel groups,
+// so a warp reads and writes contiguous bytes.
+template <int VEC>
+__global__ void encoder_forward_kernel(bf16* out, const int* tokens, const bf16* wte,
+                                       const bf16* wpe, int N, int T, int C) {
+  const int groups = C / VEC;
+  const size_t idx = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (idx >= static_cast<size_t>(N) * groups) return;
+  const int row = static_cast<int>(idx / groups);
+  const int c = static_cast<int>(idx % groups) * VEC;
+  const int t = row % T;
+  float acc[VEC], pos[VEC];
+  load_bf16<VEC>(acc, wte + static_cast<size_t>(tokens[row]) * C + c);
+  load_bf16<VEC>(pos, wpe + static_cast<size_t>(t) * C + c);
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) acc[i] += pos[i];
+  store_bf16<VEC>(out + static_cast<size_t>(row) * C + c, acc);
+}
+
+// dwpe[t,:] += sum over b of dout[b,t,:]. One thread per (t, channel group);
+// it walks the batch in order, so the sum is the same on every run.
+template <int VEC>
+__global__ void encoder_backward_wpe_kernel(bf16* dwpe, const bf16* dout, int B, int T, int C) {
+  const int groups = C / VEC;
+  const size_t idx = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (idx >= static_cast<size_t>(T) * groups) return;
+  const int t = static_cast<int>(idx / groups);
+  const int c = static_cast<int>(idx % groups) * VEC;
+  float acc[VEC] = {};
+  for (int b = 0; b < B; ++b) {
+    float d[VEC];
+    load_bf16<VEC>(d, dout + (static_cast<size_t>(b) * T + t) * C + c);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) acc[i] += d[i];
+  }
+  bf16* dst = dwpe + static_cast<size_t>(t) * C + c;
+  float cur[VEC];
+  load_bf16<VEC>(cur, dst);
+#pragma unroll
+  for (int i = 0; i < VEC; ++i) cur[i] += acc[i];
+  store_bf16<VEC>(dst, cur);
+}
+
+__global__ void iota_kernel(int* v, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) v[i] = i;
+}
+
+// dwte[tok,:] += sum of dout rows whose token is tok. The (token, row) pairs
+// were stably sorted by token, so equal tokens form runs with rows ascending.
+// One thread per (sorted position, channel group); only the first position of
+// each run works: it sums the run's rows in order (fp32) and updates dwte once.
+// No two threads touch the same dwte row, and the order is fixed: deterministic.
+template <int VEC>
+__global__ void encoder_backward_wte_kernel(bf16* dwte, const bf16* dout, const int* sorted_tokens,
+                                            const int* sorted_rows, int N, int C) {
+  const int groups = C / VEC;
+  const size_t idx = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (idx >= static_cast<size_t>(N) * groups) return;
+  const int i = static_cast<int>(idx / groups);
+  const int c = static_cast<int>(idx % groups) * VEC;
+  const int tok = sorted_tokens[i];
+  if (i > 0 && sorted_tokens[i - 1] == tok) return;
+  float acc[VEC] = {};
+  for (int j = i; j < N && sorted_tokens[j] == tok; ++j) {
+    float d[VEC];
+    load_bf16<VEC>(d, dout + static_cast<size_t>(sorted_rows[j]) * C + c);
+#pragma unroll
+    for (int k = 0; k < VEC; ++k) acc[k] += d[k];
+  }
+  bf16* dst = dwte + static_cast<size_t>(tok) * C + c;
+  float cur[VEC];
+  load_bf16<VEC>(cur, dst);
+#pragma unroll
+  for (int k = 0; k < VEC; ++k) cur[k] += acc[k];
+  store_bf16<VEC>(dst, cur);
+}
+
+unsigned grid_for(size_t threads) {
+  return static_cast<unsigned>(ceil_div(threads, static_cast<size_t>(kThreads)));
+}
+
+size_t round_up_256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+}  // namespace
+
+void launch_encoder_forward(CudaContext& ctx, bf16* out, const int* tokens, const bf16* wte,
+                            const bf16* wpe, int B, int T, int C) {
+  const int N = B * T;
+  if (N == 0 || C == 0) return;
+  const bool vec = C % 8 == 0 && aligned_to(out, 16) && aligned_to(wte, 16) && aligned_to(wpe, 16);
+  if (vec) {
+    encoder_forward_kernel<8><<<grid_for(static_cast<size_t>(N) * C / 8), kThreads, 0, ctx.stream>>>(
+        out, tokens, wte, wpe, N, T, C);
+  } else {
+    encoder_forward_kernel<1><<<grid_for(static_cast<size_t>(N) * C), kThreads, 0, ctx.stream>>>(
+        out, tokens, wte, wpe, N, T, C);
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+void launch_encoder_backward(CudaContext& ctx, bf16* dwte, bf16* dwpe, const bf16* dout,
+                             const int* tokens, int B, int T, int C) {
+  const int N = B * T;
+  if (N == 0 || C == 0) return;
+  const bool vec =
+      C % 8 == 0 && aligned_to(dwte, 16) && aligned_to(dwpe, 16) && aligned_to(dout, 16);
+
+  if (vec) {
+    encoder_backward_wpe_kernel<8><<<grid_for(static_cast<size_t>(T) * C / 8), kThreads, 0,
+                                     ctx.stream>>>(dwpe, dout, B, T, C);
+  } else {
+    encoder_backward_wpe_kernel<1><<<grid_for(static_cast<size_t>(T) * C), kThreads, 0,
+                                     ctx.stream>>>(dwpe, dout, B, T, C);
+  }
+  CUDA_CHECK_LAUNCH();
+
+  // Stable radix sort of (token, row) pairs by token, in scratch.
+  size_t sort_bytes = 0;
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, tokens, static_cast<int*>(nullptr),
+                                             static_cast<const int*>(nullptr),
+                                             static_cast<int*>(nullptr), N, 0, 32, ctx.stream));
+  const size_t ints = round_up_256(static_cast<size_t>(N) * sizeof(int));
+  char* base = static_cast<char*>(ctx.scratch->get(3 * ints + sort_bytes, ctx.stream));
+  int* sorted_tokens = reinterpret_cast<int*>(base);
+  int* rows = reinterpret_cast<int*>(base + ints);
+  int* sorted_rows = reinterpret_cast<int*>(base + 2 * ints);
+  void* sort_tmp = base + 3 * ints;
+
+  iota_kernel<<<ceil_div(N, kThreads), kThreads, 0, ctx.stream>>>(rows, N);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, tokens, sorted_tokens, rows,
+                                             sorted_rows, N, 0, 32, ctx.stream));
+  if (vec) {
+    encoder_backward_wte_kernel<8><<<grid_for(static_cast<size_t>(N) * C / 8), kThreads, 0,
+                                     ctx.stream>>>(dwte, dout, sorted_tokens, sorted_rows, N, C);
+  } else {
+    encoder_backward_wte_kernel<1><<<grid_for(static_cast<size_t>(N) * C), kThreads, 0,
+                                     ctx.stream>>>(dwte, dout, sorted_tokens, sorted_rows, N, C);
+  }
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace zt

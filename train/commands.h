@@ -1,0 +1,14 @@
+// The subcommands other than train and prepare.
+#pragma once
+#include <string>
+#include <vector>
+
+namespace zt {
+
+int run_eval_command(const std::vector<std::string>& args);
+int run_sample_command(const std::vector<std::string>& args);
+int run_export_command(const std::vector<std::string>& args);
+int run_plan_command(const std::vector<std::string>& args);
+int run_report_command(const std::vector<std::string>& args);
+
+}  // namespace zt

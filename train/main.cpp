@@ -1,0 +1,69 @@
+// zerotrain: one binary, one subcommand per job. Every rank runs main; errors
+// that every rank sees alike (config, data, usage) exit 2 with one line from
+// rank 0; any other error on any rank takes the whole job down.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "data/prepare.h"
+#include "data/shard.h"
+#include "train/commands.h"
+#include "train/config.h"
+#include "train/runtime.h"
+#include "train/trainer.h"
+
+namespace {
+
+const char* kUsage =
+    "usage: zerotrain COMMAND ...\n"
+    "  train CONFIG [--set k=v ...] [--run-dir DIR] [--resume] [--init-from F] [--deepspeed J]\n"
+    "  prepare --input FILE --out DIR --tokenizer byte|bpe [--vocab N]\n"
+    "  eval CONFIG [--init-from F | --checkpoint CKPT] [--batches N] [--set k=v ...]\n"
+    "  sample --checkpoint CKPT [--prompt TEXT] [--tokens N] [--temperature X] [--top-k K]\n"
+    "  export --checkpoint CKPT --format llmc OUT.bin\n"
+    "  plan CONFIG --world W [--set k=v ...]\n"
+    "  report RUNS_DIR [--out DIR]\n";
+
+int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
+  if (cmd == "train") return zt::run_train(zt::parse_train_args(args));
+  if (cmd == "prepare") return zt::run_prepare(args);
+  if (cmd == "eval") return zt::run_eval_command(args);
+  if (cmd == "sample") return zt::run_sample_command(args);
+  if (cmd == "export") return zt::run_export_command(args);
+  if (cmd == "plan") return zt::run_plan_command(args);
+  if (cmd == "report") return zt::run_report_command(args);
+  std::fprintf(stderr, "zerotrain: unknown command '%s'\n%s", cmd.c_str(), kUsage);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(kUsage, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  MPI_Init(&argc, &argv);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const std::string cmd = argv[1];
+  const std::vector<std::string> args(argv + 2, argv + argc);
+  int rc = 0;
+  try {
+    rc = dispatch(cmd, args);
+  } catch (const zt::ConfigError& e) {
+    if (rank == 0) std::fprintf(stderr, "zerotrain: %s\n", e.what());
+    rc = 2;
+  } catch (const zt::DataError& e) {
+    if (rank == 0) std::fprintf(stderr, "zerotrain: %s\n", e.what());
+    rc = 2;
+  } catch (const std::exception& e) {
+    zt::abort_job(e.what());
+  }
+  std::fflush(stdout);
+  MPI_Finalize();
+  return rc;
+}

@@ -1,0 +1,123 @@
+// `zerotrain plan CONFIG --world W`: per rank, the model-state bytes and the
+// per-step collectives of every stage and gradient path side by side, as exact
+// integers, without training. The configured one is marked with '*'.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "train/commands.h"
+#include "train/config.h"
+#include "zero/plan.h"
+
+namespace zt {
+namespace {
+
+struct Variant {
+  std::string label;
+  ZeroConfig z;
+};
+
+std::vector<Variant> variants(const ZeroConfig& base) {
+  std::vector<Variant> v;
+  auto with = [&](int stage, const std::string& label, bool rs, bool multi, bool contiguous,
+                  bool native) {
+    ZeroConfig z = base;
+    z.stage = stage;
+    z.reduce_scatter = rs;
+    z.use_multi_rank_bucket_allreduce = multi;
+    z.contiguous_gradients = contiguous;
+    z.native_reduce_scatter = native;
+    if (!base.overlap_comm_set) z.overlap_comm = stage == 3;
+    v.push_back({label, z});
+  };
+  with(0, "stage 0", true, true, true, false);
+  for (int s : {1, 2}) {
+    const std::string st = "stage " + std::to_string(s) + " ";
+    with(s, st + "allreduce_fallback", true, true, false, false);
+    with(s, st + "allreduce", false, true, true, false);
+    with(s, st + "multi_rank_allreduce", true, true, true, false);
+    with(s, st + "per_owner_reduce", true, false, true, false);
+    with(s, st + "reduce_scatter", true, true, true, true);
+  }
+  with(3, "stage 3 reduce_scatter", true, true, true, false);
+  with(3, "stage 3 allreduce", false, true, true, false);
+  return v;
+}
+
+bool same_choice(const ZeroConfig& a, const ZeroConfig& b) {
+  if (a.stage != b.stage) return false;
+  if (a.stage == 0) return true;
+  if (a.stage == 3) return a.reduce_scatter == b.reduce_scatter;
+  return a.native_reduce_scatter == b.native_reduce_scatter &&
+         (a.native_reduce_scatter ||
+          (a.contiguous_gradients == b.contiguous_gradients &&
+           (!a.contiguous_gradients ||
+            (a.reduce_scatter == b.reduce_scatter &&
+             (!a.reduce_scatter ||
+              a.use_multi_rank_bucket_allreduce == b.use_multi_rank_bucket_allreduce)))));
+}
+
+}  // namespace
+
+int run_plan_command(const std::vector<std::string>& args) {
+  std::string path;
+  std::vector<std::string> overrides;
+  int world = 0;
+  for (size_t i = 0; i < args.size(); i++) {
+    if ((args[i] == "--world" || args[i] == "--set") && i + 1 < args.size()) {
+      if (args[i] == "--set") overrides.push_back(args[++i]);
+      else {
+        try {
+          world = std::stoi(args[++i]);
+        } catch (const std::exception&) {
+          world = 0;
+        }
+      }
+    } else if (path.empty() && args[i].rfind("--", 0) != 0) {
+      path = args[i];
+    } else {
+      throw ConfigError("plan: unexpected argument '" + args[i] + "'");
+    }
+  }
+  if (path.empty() || world < 1)
+    throw ConfigError("usage: zerotrain plan CONFIG --world W (W >= 1) [--set k=v ...]");
+  Config cfg = load_config(path, overrides);
+  validate_for_world(cfg, world);
+  const int A = grad_accum_steps(cfg, world);
+  const DType t = cfg.system.device == "cuda" ? DType::BF16 : DType::F32;
+  ParamTable table(cfg.model);
+  std::printf("plan: %s, %zu parameters, W = %d, %d micro-steps per step, %s gradients and "
+              "parameters, reduce_bucket_size %lld, allgather %s\n",
+              path.c_str(), table.total(), world, A, dtype_name(t),
+              static_cast<long long>(cfg.zero.reduce_bucket_size),
+              cfg.zero.allgather_bucketed ? "bucketed" : "one call per partition group");
+  std::printf("bytes are per rank per optimizer step; payload as nccl-tests counts it, bus = "
+              "payload x bus factor\n\n");
+  std::printf("  %-30s %14s %14s %14s %14s | %-14s %6s %16s %18s\n", "configuration", "params B",
+              "grads B", "optimizer B", "model states B", "primitive", "calls", "payload B",
+              "bus B");
+  for (const Variant& v : variants(cfg.zero)) {
+    StepPlan p = plan_step(v.z, table, world, A, t);
+    const char* mark = same_choice(v.z, cfg.zero) ? "*" : " ";
+    bool first = true;
+    for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
+      const PlannedPrimitive& c = p.per_step[i];
+      if (c.calls == 0) continue;
+      if (first)
+        std::printf("%s %-30s %14llu %14llu %14llu %14llu | ", mark, v.label.c_str(),
+                    static_cast<unsigned long long>(p.params_bytes),
+                    static_cast<unsigned long long>(p.grads_bytes),
+                    static_cast<unsigned long long>(p.optimizer_bytes),
+                    static_cast<unsigned long long>(p.params_bytes + p.grads_bytes + p.optimizer_bytes));
+      else
+        std::printf("  %-30s %14s %14s %14s %14s | ", "", "", "", "", "");
+      std::printf("%-14s %6llu %16llu %18.0f\n", primitive_name(static_cast<Primitive>(i)),
+                  static_cast<unsigned long long>(c.calls), static_cast<unsigned long long>(c.bytes),
+                  c.bus_bytes);
+      first = false;
+    }
+  }
+  return 0;
+}
+
+}  // namespace zt

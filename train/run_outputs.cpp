@@ -1,0 +1,178 @@
+#include "train/run_outputs.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "train/json_writer.h"
+
+namespace zt {
+namespace {
+
+std::string format_duration(double s) {
+  char buf[32];
+  const long t = static_cast<long>(s + 0.5);
+  if (t >= 3600) std::snprintf(buf, sizeof buf, "%ldh%02ldm", t / 3600, (t / 60) % 60);
+  else std::snprintf(buf, sizeof buf, "%ldm%02lds", t / 60, t % 60);
+  return buf;
+}
+
+// The effective config (YAML) as a JSON object, scalars typed as YAML reads them.
+std::string yaml_to_json(const YAML::Node& n) {
+  if (n.IsMap()) {
+    std::string o = "{";
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (o.size() > 1) o += ",";
+      o += json_escape(it->first.as<std::string>()) + ":" + yaml_to_json(it->second);
+    }
+    return o + "}";
+  }
+  if (n.IsScalar()) {
+    const std::string s = n.Scalar();
+    if (s == "true" || s == "false") return s;
+    char* end = nullptr;
+    std::strtod(s.c_str(), &end);
+    if (!s.empty() && end && *end == '\0' && n.Tag() != "!") return s;
+    return json_escape(s);
+  }
+  return "null";
+}
+
+}  // namespace
+
+uint64_t model_states_bytes(int stage, uint64_t n, int W, int p, int g) {
+  const uint64_t K = 12;
+  switch (stage) {
+    case 0: return (p + g + K) * n;
+    case 1: return (p + g) * n + K * n / W;
+    case 2: return p * n + (g + K) * n / W;
+    default: return (p + g + K) * n / W;
+  }
+}
+
+RunOutputs::RunOutputs(const std::string& run_dir, bool writer) : dir_(run_dir), writer_(writer) {}
+
+RunOutputs::~RunOutputs() {
+  if (metrics_) std::fclose(metrics_);
+}
+
+void RunOutputs::open_metrics(int64_t start_step) {
+  if (!writer_) return;
+  const std::string path = dir_ + "/metrics.jsonl";
+  std::string kept;
+  if (start_step > 0) {
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      const size_t p = line.find("\"step\":");
+      if (p != std::string::npos && std::stoll(line.substr(p + 7)) <= start_step) kept += line + "\n";
+    }
+  }
+  metrics_ = std::fopen(path.c_str(), "w");
+  if (!metrics_) throw std::runtime_error(path + ": cannot open for writing");
+  std::fputs(kept.c_str(), metrics_);
+  std::fflush(metrics_);
+}
+
+void RunOutputs::step(const StepRecord& r, int total, double tok_s, double elapsed, int done) {
+  if (!writer_) return;
+  const double eta = elapsed / std::max(1, done) * (total - r.step);
+  std::printf("step %5lld/%d | loss %.4f | norm %.4f | lr %.2e | %.1f ms | %.0f tok/s | ETA %s",
+              static_cast<long long>(r.step), total, r.loss, r.grad_norm, r.lr, r.ms, tok_s,
+              format_duration(eta).c_str());
+  if (r.val_loss >= 0) std::printf(" | val %.4f", r.val_loss);
+  std::printf("\n");
+  std::fflush(stdout);
+  JsonObject o;
+  o.add("step", r.step).add("loss", r.loss).add("lr", r.lr).add("grad_norm", r.grad_norm)
+      .add("ms", r.ms);
+  if (r.val_loss >= 0) o.add("val_loss", r.val_loss);
+  std::fprintf(metrics_, "%s\n", o.str().c_str());
+  std::fflush(metrics_);
+}
+
+void RunOutputs::sample(int64_t step, const std::string& text) {
+  if (!writer_) return;
+  std::printf("---- sample at step %lld ----\n%s\n----\n", static_cast<long long>(step), text.c_str());
+  std::fflush(stdout);
+}
+
+void RunOutputs::summary(const RunSummary& s) {
+  if (!writer_) return;
+  std::vector<double> ms = s.step_ms;
+  std::sort(ms.begin(), ms.end());
+  const double median = ms.empty() ? 0 : ms[ms.size() / 2];
+
+  JsonObject comm, per_step;
+  const int64_t n = std::max<int64_t>(1, s.steps_this_run);
+  for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
+    const Primitive p = static_cast<Primitive>(i);
+    const PrimitiveStats& c = s.comm[p];
+    comm.add(primitive_name(p), JsonObject()
+                                    .add("calls", c.calls)
+                                    .add("bytes", c.bytes)
+                                    .add("bus_bytes", c.bus_bytes)
+                                    .add("seconds", c.seconds));
+    per_step.add(primitive_name(p), JsonObject()
+                                        .add("calls", static_cast<double>(c.calls) / n)
+                                        .add("bytes", static_cast<double>(c.bytes) / n)
+                                        .add("bus_bytes", c.bus_bytes / n));
+  }
+  comm.add("per_step", per_step);
+  comm.add("exposed_seconds", s.comm.exposed_seconds);
+  comm.add("exposed_seconds_per_step", s.comm.exposed_seconds / n);
+
+  JsonObject mem;
+  const MemoryLedger& L = *s.ledger;
+  const uint64_t states = L.current(MemCategory::Params) + L.current(MemCategory::Grads) +
+                          L.current(MemCategory::Optimizer);
+  mem.add("params", L.current(MemCategory::Params))
+      .add("grads", L.current(MemCategory::Grads))
+      .add("optimizer", L.current(MemCategory::Optimizer))
+      .add("activations", L.peak(MemCategory::Activations))
+      .add("comm_buffers", L.peak(MemCategory::CommBuffers))
+      .add("model_states", states)
+      .add("model_states_formula",
+           model_states_bytes(s.stage, s.padded_params, s.world, s.dtype_bytes, s.dtype_bytes))
+      .add("model_states_paper", model_states_bytes(s.stage, s.padded_params, s.world, 2, 2))
+      .add("peak_total", L.peak_total())
+      .add("note", "bytes per rank from the allocator; params/grads/optimizer held at the end, "
+                   "activations/comm_buffers at their peak; formulas on the padded parameter count");
+
+  JsonObject zero;
+  zero.add("stage", s.stage).add("grad_path", s.grad_path)
+      .add("reduce_bucket_size", static_cast<int64_t>(s.zero.reduce_bucket_size))
+      .add("allgather_bucket_size", static_cast<int64_t>(s.zero.allgather_bucket_size))
+      .add("overlap_comm", s.zero.overlap_comm)
+      .add("allgather_bucketed", s.zero.allgather_bucketed);
+
+  JsonObject o;
+  o.add("world_size", s.world).add("steps", s.steps_done)
+      .add("steps_this_run", s.steps_this_run)
+      .add("final_train_loss", s.final_train_loss);
+  if (s.final_val_loss >= 0) o.add("final_val_loss", s.final_val_loss);
+  else o.raw("final_val_loss", "null");
+  o.add("tokens_per_second", s.tokens_per_second)
+      .add("step_ms_median", median)
+      .add("params", static_cast<uint64_t>(s.params))
+      .add("padded_params", static_cast<uint64_t>(s.padded_params))
+      .add("device", s.device)
+      .raw("config", yaml_to_json(YAML::Load(s.config_yaml)))
+      .add("zero", zero)
+      .add("comm", comm)
+      .add("memory", mem);
+  const std::string path = dir_ + "/summary.json", tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << o.str() << "\n";
+    if (!f) throw std::runtime_error(path + ": cannot write");
+  }
+  std::rename(tmp.c_str(), path.c_str());
+  std::printf("summary: %s (%.0f tok/s, median %.1f ms/step, final loss %.4f)\n", path.c_str(),
+              s.tokens_per_second, median, s.final_train_loss);
+}
+
+}  // namespace zt

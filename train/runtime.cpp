@@ -1,0 +1,79 @@
+#include "train/runtime.h"
+
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "model/cpu/cpu_matmul.h"
+#include "zero/communicators.h"
+#include "zero/nccl_factory.h"
+
+namespace zt {
+
+void mpi_ranks(int* rank, int* world, int* local_rank, int* local_size) {
+  MPI_Comm_rank(MPI_COMM_WORLD, rank);
+  MPI_Comm_size(MPI_COMM_WORLD, world);
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, *rank, MPI_INFO_NULL, &local);
+  MPI_Comm_rank(local, local_rank);
+  MPI_Comm_size(local, local_size);
+  MPI_Comm_free(&local);
+}
+
+Runtime make_runtime(const SystemConfig& sys) {
+  Runtime rt;
+  mpi_ranks(&rt.rank, &rt.world, &rt.local_rank, &rt.local_size);
+  // Oversubscribed CPU ranks share the cores rather than each taking all of them.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  set_cpu_threads(std::max(1, cores / rt.local_size));
+
+  std::string why;
+  bool use_cuda = false;
+  if (sys.device == "cuda") {
+    if (!cuda_available(&why)) throw std::runtime_error("system.device: cuda: " + why);
+    use_cuda = true;
+  } else if (sys.device == "auto") {
+    use_cuda = cuda_available(&why);
+    if (!use_cuda) rt.device_note = "system.device auto: no usable GPU (" + why + "), using the CPU";
+  }
+  rt.ops = use_cuda ? make_cuda_ops(rt.local_rank) : make_cpu_ops();
+
+  std::unique_ptr<Communicator> inner;
+  const bool want_nccl = use_cuda && rt.world > 1 &&
+                         (sys.communicator == "nccl" || sys.communicator == "auto");
+  if (sys.communicator == "nccl" && !use_cuda)
+    throw std::runtime_error("system.communicator: nccl needs system.device cuda");
+  if (rt.world == 1 && sys.communicator != "nccl")
+    inner = make_single_communicator(*rt.ops);
+  else if (want_nccl || (sys.communicator == "nccl"))
+    inner = make_nccl_communicator(*rt.ops);
+  else
+    inner = make_mpi_communicator(*rt.ops);
+  rt.comm.reset(new CountingCommunicator(std::move(inner)));
+  return rt;
+}
+
+double sum_over_ranks(double x) {
+  double out = x;
+  MPI_Allreduce(&x, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  return out;
+}
+
+void barrier_all() { MPI_Barrier(MPI_COMM_WORLD); }
+
+void abort_job(const std::string& what) {
+  int rank = 0, world = 1, init = 0;
+  MPI_Initialized(&init);
+  if (init) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &world);
+  }
+  std::fprintf(stderr, "zerotrain: rank %d: %s\n", rank, what.c_str());
+  std::fflush(stderr);
+  if (init && world > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+  std::_Exit(1);
+}
+
+}  // namespace zt

@@ -1,0 +1,30 @@
+// The process's place in the job and its backend: MPI rank/world, the local
+// rank (which GPU, how many BLAS threads), the Ops backend for system.device and
+// the counting communicator ZeRO talks through.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "model/ops.h"
+#include "train/config.h"
+#include "zero/comm_stats.h"
+
+namespace zt {
+
+struct Runtime {
+  int rank = 0, world = 1, local_rank = 0, local_size = 1;
+  std::unique_ptr<Ops> ops;
+  std::unique_ptr<CountingCommunicator> comm;
+  std::string device_note;  // e.g. "device auto: no GPU (reason), using the CPU"
+};
+
+// MPI must be initialised. Throws std::runtime_error with one line on failure.
+Runtime make_runtime(const SystemConfig& sys);
+void mpi_ranks(int* rank, int* world, int* local_rank, int* local_size);
+// Host-side sums across ranks for metrics (not ZeRO traffic, so not counted).
+double sum_over_ranks(double x);
+void barrier_all();
+// Any rank's fatal error: print "zerotrain: rank R: what" and take the job down.
+[[noreturn]] void abort_job(const std::string& what);
+
+}  // namespace zt

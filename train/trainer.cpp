@@ -1,0 +1,260 @@
+// `zerotrain train`: load and check everything, build the backend, the data
+// loaders, the model and the ZeRO stage; then step: micro-batches through
+// forward/backward (gradients flow into ZeRO through the unit hooks), the ZeRO
+// step, metrics, evaluation, samples, checkpoints; finally the run summary.
+#include "train/trainer.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include "data/loader.h"
+#include "data/tokenizer.h"
+#include "model/gpt.h"
+#include "train/checkpoint.h"
+#include "train/deepspeed_import.h"
+#include "train/fault_inject.h"
+#include "train/llmc_model_file.h"
+#include "train/lr_schedule.h"
+#include "train/run_outputs.h"
+#include "train/runtime.h"
+#include "train/sampler.h"
+#include "zero/engine.h"
+
+namespace zt {
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string default_run_dir(const std::string& config_path) {
+  std::string base = config_path.substr(config_path.find_last_of('/') + 1);
+  return "runs/" + base.substr(0, base.find_last_of('.'));
+}
+
+void make_dirs(const std::string& path) {
+  for (size_t p = path.find('/', 1); ; p = path.find('/', p + 1)) {
+    mkdir(path.substr(0, p).c_str(), 0755);
+    if (p == std::string::npos) break;
+  }
+}
+
+// Mean loss over the first `batches` validation batches, in file order.
+double evaluate(GPT& model, ZeroEngine& engine, DataLoader& val, int batches, int B, int T,
+                int world) {
+  std::vector<int> in(static_cast<size_t>(B) * T), tgt(in.size());
+  double sum = 0;
+  for (int j = 0; j < batches; j++) {
+    val.micro_batch(j, 0, in.data(), tgt.data());
+    sum += model.forward_loss(in.data(), tgt.data(), engine);
+  }
+  return sum_over_ranks(sum) / (static_cast<double>(batches) * B * T * world);
+}
+
+}  // namespace
+
+TrainArgs parse_train_args(const std::vector<std::string>& args) {
+  TrainArgs a;
+  for (size_t i = 0; i < args.size(); i++) {
+    const std::string& s = args[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= args.size()) throw ConfigError("train: " + s + " needs a value");
+      return args[++i];
+    };
+    if (s == "--set") a.overrides.push_back(value());
+    else if (s.rfind("--set=", 0) == 0) a.overrides.push_back(s.substr(6));
+    else if (s == "--run-dir") a.run_dir = value();
+    else if (s == "--resume") a.resume = true;
+    else if (s == "--init-from") a.init_from = value();
+    else if (s == "--deepspeed") a.deepspeed = value();
+    else if (!s.empty() && s[0] == '-') throw ConfigError("train: unknown option '" + s + "'");
+    else if (a.config_path.empty()) a.config_path = s;
+    else throw ConfigError("train: unexpected argument '" + s + "' (one CONFIG file expected)");
+  }
+  if (a.config_path.empty())
+    throw ConfigError("usage: zerotrain train CONFIG [--set section.key=value ...] [--run-dir DIR] "
+                      "[--resume] [--init-from MODEL.bin] [--deepspeed ds_config.json]");
+  if (a.run_dir.empty()) a.run_dir = default_run_dir(a.config_path);
+  return a;
+}
+
+int run_train(const TrainArgs& a) {
+  int rank = 0, world = 1, local_rank = 0, local_size = 1;
+  mpi_ranks(&rank, &world, &local_rank, &local_size);
+
+  // 1. Configuration, complete and checked before anything is printed or done.
+  Config cfg = load_config(a.config_path, a.overrides);
+  std::vector<std::string> ds_warnings;
+  if (!a.deepspeed.empty()) {
+    apply_deepspeed_config(a.deepspeed, cfg, ds_warnings, world);
+    validate_config(cfg);
+  }
+  validate_for_world(cfg, world);
+  const FaultInjection fault = parse_fault_injection(cfg.system.fault_inject);
+  const std::string config_yaml = config_to_yaml(cfg);
+  const int accum = grad_accum_steps(cfg, world);
+  const int B = cfg.train.micro_batch, T = cfg.model.seq_len;
+
+  // 2. Data: shards are validated (header, size, every token) before anything else.
+  DataLoader train_data(cfg.data.train, cfg.model.vocab_size, B, T, rank, world, accum,
+                        cfg.train.seed, true);
+  std::unique_ptr<DataLoader> val_data;
+  if (cfg.train.eval_every > 0)
+    val_data.reset(new DataLoader(cfg.data.val, cfg.model.vocab_size, B, T, rank, world, 1,
+                                  cfg.train.seed, false));
+  std::unique_ptr<Tokenizer> tokenizer;
+  if (cfg.train.sample_every > 0) tokenizer = make_tokenizer(cfg.data.tokenizer);
+
+  // 3. Backend, communicator, model, ZeRO.
+  Runtime rt = make_runtime(cfg.system);
+  Ops& ops = *rt.ops;
+  ParamTable table(cfg.model);
+  std::unique_ptr<ZeroEngine> engine = make_zero_engine(cfg.zero, table, ops, *rt.comm);
+  GPT model(table, ops, B, T);
+  std::unique_ptr<GPT> sampler_model;
+  if (cfg.train.sample_every > 0) sampler_model.reset(new GPT(table, ops, 1, T));
+
+  RunOutputs out(a.run_dir, rank == 0);
+  if (rank == 0) {
+    make_dirs(a.run_dir);
+    for (const auto& w : ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
+    if (!rt.device_note.empty()) std::printf("%s\n", rt.device_note.c_str());
+    std::printf("# effective config (%s)\n%s", a.config_path.c_str(), config_yaml.c_str());
+    std::printf("%s\n", engine->describe().c_str());
+    std::printf("model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
+                "of %d x %d per rank per step\n",
+                table.total(), engine->partition().padded_total(), world,
+                dtype_name(ops.dtype()), ops.name().c_str(), world, accum, B, T);
+    std::ofstream(a.run_dir + "/config.yaml") << config_yaml;
+    std::fflush(stdout);
+  }
+  if (cfg.system.comm_trace) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/comm_trace_rank%d.jsonl", rank);
+    if (rank == 0) make_dirs(a.run_dir);
+    barrier_all();
+    rt.comm->open_trace(a.run_dir + name);
+  }
+
+  // 4. Initial state: a checkpoint, an llm.c model file, or GPT-2 initialisation.
+  int64_t start_step = 0;
+  std::string ckpt = a.resume ? latest_checkpoint(a.run_dir) : "";
+  if (!ckpt.empty()) {
+    CheckpointMeta meta = read_checkpoint_meta(ckpt);
+    load_checkpoint(ckpt, *engine);
+    start_step = meta.step;
+    if (rank == 0) {
+      std::printf("resumed from %s (step %lld, saved by %d ranks at stage %d)\n", ckpt.c_str(),
+                  static_cast<long long>(meta.step), meta.world, meta.stage);
+    }
+  } else {
+    std::vector<float> w;
+    if (!a.init_from.empty()) w = read_llmc_model(a.init_from, table);
+    else {
+      w.resize(table.total());
+      init_gpt2_weights(table, cfg.train.seed, w.data());
+    }
+    engine->init_weights(w.data());
+    if (rank == 0 && a.resume) std::printf("--resume: no complete checkpoint in %s, starting fresh\n",
+                                           a.run_dir.c_str());
+  }
+  out.open_metrics(start_step);
+
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGINT, on_stop_signal);
+
+  // 5. The loop.
+  const CommStats comm_at_start = rt.comm->stats();
+  std::vector<int> in(static_cast<size_t>(B) * T), tgt(in.size());
+  const double global_tokens = static_cast<double>(cfg.train.global_batch_tokens);
+  std::vector<double> step_ms;
+  double last_loss = 0, last_val = -1, timed_seconds = 0;
+  int64_t timed_tokens = 0;
+  const auto run_t0 = Clock::now();
+  int64_t step = start_step;
+  for (; step < cfg.train.steps; step++) {
+    if (sum_over_ranks(g_stop_signal != 0 ? 1.0 : 0.0) > 0) break;
+    fault.maybe_fail(rank, step);
+    rt.comm->set_step(step);
+    const auto t0 = Clock::now();
+    const double lr = learning_rate(static_cast<int>(step), cfg.train.steps,
+                                    cfg.train.warmup_steps, cfg.train.lr, cfg.train.min_lr);
+    double loss_sum = 0;
+    for (int micro = 0; micro < accum; micro++) {
+      train_data.micro_batch(step, micro, in.data(), tgt.data());
+      engine->begin_micro_step(micro, accum);
+      loss_sum += model.forward_backward(in.data(), tgt.data(),
+                                         static_cast<float>(1.0 / global_tokens), *engine);
+      engine->end_micro_step();
+    }
+    OptimSettings os{static_cast<float>(lr), static_cast<float>(cfg.train.beta1),
+                     static_cast<float>(cfg.train.beta2), static_cast<float>(cfg.train.eps),
+                     static_cast<float>(cfg.train.weight_decay)};
+    const double norm = engine->step(os, cfg.train.grad_clip, static_cast<int>(step) + 1);
+    ops.synchronize();
+    last_loss = sum_over_ranks(loss_sum) / global_tokens;
+    const double ms = seconds_since(t0) * 1e3;
+    step_ms.push_back(ms);
+    if (step > start_step || cfg.train.steps - start_step == 1) {
+      timed_seconds += ms / 1e3;
+      timed_tokens += cfg.train.global_batch_tokens;
+    }
+
+    StepRecord rec{step + 1, last_loss, lr, norm, ms, -1};
+    const bool last = step + 1 == cfg.train.steps;
+    if (val_data && ((step + 1) % cfg.train.eval_every == 0 || last)) {
+      rec.val_loss = last_val = evaluate(model, *engine, *val_data, cfg.train.eval_batches, B, T, world);
+    }
+    out.step(rec, cfg.train.steps, global_tokens / (ms / 1e3), seconds_since(run_t0),
+             static_cast<int>(step + 1 - start_step));
+    if (sampler_model && ((step + 1) % cfg.train.sample_every == 0 || last)) {
+      SampleSettings ss{cfg.train.sample_tokens, cfg.train.temperature, cfg.train.top_k,
+                        cfg.train.seed + static_cast<uint64_t>(step)};
+      std::vector<int> toks = sample_tokens(*sampler_model, *engine, tokenizer->encode("\n"), ss);
+      if (rank == 0) out.sample(step + 1, printable_utf8(tokenizer->decode(toks)));
+    }
+    if (cfg.train.checkpoint_every > 0 && ((step + 1) % cfg.train.checkpoint_every == 0 || last))
+      save_checkpoint(a.run_dir, step + 1, *engine, cfg, config_yaml, rank, world);
+  }
+
+  // 6. Summary.
+  const CommStats comm = rt.comm->stats().minus(comm_at_start);
+  RunSummary s;
+  s.world = world;
+  s.steps_done = step;
+  s.steps_this_run = step - start_step;
+  s.final_train_loss = last_loss;
+  s.final_val_loss = last_val;
+  s.tokens_per_second = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;
+  s.step_ms = step_ms;
+  s.params = table.total();
+  s.padded_params = engine->partition().padded_total();
+  s.config_yaml = config_yaml;
+  s.stage = engine->stage();
+  s.grad_path = engine->grad_path_key();
+  s.zero = cfg.zero;
+  s.comm = comm;
+  s.ledger = &ops.ledger();
+  s.dtype_bytes = static_cast<int>(dtype_size(ops.dtype()));
+  s.device = ops.name();
+  out.summary(s);
+  if (g_stop_signal != 0) {
+    if (rank == 0) std::fprintf(stderr, "zerotrain: stopped by signal %d after step %lld\n",
+                                static_cast<int>(g_stop_signal), static_cast<long long>(step));
+    return 128 + static_cast<int>(g_stop_signal);
+  }
+  return 0;
+}
+
+}  // namespace zt

@@ -1,0 +1,189 @@
+// MPI communicator. Host fp32 buffers go straight to MPI's non-blocking
+// collectives (the handle holds the MPI_Request). Device buffers, and bf16 of
+// any kind, are staged: copied to pinned-or-plain host memory, widened to fp32
+// (MPI has no bf16 type), reduced, narrowed and copied back; staged calls
+// complete before they return, since MPI cannot wait on a CUDA stream.
+#include <mpi.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <vector>
+
+#include "zero/bf16_host.h"
+#include "zero/communicators.h"
+
+namespace zt {
+namespace {
+
+class MpiHandle : public CommHandle {
+ public:
+  MpiHandle(MPI_Request r, std::function<void()> after) : req_(r), after_(std::move(after)) {}
+  void wait() override {
+    if (finished_) return;
+    MPI_Wait(&req_, MPI_STATUS_IGNORE);
+    finish();
+  }
+  bool done() override {
+    if (finished_) return true;
+    int flag = 0;
+    MPI_Test(&req_, &flag, MPI_STATUS_IGNORE);
+    if (flag) finish();
+    return finished_;
+  }
+
+ private:
+  void finish() {
+    finished_ = true;
+    if (after_) after_();
+  }
+  MPI_Request req_;
+  std::function<void()> after_;
+  bool finished_ = false;
+};
+
+class DoneHandle : public CommHandle {
+ public:
+  void wait() override {}
+  bool done() override { return true; }
+};
+
+class MpiCommunicator : public Communicator {
+ public:
+  explicit MpiCommunicator(Ops& ops) : ops_(ops) {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &world_);
+  }
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+  std::string name() const override { return "mpi"; }
+
+  Handle all_reduce(void* buf, size_t n, DType t) override {
+    if (direct(t)) {
+      MPI_Request r;
+      MPI_Iallreduce(MPI_IN_PLACE, buf, count(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
+      return Handle(new MpiHandle(r, nullptr));
+    }
+    std::vector<float> h = stage_in(buf, n, t);
+    MPI_Allreduce(MPI_IN_PLACE, h.data(), count(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    stage_out(buf, h.data(), n, t);
+    return done();
+  }
+
+  Handle reduce_scatter(const void* send, void* recv, size_t n, DType t) override {
+    if (direct(t)) {
+      // A separate receive buffer keeps in-place calls (recv inside send) legal for MPI.
+      auto tmp = std::make_shared<std::vector<float>>(n);
+      MPI_Request r;
+      MPI_Ireduce_scatter_block(send, tmp->data(), count(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                &r);
+      return Handle(new MpiHandle(r, [tmp, recv, n] {
+        std::memcpy(recv, tmp->data(), n * sizeof(float));
+      }));
+    }
+    std::vector<float> h = stage_in(send, n * world_, t);
+    std::vector<float> out(n);
+    MPI_Reduce_scatter_block(h.data(), out.data(), count(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    stage_out(recv, out.data(), n, t);
+    return done();
+  }
+
+  Handle all_gather(const void* send, void* recv, size_t n, DType t) override {
+    const size_t es = dtype_size(t);
+    const bool in_place = send == static_cast<const char*>(recv) + rank_ * n * es;
+    if (direct(t)) {
+      MPI_Request r;
+      MPI_Iallgather(in_place ? MPI_IN_PLACE : send, count(n), MPI_FLOAT, recv, count(n),
+                     MPI_FLOAT, MPI_COMM_WORLD, &r);
+      return Handle(new MpiHandle(r, nullptr));
+    }
+    // bf16 gathers need no arithmetic: move the raw 2-byte words.
+    std::vector<char> mine(n * es), all(n * es * world_);
+    ops_.to_host(mine.data(), send, n * es);
+    MPI_Allgather(mine.data(), count(n * es), MPI_BYTE, all.data(), count(n * es), MPI_BYTE,
+                  MPI_COMM_WORLD);
+    ops_.from_host(recv, all.data(), all.size());
+    return done();
+  }
+
+  Handle reduce(const void* send, void* recv, size_t n, DType t, int root) override {
+    if (direct(t)) {
+      MPI_Request r;
+      const bool in_place = rank_ == root && send == recv;
+      MPI_Ireduce(in_place ? MPI_IN_PLACE : send, recv, count(n), MPI_FLOAT, MPI_SUM, root,
+                  MPI_COMM_WORLD, &r);
+      return Handle(new MpiHandle(r, nullptr));
+    }
+    std::vector<float> h = stage_in(send, n, t);
+    std::vector<float> out(rank_ == root ? n : 0);
+    MPI_Reduce(h.data(), rank_ == root ? out.data() : nullptr, count(n), MPI_FLOAT, MPI_SUM, root,
+               MPI_COMM_WORLD);
+    if (rank_ == root) stage_out(recv, out.data(), n, t);
+    return done();
+  }
+
+  Handle broadcast(void* buf, size_t n, DType t, int root) override {
+    const size_t bytes = n * dtype_size(t);
+    if (direct(t)) {
+      MPI_Request r;
+      MPI_Ibcast(buf, count(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &r);
+      return Handle(new MpiHandle(r, nullptr));
+    }
+    std::vector<char> h(bytes);
+    ops_.to_host(h.data(), buf, bytes);
+    MPI_Bcast(h.data(), count(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
+    ops_.from_host(buf, h.data(), bytes);
+    return done();
+  }
+
+  void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+
+  [[noreturn]] void abort(const std::string& why) override {
+    std::fprintf(stderr, "zerotrain: rank %d: %s\n", rank_, why.c_str());
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::_Exit(1);
+  }
+
+ private:
+  bool direct(DType t) const { return !ops_.on_device() && t == DType::F32; }
+  static int count(size_t n) {
+    if (n > static_cast<size_t>(INT32_MAX))
+      throw std::runtime_error("MPI collective of " + std::to_string(n) +
+                               " elements exceeds MPI's int count; use smaller buckets");
+    return static_cast<int>(n);
+  }
+  static Handle done() { return Handle(new DoneHandle()); }
+
+  std::vector<float> stage_in(const void* src, size_t n, DType t) {
+    std::vector<float> h(n);
+    if (t == DType::F32) {
+      ops_.to_host(h.data(), src, n * sizeof(float));
+    } else {
+      std::vector<uint16_t> raw(n);
+      ops_.to_host(raw.data(), src, n * sizeof(uint16_t));
+      for (size_t i = 0; i < n; i++) h[i] = bf16_to_float(raw[i]);
+    }
+    return h;
+  }
+  void stage_out(void* dst, const float* h, size_t n, DType t) {
+    if (t == DType::F32) {
+      ops_.from_host(dst, h, n * sizeof(float));
+    } else {
+      std::vector<uint16_t> raw(n);
+      for (size_t i = 0; i < n; i++) raw[i] = float_to_bf16(h[i]);
+      ops_.from_host(dst, raw.data(), n * sizeof(uint16_t));
+    }
+  }
+
+  Ops& ops_;
+  int rank_ = 0, world_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> make_mpi_communicator(Ops& ops) {
+  return std::unique_ptr<Communicator>(new MpiCommunicator(ops));
+}
+
+}  // namespace zt

@@ -1,0 +1,58 @@
+#include "zero/partition.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace zt {
+
+size_t Partition::pad(size_t n, int world) {
+  const size_t q = static_cast<size_t>(world) * kAlign;
+  return (n + q - 1) / q * q;
+}
+
+Partition Partition::contiguous(size_t total, int world) {
+  return Partition({pad(total, world)}, world);
+}
+
+Partition::Partition(const std::vector<size_t>& sizes, int world) : world_(world) {
+  const size_t q = static_cast<size_t>(world) * kAlign;
+  for (size_t s : sizes) {
+    if (s == 0 || s % q != 0)
+      throw std::logic_error("partition group of " + std::to_string(s) +
+                             " elements is not a positive multiple of " + std::to_string(q));
+    groups_.push_back({padded_, padded_ + s});
+    padded_ += s;
+  }
+}
+
+FlatRange Partition::slice(size_t g, int r) const {
+  const size_t s = groups_[g].size() / world_;
+  return {groups_[g].begin + r * s, groups_[g].begin + (r + 1) * s};
+}
+
+std::vector<ShardSegment> Partition::segments(int r) const {
+  std::vector<ShardSegment> out;
+  size_t shard_offset = 0;
+  for (size_t g = 0; g < groups_.size(); g++) {
+    FlatRange s = slice(g, r);
+    out.push_back({s.begin, shard_offset, s.size()});
+    shard_offset += s.size();
+  }
+  return out;
+}
+
+std::vector<std::pair<int, FlatRange>> Partition::owners_of(FlatRange range) const {
+  std::vector<std::pair<int, FlatRange>> out;
+  for (size_t g = 0; g < groups_.size(); g++) {
+    if (groups_[g].end <= range.begin || groups_[g].begin >= range.end) continue;
+    for (int r = 0; r < world_; r++) {
+      FlatRange s = slice(g, r);
+      const size_t b = std::max(s.begin, range.begin), e = std::min(s.end, range.end);
+      if (b < e) out.push_back({r, {b, e}});
+    }
+  }
+  return out;
+}
+
+}  // namespace zt
