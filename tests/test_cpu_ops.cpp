@@ -29,8 +29,9 @@ using Vec = std::vector<double>;
 uint64_t run_seed() {
   static const uint64_t seed = [] {
     const char* env = std::getenv("ZT_TEST_SEED");
+    std::random_device entropy;
     uint64_t s = env ? std::strtoull(env, nullptr, 10)
-                     : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+                     : (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
     std::printf("[cpu_ops] seed %llu (replay with ZT_TEST_SEED=%llu)\n",
                 static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
     return s;
@@ -393,6 +394,7 @@ struct Kernels {
   }
   ZT_FORWARD_TO_KERNEL(encoder_forward)
   ZT_FORWARD_TO_KERNEL(encoder_backward)
+  ZT_FORWARD_TO_KERNEL(layernorm_forward)
   ZT_FORWARD_TO_KERNEL(layernorm_backward)
   ZT_FORWARD_TO_KERNEL(residual_layernorm_forward)
   ZT_FORWARD_TO_KERNEL(matmul_forward)
@@ -437,6 +439,9 @@ std::map<std::string, Vec> run_every_op(Api& api, uint64_t salt) {
                          mean.data(), rstd.data(), N, C);
   keep("residual", res), keep("ln out", ln), keep("ln mean", mean), keep("ln rstd", rstd);
   keep("ln dinp", dinp), keep("ln dw", dw), keep("ln db", db);
+  api.layernorm_forward(ln.data(), mean.data(), rstd.data(), dinp.data(), w.data(), bias.data(),
+                        N, C);
+  keep("ln2 out", ln), keep("ln2 mean", mean), keep("ln2 rstd", rstd);
 
   auto mw = in(OC * C), mb = in(OC), pre = zeros(N * OC), act = zeros(N * OC);
   api.matmul_forward(act.data(), pre.data(), ln.data(), mw.data(), mb.data(), N, C, OC);
@@ -551,15 +556,18 @@ TEST_CASE("CpuOps: storage, ledger, and agreement with the float kernels", "[cpu
   CHECK(led.peak_total() == 1000 + 100 + 4096 + 130);
 
   Rng rng(60);
-  std::vector<float> x(50), y(50), z(50);
-  for (size_t i = 0; i < x.size(); ++i) x[i] = rng.uniform(1)[0], y[i] = rng.uniform(1)[0];
+  Vec x64 = rng.uniform(50), y64 = rng.uniform(50);
+  std::vector<float> x(x64.begin(), x64.end()), y(y64.begin(), y64.end()), z(50), u(50);
   ops->from_host(z.data(), x.data(), 200);
-  CHECK(z == x);
+  ops->copy(u.data(), z.data(), 200);
+  CHECK(u == x);
   ops->add_inplace(z.data(), y.data(), 50);
   ops->scale_inplace(z.data(), 0.5f, 50);
   for (int i = 0; i < 50; ++i) CHECK(z[i] == (x[i] + y[i]) * 0.5f);
-  ops->to_f32(y.data(), z.data(), 50);
-  CHECK(y == z);
+  ops->to_f32(u.data(), z.data(), 50);
+  ops->from_f32(y.data(), u.data(), 50);
+  ops->to_host(x.data(), y.data(), 200);
+  CHECK(x == z);
   ops->memzero(z.data(), 200);
   CHECK(z == std::vector<float>(50, 0.0f));
 

@@ -1,0 +1,228 @@
+// ZeRO across ranks, run under `mpirun -np W` for W = 1..4 (tag [mpi]). Every
+// rank first computes the reference itself: stage 0 on ONE rank (no
+// communication) over the same global batch. Then every stage x gradient path x
+// switch combination runs across the W ranks and must give the reference's
+// losses and final parameters within fp32 rounding, move exactly the bytes
+// `plan` predicts, and hold exactly the model-state bytes of the ZeRO formula.
+// Checks are collective: a failure on any rank fails the test on rank 0.
+#include <mpi.h>
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "model/gpt.h"
+#include "tests/catch.h"
+#include "train/run_outputs.h"
+#include "zero/comm_stats.h"
+#include "zero/communicators.h"
+#include "zero/engine.h"
+#include "zero/plan.h"
+
+namespace zt {
+namespace {
+
+constexpr int kB = 1, kT = 16, kSeqPerStep = 12, kSteps = 3;
+
+GPTConfig tiny_model() {
+  GPTConfig c;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 32;
+  c.vocab_size = 67;
+  c.seq_len = kT;
+  return c;
+}
+
+// Sequence g of a synthetic corpus with some structure (so training moves).
+void sequence(int64_t g, int* in, int* tgt, int V) {
+  uint64_t s = 0x9E3779B97F4A7C15ull * (g + 1);
+  int prev = static_cast<int>(g % V);
+  for (int t = 0; t <= kT; t++) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    const int next = (s % 4 == 0) ? static_cast<int>(s % V) : (prev * 7 + 3) % V;
+    if (t < kT) in[t] = prev;
+    if (t > 0) tgt[t - 1] = prev;
+    prev = next;
+    if (t == kT) tgt[kT - 1] = next;
+  }
+}
+
+struct RunResult {
+  std::vector<double> losses;
+  std::vector<float> master;
+  CommStats comm;
+  uint64_t model_states = 0;
+  size_t padded = 0;
+};
+
+// Trains kSteps steps of kSeqPerStep sequences with the loader's indexing:
+// micro-step m of rank r takes sequences (m * W + r) * B.. of the step.
+RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops) {
+  const ParamTable table(tiny_model());
+  const int W = comm.world(), r = comm.rank();
+  const int A = kSeqPerStep / (kB * W);
+  std::unique_ptr<ZeroEngine> engine = make_zero_engine(z, table, ops, comm);
+  std::vector<float> w(table.total());
+  init_gpt2_weights(table, 7, w.data());
+  engine->init_weights(w.data());
+  GPT model(table, ops, kB, kT);
+  OptimSettings os{3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  auto* counting = dynamic_cast<CountingCommunicator*>(&comm);
+  const CommStats at_start = counting ? counting->stats() : CommStats();
+  RunResult res;
+  std::vector<int> in(kB * kT), tgt(kB * kT);
+  for (int step = 0; step < kSteps; step++) {
+    double loss = 0;
+    for (int m = 0; m < A; m++) {
+      sequence(static_cast<int64_t>(step) * kSeqPerStep + (m * W + r) * kB, in.data(), tgt.data(),
+               table.config().vocab_size);
+      engine->begin_micro_step(m, A);
+      loss += model.forward_backward(in.data(), tgt.data(), 1.0f / (kSeqPerStep * kT), *engine);
+      engine->end_micro_step();
+    }
+    engine->step(os, 1.0, step + 1);
+    double global = 0;
+    MPI_Allreduce(&loss, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    res.losses.push_back(comm.world() == 1 && W == 1 ? loss / (kSeqPerStep * kT)
+                                                     : global / (kSeqPerStep * kT));
+  }
+  if (counting) res.comm = counting->stats().minus(at_start);
+  const MemoryLedger& L = ops.ledger();
+  res.model_states = L.current(MemCategory::Params) + L.current(MemCategory::Grads) +
+                     L.current(MemCategory::Optimizer);
+  res.padded = engine->partition().padded_total();
+  res.master = engine->gather_master(ops, comm, table.total());
+  return res;
+}
+
+RunResult reference() {
+  static RunResult ref;
+  static bool done = false;
+  if (!done) {
+    auto ops = make_cpu_ops();
+    auto single = make_single_communicator(*ops);
+    ref = train(ZeroConfig(), *single, *ops);
+    done = true;
+  }
+  return ref;
+}
+
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(num / den);
+}
+
+// True on every rank only if `ok` holds on every rank.
+bool all_ranks(bool ok) {
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all == 1;
+}
+
+struct Variant {
+  std::string name;
+  ZeroConfig z;
+};
+
+std::vector<Variant> variants() {
+  std::vector<Variant> v;
+  for (int stage : {0, 1, 2}) {
+    for (int path = 0; path < (stage == 0 ? 1 : 5); path++) {
+      for (int64_t bucket : {int64_t(700), int64_t(500000000)}) {
+        for (bool overlap : {false, true}) {
+          ZeroConfig z;
+          z.stage = stage;
+          z.reduce_bucket_size = bucket;
+          z.overlap_comm = overlap;
+          z.contiguous_gradients = path != 0;
+          z.reduce_scatter = path != 1;
+          z.use_multi_rank_bucket_allreduce = path != 3;
+          z.native_reduce_scatter = path == 4;
+          z.allgather_bucketed = bucket < 1000;
+          z.allgather_bucket_size = 900;
+          const char* paths[] = {"fallback", "allreduce", "multi_rank", "per_owner", "native_rs"};
+          v.push_back({"stage " + std::to_string(stage) + " " + paths[path] + " bucket " +
+                           std::to_string(bucket) + (overlap ? " overlap" : ""),
+                       z});
+        }
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("every stage and gradient path matches one rank, the plan and the formula", "[mpi]") {
+  const RunResult ref = reference();
+  const ParamTable table(tiny_model());
+  int W = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &W);
+  for (const Variant& v : variants()) {
+    INFO("W = " << W << ", " << v.name);
+    auto ops = make_cpu_ops();
+    std::unique_ptr<Communicator> inner =
+        W == 1 ? make_single_communicator(*ops) : make_mpi_communicator(*ops);
+    CountingCommunicator comm(std::move(inner));
+    const RunResult got = train(v.z, comm, *ops);
+
+    bool losses_ok = true;
+    for (int s = 0; s < kSteps; s++)
+      losses_ok = losses_ok && std::abs(got.losses[s] - ref.losses[s]) <= 1e-5 * std::abs(ref.losses[s]);
+    CHECK(all_ranks(losses_ok));
+    const double perr = rel_l2(got.master, ref.master);
+    INFO("final parameters: relative L2 error " << perr);
+    CHECK(all_ranks(perr < 1e-5));
+    // Training must have moved the parameters, or the comparison proves nothing.
+    std::vector<float> initial(table.total());
+    init_gpt2_weights(table, 7, initial.data());
+    CHECK(rel_l2(got.master, initial) > 1e-3);
+
+    const StepPlan plan = plan_step(v.z, table, W, kSeqPerStep / (kB * W), DType::F32);
+    bool comm_ok = true;
+    for (int p = 0; p < static_cast<int>(Primitive::kCount); p++) {
+      const PrimitiveStats& s = got.comm.by_primitive[p];
+      const PlannedPrimitive& e = plan.per_step[p];
+      INFO(primitive_name(static_cast<Primitive>(p)) << ": measured " << s.calls << " calls, "
+           << s.bytes << " B; plan per step " << e.calls << " calls, " << e.bytes << " B");
+      const bool ok = s.calls == e.calls * kSteps && s.bytes == e.bytes * kSteps &&
+                      std::abs(s.bus_bytes - e.bus_bytes * kSteps) <= 1e-6 * (1 + s.bus_bytes);
+      CHECK(ok);
+      comm_ok = comm_ok && ok;
+    }
+    CHECK(all_ranks(comm_ok));
+    CHECK(all_ranks(got.model_states ==
+                    model_states_bytes(v.z.stage, got.padded, W, 4, 4)));
+    CHECK(all_ranks(got.model_states == plan.params_bytes + plan.grads_bytes + plan.optimizer_bytes));
+  }
+}
+
+TEST_CASE("DeepSpeed's switches pick the primitives DeepSpeed's paths use", "[mpi]") {
+  int W = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &W);
+  if (W < 2) return;
+  const ParamTable table(tiny_model());
+  ZeroConfig z;
+  z.stage = 2;
+  auto grad_bytes = [&](Primitive p) { return plan_step(z, table, W, 1, DType::F32)[p]; };
+  // Default: reduce_scatter true + multi-rank true -> all-reduce.
+  CHECK(grad_bytes(Primitive::AllReduce).bytes > 4);
+  CHECK(grad_bytes(Primitive::Reduce).calls == 0);
+  CHECK(grad_bytes(Primitive::ReduceScatter).calls == 0);
+  z.use_multi_rank_bucket_allreduce = false;
+  CHECK(grad_bytes(Primitive::Reduce).calls > 0);
+  CHECK(grad_bytes(Primitive::Reduce).bus_bytes == static_cast<double>(grad_bytes(Primitive::Reduce).bytes));
+  z.native_reduce_scatter = true;
+  CHECK(grad_bytes(Primitive::ReduceScatter).calls > 0);
+  CHECK(grad_bytes(Primitive::Reduce).calls == 0);
+}
+
+}  // namespace zt
