@@ -166,6 +166,15 @@ double GPT::forward_backward(const int* inputs, const int* targets, float dloss,
   return sum;
 }
 
+std::vector<int> GPT::training_unit_order(int n_layer) {
+  std::vector<int> order;
+  for (int u = 0; u <= n_layer + 1; u++) order.push_back(u);
+  order.push_back(0);
+  order.push_back(n_layer + 1);
+  for (int u = n_layer; u >= 1; u--) order.push_back(u);
+  return order;
+}
+
 double GPT::forward_loss(const int* inputs, const int* targets, UnitHooks& hooks) {
   const GPTConfig& c = table_.config();
   const int N = B_ * T_;

@@ -34,6 +34,10 @@ class GPT {
   // position pos of each row, [b, vocab_size].
   std::vector<float> forward_logits(const int* inputs, int b, int t, int pos, UnitHooks& hooks);
 
+  // The order in which forward_backward acquires units' parameters: forward
+  // 0..L+1, the head (0, then L+1 for the final layernorm), backward L..1.
+  static std::vector<int> training_unit_order(int n_layer);
+
   int B() const { return B_; }
   int T() const { return T_; }
 

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "model/gpt.h"
 #include "train/commands.h"
 #include "train/config.h"
 #include "zero/plan.h"
@@ -97,7 +98,7 @@ int run_plan_command(const std::vector<std::string>& args) {
               "grads B", "optimizer B", "model states B", "primitive", "calls", "payload B",
               "bus B");
   for (const Variant& v : variants(cfg.zero)) {
-    StepPlan p = plan_step(v.z, table, world, A, t);
+    StepPlan p = plan_step(v.z, table, world, A, t, GPT::training_unit_order(cfg.model.n_layer));
     const char* mark = same_choice(v.z, cfg.zero) ? "*" : " ";
     bool first = true;
     for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {

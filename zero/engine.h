@@ -32,6 +32,11 @@ class ZeroEngine : public UnitHooks {
   // After the optimizer state was loaded from a checkpoint: rebuild parameters.
   virtual void refresh_params_from_master() = 0;
 
+  // Stage 3 only: bytes of parameters kept whole on every rank, and the most
+  // parameter bytes gathered at once.
+  virtual uint64_t persistent_param_bytes() const { return 0; }
+  virtual uint64_t live_params_peak_bytes() const { return 0; }
+
   virtual ShardOptimizer& optimizer() = 0;
   virtual const Partition& partition() const = 0;
   // Collective: the full fp32 master weights on every rank (export, tests).

@@ -67,7 +67,8 @@ void plan_param_gather(const ZeroConfig& z, const Partition& part, Tally& tally)
 
 }  // namespace
 
-StepPlan plan_step(const ZeroConfig& z, const ParamTable& table, int W, int A, DType t) {
+StepPlan plan_step(const ZeroConfig& z, const ParamTable& table, int W, int A, DType t,
+                   const std::vector<int>& unit_trace) {
   StepPlan plan;
   plan.stage = z.stage;
   Tally tally(plan, W, t);
@@ -82,9 +83,10 @@ StepPlan plan_step(const ZeroConfig& z, const ParamTable& table, int W, int A, D
     plan.params_bytes = es * plan.padded_params;
     plan.grads_bytes = es * plan.padded_params;
     plan.optimizer_bytes = 12 * plan.padded_params;
+    plan.first_step = plan.per_step;
     return plan;
   }
-  if (z.stage == 3) return plan_stage3_step(z, table, W, A, t);
+  if (z.stage == 3) return plan_stage3_step(z, table, W, A, t, unit_trace);
 
   Partition part = stage12_partition(z, table, W);
   std::unique_ptr<GradPath> path = make_grad_path(z, part, comm);
@@ -98,6 +100,7 @@ StepPlan plan_step(const ZeroConfig& z, const ParamTable& table, int W, int A, D
   plan.params_bytes = es * part.padded_total();
   plan.grads_bytes = es * (z.stage == 1 ? part.padded_total() : part.shard_size());
   plan.optimizer_bytes = 12 * part.shard_size();
+  plan.first_step = plan.per_step;
   return plan;
 }
 

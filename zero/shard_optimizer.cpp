@@ -4,18 +4,22 @@
 
 namespace zt {
 
-ShardOptimizer::ShardOptimizer(const ParamTable& table, const Partition& partition, int rank,
-                               Ops& ops)
-    : ops_(ops), shard_(partition.shard_size()), es_(dtype_size(ops.dtype())) {
-  // Cut every owned segment at tensor boundaries so each piece has one decay flag.
+std::vector<OptimPiece> partition_pieces(const ParamTable& table, const Partition& partition,
+                                         int rank) {
+  std::vector<OptimPiece> pieces;
   for (const ShardSegment& seg : partition.segments(rank)) {
     const size_t seg_end = seg.flat_begin + seg.n;
     for (const ParamInfo& p : table.params()) {
       const size_t b = std::max(seg.flat_begin, p.offset);
       const size_t e = std::min(seg_end, p.offset + p.numel);
-      if (b < e) pieces_.push_back({b, seg.shard_offset + (b - seg.flat_begin), e - b, p.decay});
+      if (b < e) pieces.push_back({b, seg.shard_offset + (b - seg.flat_begin), e - b, p.decay});
     }
   }
+  return pieces;
+}
+
+ShardOptimizer::ShardOptimizer(std::vector<OptimPiece> pieces, size_t shard_size, Ops& ops)
+    : ops_(ops), shard_(shard_size), es_(dtype_size(ops.dtype())), pieces_(std::move(pieces)) {
   master_ = static_cast<float*>(ops_.alloc(shard_ * sizeof(float), MemCategory::Optimizer));
   m_ = static_cast<float*>(ops_.alloc(shard_ * sizeof(float), MemCategory::Optimizer));
   v_ = static_cast<float*>(ops_.alloc(shard_ * sizeof(float), MemCategory::Optimizer));

@@ -16,7 +16,7 @@ namespace zt {
 enum class Indexing { Flat, Shard };
 
 struct OptimPiece {
-  size_t flat_begin, shard_offset, n;
+  size_t flat_begin, shard_offset, n;  // flat_begin: offset in the model's flat layout
   bool decay;
 };
 
@@ -24,9 +24,15 @@ struct OptimSettings {
   float lr, beta1, beta2, eps, weight_decay;
 };
 
+// The pieces rank r owns under a flat partition, cut at tensor boundaries so
+// each has one weight-decay setting (stages 0-2).
+std::vector<OptimPiece> partition_pieces(const ParamTable& table, const Partition& partition,
+                                         int rank);
+
 class ShardOptimizer {
  public:
-  ShardOptimizer(const ParamTable& table, const Partition& partition, int rank, Ops& ops);
+  // pieces: model-layout flat ranges with their offsets in a shard of shard_size elements.
+  ShardOptimizer(std::vector<OptimPiece> pieces, size_t shard_size, Ops& ops);
   ~ShardOptimizer();
   ShardOptimizer(const ShardOptimizer&) = delete;
   ShardOptimizer& operator=(const ShardOptimizer&) = delete;

@@ -16,7 +16,7 @@ class Stage0 : public ZeroEngine {
         layout_(Partition::contiguous(table.total(), comm.world())),
         replicated_(Partition({layout_.padded_total()}, 1)),
         params_(table, replicated_, ops, comm, z),
-        optimizer_(table, replicated_, 0, ops) {
+        optimizer_(partition_pieces(table, replicated_, 0), replicated_.shard_size(), ops) {
     grads_ = ops_.alloc(layout_.padded_total() * dtype_size(ops.dtype()), MemCategory::Grads);
   }
   ~Stage0() override { ops_.release(grads_); }

@@ -18,7 +18,7 @@ class Stage1 : public ZeroEngine {
         buckets_(stage12_buckets(z, table, partition_)),
         path_(make_grad_path(z, partition_, comm)),
         params_(table, partition_, ops, comm, z),
-        optimizer_(table, partition_, comm.rank(), ops) {
+        optimizer_(partition_pieces(table, partition_, comm.rank()), partition_.shard_size(), ops) {
     grads_ = ops_.alloc(partition_.padded_total() * dtype_size(ops.dtype()), MemCategory::Grads);
   }
   ~Stage1() override { ops_.release(grads_); }

@@ -24,7 +24,7 @@ class Stage2 : public ZeroEngine {
         buckets_(stage12_buckets(z, table, partition_)),
         path_(make_grad_path(z, partition_, comm)),
         params_(table, partition_, ops, comm, z),
-        optimizer_(table, partition_, comm.rank(), ops),
+        optimizer_(partition_pieces(table, partition_, comm.rank()), partition_.shard_size(), ops),
         segments_(partition_.segments(comm.rank())) {
     shard_grads_ = ops_.alloc(partition_.shard_size() * es_, MemCategory::Grads);
     size_t largest = 0;

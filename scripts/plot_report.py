@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""Plots of a `zerotrain report` table: OUT/throughput.png (tokens per second
+per configuration) and OUT/bytes_per_primitive.png (bus bytes per rank per
+step, stacked by primitive: the gradient all-reduce, reduce and
+reduce-scatter, and the parameter all-gather).
+
+    /usr/bin/python3 scripts/plot_report.py REPORT_CSV OUT_DIR
+
+One horizontal bar per run, in the CSV's order (stage, path, settings), so the
+two plots line up row for row with report.md. zerotrain report calls this
+itself when matplotlib is importable.
+"""
+import csv
+import sys
+
+STAGE_COLORS = ["#7f7f7f", "#1f77b4", "#2ca02c", "#d62728"]
+PRIMITIVES = [
+    ("grad_all_reduce_bus_bytes", "gradient all_reduce", "#d62728"),
+    ("grad_reduce_bus_bytes", "gradient reduce", "#ff7f0e"),
+    ("grad_reduce_scatter_bus_bytes", "gradient reduce_scatter", "#2ca02c"),
+    ("param_all_gather_bus_bytes", "parameter all_gather", "#1f77b4"),
+]
+NEEDED = ["run", "stage", "grad_path", "tokens_per_second", "speedup_vs_ds_default"] + [
+    column for column, _, _ in PRIMITIVES
+]
+
+
+def fail(message):
+    print("plot_report.py: " + message, file=sys.stderr)
+    sys.exit(1)
+
+
+def read_rows(path):
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(f))
+    except OSError as e:
+        fail(f"{path}: cannot read: {e.strerror}")
+    if not rows:
+        fail(f"{path}: no rows")
+    missing = [c for c in NEEDED if c not in rows[0]]
+    if missing:
+        fail(f"{path}: missing columns {', '.join(missing)} (not a zerotrain report.csv?)")
+    return rows
+
+
+def unit_for(max_bytes):
+    for scale, name in ((1e9, "GB"), (1e6, "MB"), (1e3, "kB")):
+        if max_bytes >= scale:
+            return scale, name
+    return 1.0, "B"
+
+
+def bar_figure(plt, n_rows):
+    height = max(2.5, 0.32 * n_rows + 1.3)
+    fig, ax = plt.subplots(figsize=(10, height))
+    ax.invert_yaxis()  # first CSV row on top, as in report.md
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_axisbelow(True)
+    return fig, ax
+
+
+def plot_throughput(plt, rows, out_path):
+    fig, ax = bar_figure(plt, len(rows))
+    labels = [r["run"] for r in rows]
+    values = [float(r["tokens_per_second"]) for r in rows]
+    colors = [STAGE_COLORS[int(r["stage"]) % len(STAGE_COLORS)] for r in rows]
+    ax.barh(range(len(rows)), values, color=colors)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels(labels, fontsize=8)
+    for i, r in enumerate(rows):
+        note = f"{values[i]:,.0f}"
+        if r["speedup_vs_ds_default"]:
+            note += f"  ({float(r['speedup_vs_ds_default']):.2f}x DS default)"
+        ax.text(values[i], i, " " + note, va="center", fontsize=7)
+    ax.set_xlim(0, max(values) * 1.35 if max(values) > 0 else 1)
+    ax.set_xlabel("tokens per second (global batch, first step excluded)")
+    ax.set_title("Throughput per configuration (bar colour: ZeRO stage 0/1/2/3)")
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def plot_bytes(plt, rows, out_path):
+    fig, ax = bar_figure(plt, len(rows))
+    series = [[float(r[column]) for r in rows] for column, _, _ in PRIMITIVES]
+    totals = [sum(values) for values in zip(*series)]
+    scale, unit = unit_for(max(totals))
+    left = [0.0] * len(rows)
+    for (column, label, color), values in zip(PRIMITIVES, series):
+        scaled = [v / scale for v in values]
+        ax.barh(range(len(rows)), scaled, left=left, color=color, label=label)
+        left = [a + b for a, b in zip(left, scaled)]
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"{r['run']} [{r['grad_path']}]" for r in rows], fontsize=8)
+    ax.set_xlabel(f"bus bytes per rank per optimizer step ({unit}; norm all-reduce excluded)")
+    ax.set_title("Communication volume per primitive")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
+def main(argv):
+    if len(argv) != 3:
+        print(__doc__, file=sys.stderr)
+        return 2
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as e:
+        fail(f"matplotlib is not importable ({e})")
+    rows = read_rows(argv[1])
+    try:
+        plot_throughput(plt, rows, f"{argv[2]}/throughput.png")
+        plot_bytes(plt, rows, f"{argv[2]}/bytes_per_primitive.png")
+    except ValueError as e:
+        fail(f"{argv[1]}: a number did not parse ({e})")
+    except OSError as e:
+        fail(f"{argv[2]}: cannot write a plot: {e.strerror}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

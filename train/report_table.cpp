@@ -1,0 +1,331 @@
+#include "train/report_table.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <tuple>
+
+#include "zero/comm_stats.h"
+
+namespace zt {
+namespace {
+
+namespace fs = std::filesystem;
+
+// ---- Reading: summary.json is JSON, which is YAML; keys are looked up by
+// dotted path without ever assigning to a yaml-cpp node (assignment would
+// write into the tree).
+
+YAML::Node lookup(const YAML::Node& node, const std::vector<std::string>& keys, size_t i) {
+  if (i == keys.size()) return node;
+  if (!node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
+  const YAML::Node child = node[keys[i]];
+  if (!child.IsDefined()) return child;
+  return lookup(child, keys, i + 1);
+}
+
+class SummaryFile {
+ public:
+  explicit SummaryFile(const std::string& path) : path_(path) {
+    try {
+      root_ = YAML::LoadFile(path);
+    } catch (const YAML::Exception& e) {
+      fail(e.what());
+    }
+    if (!root_.IsMap()) fail("expected a JSON object");
+  }
+
+  double number(const std::string& dotted) const {
+    const YAML::Node n = at(dotted);
+    try {
+      return n.as<double>();
+    } catch (const YAML::Exception&) {
+      fail("key '" + dotted + "': expected a number, got '" + text(n) + "'");
+    }
+  }
+  int64_t integer(const std::string& dotted) const {
+    const double v = number(dotted);
+    if (v != std::floor(v)) fail("key '" + dotted + "': expected an integer, got '" + text(at(dotted)) + "'");
+    return static_cast<int64_t>(v);
+  }
+  bool boolean(const std::string& dotted) const {
+    const YAML::Node n = at(dotted);
+    try {
+      return n.as<bool>();
+    } catch (const YAML::Exception&) {
+      fail("key '" + dotted + "': expected true or false, got '" + text(n) + "'");
+    }
+  }
+  std::string string(const std::string& dotted) const {
+    const YAML::Node n = at(dotted);
+    if (!n.IsScalar()) fail("key '" + dotted + "': expected a string");
+    return n.Scalar();
+  }
+  [[noreturn]] void fail(const std::string& why) const {
+    throw std::runtime_error(path_ + ": unreadable summary: " + why);
+  }
+
+ private:
+  YAML::Node at(const std::string& dotted) const {
+    std::vector<std::string> keys;
+    for (size_t b = 0, e; b <= dotted.size(); b = e + 1) {
+      e = std::min(dotted.find('.', b), dotted.size());
+      keys.push_back(dotted.substr(b, e - b));
+    }
+    const YAML::Node n = lookup(root_, keys, 0);
+    if (!n.IsDefined()) fail("missing key '" + dotted + "'");
+    return n;
+  }
+  static std::string text(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : "(not a scalar)"; }
+
+  std::string path_;
+  YAML::Node root_;
+};
+
+PrimitiveBytes per_step(const SummaryFile& s, const std::string& primitive) {
+  return {s.number("comm.per_step." + primitive + ".bytes"),
+          s.number("comm.per_step." + primitive + ".bus_bytes")};
+}
+
+// Stages that shard gradients (1-3) sum the squared norm of each rank's shard
+// with one fp32 all-reduce per optimizer step (zero/replicated_params.cpp);
+// stage 0 holds the whole all-reduced gradient and takes the norm locally.
+PrimitiveBytes without_norm_all_reduce(PrimitiveBytes all_reduce, int stage, int world) {
+  if (stage == 0) return all_reduce;
+  const double norm_bytes = 4;
+  all_reduce.payload = std::max(0.0, all_reduce.payload - norm_bytes);
+  all_reduce.bus = std::max(0.0, all_reduce.bus - norm_bytes * bus_factor(Primitive::AllReduce, world));
+  return all_reduce;
+}
+
+// ---- Ordering and baselines.
+
+int path_rank(const std::string& path) {
+  static const char* order[] = {"allreduce", "allreduce_fallback", "multi_rank_allreduce",
+                                "per_owner_reduce", "reduce_scatter"};
+  for (int i = 0; i < 5; i++)
+    if (path == order[i]) return i;
+  return 5;
+}
+
+// Everything but the gradient path: runs that agree here are comparable.
+auto settings_key(const ReportRow& r) {
+  return std::make_tuple(r.stage, r.reduce_bucket_size, r.overlap_comm, r.micro_batch,
+                         r.accum_steps, r.world, r.params, r.seq_len, r.device);
+}
+
+bool is_deepspeed_default(const ReportRow& r) {
+  if (r.stage == 0) return true;
+  if (r.stage == 3) return r.reduce_scatter;
+  return r.grad_path == "multi_rank_allreduce";
+}
+
+// ---- Formatting.
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+// Three significant figures in B, kB, MB or GB (powers of 1000, as nccl-tests).
+std::string human_bytes(double b) {
+  if (b == 0) return "0";
+  static const char* units[] = {"B", "kB", "MB", "GB", "TB"};
+  int u = 0;
+  while (std::fabs(b) >= 999.5 && u < 4) {
+    b /= 1000;
+    u++;
+  }
+  const char* f = u == 0 || std::fabs(b) >= 99.5 ? "%.0f "
+                  : std::fabs(b) >= 9.995         ? "%.1f "
+                                                  : "%.2f ";
+  return fmt(f, b) + units[u];
+}
+
+// 500000000 -> "5e8"; sizes that are not one digit times a power of ten stay whole.
+std::string bucket_label(int64_t n) {
+  int exponent = 0;
+  int64_t m = n;
+  while (m >= 10 && m % 10 == 0) {
+    m /= 10;
+    exponent++;
+  }
+  if (m < 10 && exponent >= 3) return std::to_string(m) + "e" + std::to_string(exponent);
+  return std::to_string(n);
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+// Twelve significant digits: exact for byte counts, ample for timings.
+std::string g12(double v) { return fmt("%.12g", v); }
+
+}  // namespace
+
+double flops_per_token(int64_t params, int n_layer, int n_embd, int seq_len) {
+  return 6.0 * static_cast<double>(params) +
+         6.0 * n_layer * static_cast<double>(n_embd) * static_cast<double>(seq_len);
+}
+
+ReportRow read_summary(const std::string& path, const std::string& run_name) {
+  const SummaryFile s(path);
+  ReportRow r;
+  r.run = run_name;
+  r.device = s.string("device");
+  r.world = static_cast<int>(s.integer("world_size"));
+  if (r.world < 1) s.fail("key 'world_size': expected at least 1");
+  r.stage = static_cast<int>(s.integer("zero.stage"));
+  r.grad_path = s.string("zero.grad_path");
+  r.reduce_bucket_size = s.integer("zero.reduce_bucket_size");
+  r.overlap_comm = s.boolean("zero.overlap_comm");
+  r.reduce_scatter = s.boolean("config.zero.reduce_scatter");
+  r.micro_batch = static_cast<int>(s.integer("config.train.micro_batch"));
+  r.n_layer = static_cast<int>(s.integer("config.model.n_layer"));
+  r.n_embd = static_cast<int>(s.integer("config.model.n_embd"));
+  r.seq_len = static_cast<int>(s.integer("config.model.seq_len"));
+  const int64_t global_tokens = s.integer("config.train.global_batch_tokens");
+  const int64_t per_micro_step = int64_t(r.micro_batch) * r.seq_len * r.world;
+  if (per_micro_step <= 0 || global_tokens % per_micro_step != 0)
+    s.fail("config.train.global_batch_tokens " + std::to_string(global_tokens) +
+           " is not a multiple of micro_batch x seq_len x world_size");
+  r.accum_steps = static_cast<int>(global_tokens / per_micro_step);
+  r.params = s.integer("params");
+
+  r.tokens_per_second = s.number("tokens_per_second");
+  r.tflops_per_gpu =
+      r.tokens_per_second * flops_per_token(r.params, r.n_layer, r.n_embd, r.seq_len) / r.world / 1e12;
+  r.step_ms = s.number("step_ms_median");
+  r.exposed_comm_ms_per_step = s.number("comm.exposed_seconds_per_step") * 1e3;
+  r.grad_all_reduce = without_norm_all_reduce(per_step(s, "all_reduce"), r.stage, r.world);
+  r.grad_reduce = per_step(s, "reduce");
+  r.grad_reduce_scatter = per_step(s, "reduce_scatter");
+  r.param_all_gather = per_step(s, "all_gather");
+  r.model_states_bytes = s.number("memory.model_states");
+  r.peak_total_bytes = s.number("memory.peak_total");
+  return r;
+}
+
+void fill_speedups(std::vector<ReportRow>& rows) {
+  std::map<decltype(settings_key(rows.front())), size_t> baseline_of;
+  for (size_t i = 0; i < rows.size(); i++)
+    if (is_deepspeed_default(rows[i])) baseline_of.emplace(settings_key(rows[i]), i);
+  for (ReportRow& r : rows) {
+    const auto it = baseline_of.find(settings_key(r));
+    r.has_baseline = it != baseline_of.end() && rows[it->second].tokens_per_second > 0;
+    r.speedup = r.has_baseline ? r.tokens_per_second / rows[it->second].tokens_per_second : 0;
+    r.baseline_run = r.has_baseline ? rows[it->second].run : "";
+  }
+}
+
+RunsDir load_runs_dir(const std::string& runs_dir) {
+  std::error_code ec;
+  if (!fs::is_directory(runs_dir, ec))
+    throw std::runtime_error("report: " + runs_dir + ": not a directory");
+  std::vector<fs::path> dirs;
+  for (const fs::directory_entry& e : fs::directory_iterator(runs_dir, ec)) {
+    std::error_code entry_ec;
+    if (e.is_directory(entry_ec)) dirs.push_back(e.path());
+  }
+  if (ec) throw std::runtime_error("report: " + runs_dir + ": cannot list: " + ec.message());
+  std::sort(dirs.begin(), dirs.end());
+
+  RunsDir out;
+  for (const fs::path& d : dirs) {
+    const fs::path summary = d / "summary.json";
+    if (fs::exists(summary)) out.rows.push_back(read_summary(summary.string(), d.filename().string()));
+    else out.without_summary.push_back(d.filename().string());
+  }
+  if (out.rows.empty())
+    throw std::runtime_error("report: no summary.json in any subdirectory of " + runs_dir +
+                             " (expected RUNS_DIR/RUN/summary.json, as scripts/sweep.sh --out writes)");
+  std::stable_sort(out.rows.begin(), out.rows.end(), [](const ReportRow& a, const ReportRow& b) {
+    return std::make_tuple(a.stage, path_rank(a.grad_path), a.grad_path, !a.reduce_scatter,
+                           a.reduce_bucket_size, a.overlap_comm, a.micro_batch, a.world, a.run) <
+           std::make_tuple(b.stage, path_rank(b.grad_path), b.grad_path, !b.reduce_scatter,
+                           b.reduce_bucket_size, b.overlap_comm, b.micro_batch, b.world, b.run);
+  });
+  fill_speedups(out.rows);
+  return out;
+}
+
+std::string report_csv(const std::vector<ReportRow>& rows) {
+  std::string s =
+      "run,device,stage,grad_path,reduce_bucket_size,overlap_comm,micro_batch,accum_steps,world,"
+      "params,tokens_per_second,tflops_per_gpu,step_ms,exposed_comm_ms_per_step,"
+      "grad_all_reduce_bytes,grad_all_reduce_bus_bytes,grad_reduce_bytes,grad_reduce_bus_bytes,"
+      "grad_reduce_scatter_bytes,grad_reduce_scatter_bus_bytes,param_all_gather_bytes,"
+      "param_all_gather_bus_bytes,model_states_bytes,peak_total_bytes,speedup_vs_ds_default,"
+      "baseline_run\n";
+  for (const ReportRow& r : rows) {
+    const std::vector<std::string> f = {
+        csv_field(r.run), csv_field(r.device), std::to_string(r.stage), csv_field(r.grad_path),
+        std::to_string(r.reduce_bucket_size), r.overlap_comm ? "true" : "false",
+        std::to_string(r.micro_batch), std::to_string(r.accum_steps), std::to_string(r.world),
+        std::to_string(r.params), g12(r.tokens_per_second), g12(r.tflops_per_gpu), g12(r.step_ms),
+        g12(r.exposed_comm_ms_per_step), g12(r.grad_all_reduce.payload), g12(r.grad_all_reduce.bus),
+        g12(r.grad_reduce.payload), g12(r.grad_reduce.bus), g12(r.grad_reduce_scatter.payload),
+        g12(r.grad_reduce_scatter.bus), g12(r.param_all_gather.payload), g12(r.param_all_gather.bus),
+        g12(r.model_states_bytes), g12(r.peak_total_bytes), r.has_baseline ? g12(r.speedup) : "",
+        csv_field(r.baseline_run)};
+    for (size_t i = 0; i < f.size(); i++) s += (i ? "," : "") + f[i];
+    s += "\n";
+  }
+  return s;
+}
+
+std::string report_markdown_table(const std::vector<ReportRow>& rows) {
+  std::string s =
+      "| run | stage | grad path | bucket | overlap | micro-batch | accum | world | tok/s | "
+      "TFLOP/s per GPU | step ms | exposed comm ms/step | grad all_reduce | grad reduce | "
+      "grad reduce_scatter | param all_gather | model states | peak total | speed-up vs DS default |\n"
+      "| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
+      "---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const ReportRow& r : rows) {
+    std::string path = r.grad_path;
+    if (r.stage > 0 && is_deepspeed_default(r)) path += " (DS default)";
+    const std::vector<std::string> f = {
+        r.run, std::to_string(r.stage), path, bucket_label(r.reduce_bucket_size),
+        r.overlap_comm ? "on" : "off", std::to_string(r.micro_batch), std::to_string(r.accum_steps),
+        std::to_string(r.world), fmt("%.0f", r.tokens_per_second), fmt("%.3g", r.tflops_per_gpu),
+        fmt("%.1f", r.step_ms), fmt("%.2f", r.exposed_comm_ms_per_step),
+        human_bytes(r.grad_all_reduce.bus), human_bytes(r.grad_reduce.bus),
+        human_bytes(r.grad_reduce_scatter.bus), human_bytes(r.param_all_gather.bus),
+        human_bytes(r.model_states_bytes), human_bytes(r.peak_total_bytes),
+        r.has_baseline ? fmt("%.2fx", r.speedup) : "—"};
+    s += "|";
+    for (const std::string& x : f) s += " " + x + " |";
+    s += "\n";
+  }
+  return s;
+}
+
+std::string report_caption() {
+  return "Per rank, per optimizer step. **tok/s**: tokens of the global batch per second "
+         "(first step excluded). **TFLOP/s per GPU** (per rank on CPUs): tok/s × (6·N + 6·L·C·T) "
+         "/ W / 10¹², with N parameters, L layers, C the width, T the sequence length and W the "
+         "ranks: 6N for the matmuls forward and backward, 6·L·C·T for attention scores and "
+         "weighted values under the causal mask. **step ms**: median. **exposed comm**: time "
+         "blocked waiting for collectives. **grad all_reduce / reduce / reduce_scatter**: "
+         "gradient bus bytes (nccl-tests: payload × 2(W−1)/W for all-reduce, × (W−1)/W for "
+         "reduce-scatter and all-gather, × 1 for reduce); the one 4-byte fp32 all-reduce of the "
+         "squared gradient norm that stages 1–3 issue per step is subtracted from all_reduce "
+         "(4 B payload, 4·2(W−1)/W B bus; stage 0 takes the norm locally). **param all_gather**: "
+         "bus bytes of the parameter all-gathers. report.csv has the payload bytes as well. "
+         "**model states**: parameters, gradients and optimizer state held per rank; **peak "
+         "total**: the allocator's peak of everything. **speed-up**: tok/s over the run with "
+         "DeepSpeed's default path of the same stage, bucket, overlap, micro-batch, accumulation, "
+         "world and model (stages 1/2: multi_rank_allreduce; stage 3: reduce_scatter true; "
+         "stage 0: its only path); — where no such run is in the directory.";
+}
+
+}  // namespace zt
