@@ -284,8 +284,10 @@ for i in "${selected[@]}"; do
     note="exited $rc"
     [ "$rc" = 124 ] && [ "$point_timeout" -gt 0 ] && note="timed out after ${point_timeout}s"
     [ "$rc" = 0 ] && note="exited 0 without summary.json"
+    last=$(grep -v '^[[:space:]]*$' "$log" | tail -1 | tr '\t' ' ' | cut -c1-200)
+    [ -n "$last" ] && note="$note: $last"
     printf '%s\t%s\t%s\t%s\n' "$name" "$rc" "$log" "$note" >>"$failed_tsv"
-    result="FAILED ($note; log $log)"
+    result="FAILED (exit $rc; log $log)"
   fi
   remaining=$((to_run - ran))
   eta=$((ran_seconds * remaining / ran))

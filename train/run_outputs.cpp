@@ -136,11 +136,15 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("comm_buffers", L.peak(MemCategory::CommBuffers))
       .add("model_states", states)
       .add("model_states_formula",
-           model_states_bytes(s.stage, s.padded_params, s.world, s.dtype_bytes, s.dtype_bytes))
+           model_states_bytes(s.stage, s.padded_params, s.world, s.dtype_bytes, s.dtype_bytes) +
+               s.persistent_bytes)
       .add("model_states_paper", model_states_bytes(s.stage, s.padded_params, s.world, 2, 2))
+      .add("stage3_persistent_params", s.persistent_bytes)
+      .add("stage3_live_params_peak", s.live_params_peak_bytes)
       .add("peak_total", L.peak_total())
       .add("note", "bytes per rank from the allocator; params/grads/optimizer held at the end, "
-                   "activations/comm_buffers at their peak; formulas on the padded parameter count");
+                   "activations/comm_buffers at their peak; formulas on the padded parameter count, "
+                   "stage 3's plus its persistent parameters");
 
   JsonObject zero;
   zero.add("stage", s.stage).add("grad_path", s.grad_path)
@@ -155,6 +159,8 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("final_train_loss", s.final_train_loss);
   if (s.final_val_loss >= 0) o.add("final_val_loss", s.final_val_loss);
   else o.raw("final_val_loss", "null");
+  if (s.initial_val_loss >= 0) o.add("initial_val_loss", s.initial_val_loss);
+  else o.raw("initial_val_loss", "null");
   o.add("tokens_per_second", s.tokens_per_second)
       .add("step_ms_median", median)
       .add("params", static_cast<uint64_t>(s.params))

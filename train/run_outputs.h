@@ -21,7 +21,7 @@ struct StepRecord {
 struct RunSummary {
   int world = 1;
   int64_t steps_done = 0, steps_this_run = 0;
-  double final_train_loss = 0, final_val_loss = -1, tokens_per_second = 0;
+  double final_train_loss = 0, final_val_loss = -1, initial_val_loss = -1, tokens_per_second = 0;
   std::vector<double> step_ms;
   size_t params = 0, padded_params = 0;
   std::string config_yaml;
@@ -31,6 +31,7 @@ struct RunSummary {
   CommStats comm;
   const MemoryLedger* ledger = nullptr;
   int dtype_bytes = 4;
+  uint64_t persistent_bytes = 0, live_params_peak_bytes = 0;  // stage 3
   std::string device;
 };
 

@@ -175,13 +175,19 @@ int run_train(const TrainArgs& a) {
   std::signal(SIGINT, on_stop_signal);
 
   // 5. The loop.
-  const CommStats comm_at_start = rt.comm->stats();
   std::vector<int> in(static_cast<size_t>(B) * T), tgt(in.size());
   const double global_tokens = static_cast<double>(cfg.train.global_batch_tokens);
   std::vector<double> step_ms;
   double last_loss = 0, last_val = -1, timed_seconds = 0;
   int64_t timed_tokens = 0;
   const auto run_t0 = Clock::now();
+  // Like llm.c, evaluate the untrained model too: the curve starts at step 0.
+  double initial_val = -1;
+  if (val_data && start_step == 0) {
+    initial_val = evaluate(model, *engine, *val_data, cfg.train.eval_batches, B, T, world);
+    if (rank == 0) std::printf("step     0/%d | val %.4f (before training)\n", cfg.train.steps, initial_val);
+  }
+  const CommStats comm_at_start = rt.comm->stats();  // training steps only
   int64_t step = start_step;
   for (; step < cfg.train.steps; step++) {
     if (sum_over_ranks(g_stop_signal != 0 ? 1.0 : 0.0) > 0) break;
@@ -236,6 +242,7 @@ int run_train(const TrainArgs& a) {
   s.steps_this_run = step - start_step;
   s.final_train_loss = last_loss;
   s.final_val_loss = last_val;
+  s.initial_val_loss = initial_val;
   s.tokens_per_second = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;
   s.step_ms = step_ms;
   s.params = table.total();
@@ -248,6 +255,8 @@ int run_train(const TrainArgs& a) {
   s.ledger = &ops.ledger();
   s.dtype_bytes = static_cast<int>(dtype_size(ops.dtype()));
   s.device = ops.name();
+  s.persistent_bytes = engine->persistent_param_bytes();
+  s.live_params_peak_bytes = engine->live_params_peak_bytes();
   out.summary(s);
   if (g_stop_signal != 0) {
     if (rank == 0) std::fprintf(stderr, "zerotrain: stopped by signal %d after step %lld\n",

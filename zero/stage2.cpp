@@ -10,6 +10,7 @@
 #include <map>
 
 #include "zero/grad_path.h"
+#include "zero/grad_staging.h"
 #include "zero/replicated_params.h"
 #include "zero/stages.h"
 
@@ -25,7 +26,8 @@ class Stage2 : public ZeroEngine {
         path_(make_grad_path(z, partition_, comm)),
         params_(table, partition_, ops, comm, z),
         optimizer_(partition_pieces(table, partition_, comm.rank()), partition_.shard_size(), ops),
-        segments_(partition_.segments(comm.rank())) {
+        segments_(partition_.segments(comm.rank())),
+        staging_(ops) {
     shard_grads_ = ops_.alloc(partition_.shard_size() * es_, MemCategory::Grads);
     size_t largest = 0;
     for (FlatRange b : buckets_) largest = std::max(largest, b.size());
@@ -37,7 +39,6 @@ class Stage2 : public ZeroEngine {
   ~Stage2() override {
     ops_.release(shard_grads_);
     for (void* s : slots_) ops_.release(s);
-    for (auto& kv : staging_free_) ops_.release(kv.second);
   }
 
   int stage() const override { return 2; }
@@ -59,18 +60,7 @@ class Stage2 : public ZeroEngine {
   void release_params(int) override {}
 
   void* acquire_grads(int u) override {
-    const size_t bytes = table_.units()[u].numel * es_;
-    void* buf = nullptr;
-    auto it = staging_free_.lower_bound(bytes);
-    if (it != staging_free_.end()) {
-      buf = it->second;
-      staging_free_.erase(it);
-    } else {
-      buf = ops_.alloc(bytes, MemCategory::CommBuffers);
-    }
-    ops_.memzero(buf, bytes);
-    staging_[u] = {buf, bytes};
-    return buf;
+    return staging_.acquire(u, table_.units()[u].numel * es_);
   }
 
   // Units complete in descending flat order, so buckets (also descending) fill in
@@ -78,7 +68,7 @@ class Stage2 : public ZeroEngine {
   void grads_ready(int u) override {
     const UnitRange& ur = table_.units()[u];
     const FlatRange unit{ur.offset, ur.offset + ur.numel};
-    const char* src = static_cast<const char*>(staging_[u].first);
+    const char* src = staging_.get(u);
     while (next_ < buckets_.size()) {
       const FlatRange b = buckets_[next_];
       if (b.end <= unit.begin) break;
@@ -93,8 +83,7 @@ class Stage2 : public ZeroEngine {
       next_++;
       if (!z_.overlap_comm) finish_oldest();
     }
-    staging_free_.insert({staging_[u].second, staging_[u].first});
-    staging_.erase(u);
+    staging_.release(u);
   }
 
   void begin_micro_step(int micro, int) override {
@@ -173,8 +162,7 @@ class Stage2 : public ZeroEngine {
   void* open_ = nullptr;
   size_t next_ = 0;
   std::deque<InFlight> in_flight_;
-  std::map<int, std::pair<void*, size_t>> staging_;
-  std::multimap<size_t, void*> staging_free_;
+  GradStaging staging_;
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <deque>
 #include <map>
 
+#include "zero/grad_staging.h"
 #include "zero/replicated_params.h"
 #include "zero/stage3_layout.h"
 #include "zero/stages.h"
@@ -23,7 +24,8 @@ class Stage3 : public ZeroEngine {
       : z_(z), table_(table), ops_(ops), comm_(comm), dt_(ops.dtype()), es_(dtype_size(dt_)),
         W_(comm.world()), layout_(table, comm.world(), z),
         partition_(Partition({layout_.padded_total()}, comm.world())),
-        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops) {
+        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops),
+        staging_(ops) {
     shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
     persistent_ = layout_.persistent_elems() > 0
                       ? ops_.alloc(layout_.persistent_elems() * es_, MemCategory::Params)
@@ -48,7 +50,6 @@ class Stage3 : public ZeroEngine {
       ops_.release(s.data);
       ops_.release(s.recv);
     }
-    for (auto& kv : staging_free_) ops_.release(kv.second);
     for (void* p : {shard_params_, persistent_, shard_grads_}) ops_.release(p);
   }
 
@@ -102,24 +103,13 @@ class Stage3 : public ZeroEngine {
 
   // ---- gradients ----
   void* acquire_grads(int u) override {
-    const size_t bytes = table_.units()[u].numel * es_;
-    void* buf = nullptr;
-    auto it = staging_free_.lower_bound(bytes);
-    if (it != staging_free_.end()) {
-      buf = it->second;
-      staging_free_.erase(it);
-    } else {
-      buf = ops_.alloc(bytes, MemCategory::CommBuffers);
-    }
-    ops_.memzero(buf, bytes);
-    grad_staging_[u] = {buf, bytes};
-    return buf;
+    return staging_.acquire(u, table_.units()[u].numel * es_);
   }
   // Tensors complete in descending order, which is the buckets' order: copy each
   // tensor's W slices into its bucket; a bucket whose last tensor arrived is reduced.
   void grads_ready(int u) override {
     const UnitRange& ur = table_.units()[u];
-    const char* src = static_cast<const char*>(grad_staging_[u].first);
+    const char* src = staging_.get(u);
     for (int p = ur.first_param + ur.n_params - 1; p >= ur.first_param; p--) {
       const int b = layout_.bucket_of(p);
       const Stage3Bucket& bucket = layout_.buckets()[b];
@@ -141,8 +131,7 @@ class Stage3 : public ZeroEngine {
         if (!z_.overlap_comm) finish_oldest();
       }
     }
-    staging_free_.insert({grad_staging_[u].second, grad_staging_[u].first});
-    grad_staging_.erase(u);
+    staging_.release(u);
   }
 
   void begin_micro_step(int micro, int) override {
@@ -306,8 +295,7 @@ class Stage3 : public ZeroEngine {
   Stage3Schedule schedule_;
   bool in_micro_ = false;
   int pos_ = 0;
-  std::map<int, std::pair<void*, size_t>> grad_staging_;
-  std::multimap<size_t, void*> staging_free_;
+  GradStaging staging_;
   std::vector<Slot> slots_;
   std::deque<Slot> free_slots_;
   Slot open_;

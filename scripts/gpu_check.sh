@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The one script for the GPU machine: builds there with -j16 (no set-up: the
+# machine has no network, OpenBLAS or sentencepiece), runs every GPU test
+# (CUDA ops and the whole model against the CPU reference, NCCL at W = 1, and
+# every ZeRO stage on 2 ranks of the one GPU through the MPI communicator),
+# then the throughput benchmark; prints a compact table last.
+set -u
+cd "$(dirname "$0")/.."
+LOG=${OUT:-build/gpu_check}
+mkdir -p "$LOG"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
+t0=$(date +%s)
+if ! make DEPS=skip JOBS=16 build >"$LOG/build.log" 2>&1 ||
+   ! make -f build.mk BUILD=build -j16 build/tests >>"$LOG/build.log" 2>&1; then
+  grep -E "error|Error" "$LOG/build.log" | head -30
+  echo "gpu_check: BUILD FAILED (log: $LOG/build.log)"
+  exit 1
+fi
+echo "build: $(($(date +%s) - t0)) s"
+
+summary=()
+run_tests() {  # label command...
+  local label=$1; shift
+  local log="$LOG/$label.log"
+  timeout 300 "$@" >"$log" 2>&1
+  local rc=$?
+  local line
+  line=$(sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E '^(All tests passed|test cases:)' | tail -1)
+  summary+=("$(printf '%-28s rc=%-3s %s' "$label" "$rc" "$line")")
+  if [ $rc -ne 0 ]; then sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -B3 -A12 'FAILED' | head -60; fi
+}
+run_tests gpu_ops_and_model build/tests '[gpu]'
+run_tests gpu_zero_w1 build/tests '[gpu_mpi]'
+run_tests gpu_zero_w2_mpi mpirun -np 2 build/tests '[gpu_mpi]'
+run_tests cpu_unit build/tests '~[mpi]~[gpu]~[gpu_mpi]'
+echo "tests: $(($(date +%s) - t0)) s"
+
+scripts/bench.sh build | tee "$LOG/bench.txt" | tail -8 >"$LOG/bench_table.txt"
+echo
+echo "==== gpu_check summary ($(($(date +%s) - t0)) s) ===="
+printf '%s\n' "${summary[@]}"
+cat "$LOG/bench_table.txt"

@@ -1,0 +1,146 @@
+// The whole model and ZeRO on the GPU. [gpu]: the CUDA model's loss and every
+// parameter gradient against the CPU model on the same weights and batch, and
+// bit-identical repeats; NCCL at W = 1 against the single-process communicator.
+// [gpu_mpi] (under `mpirun -np 2` on one GPU): every stage across 2 ranks with
+// the MPI communicator on device buffers against 1 rank, and the bf16 ZeRO
+// memory formulas. Without a GPU each test prints a SKIPPED line and passes.
+#include <cstdio>
+#include <random>
+
+#include "model/gpt.h"
+#include "tests/catch.h"
+#include "tests/flat_hooks.h"
+#include "tests/zero_harness.h"
+#include "train/run_outputs.h"
+#include "zero/nccl_factory.h"
+#include "zero/plan.h"
+
+namespace zt {
+namespace {
+
+bool have_gpu() {
+  static std::string why;
+  static const bool ok = cuda_available(&why);
+  static bool said = false;
+  if (!ok && !said) {
+    std::printf("SKIPPED [gpu]: %s\n", why.c_str());
+    said = true;
+  }
+  return ok;
+}
+
+GPTConfig gpu_shape() {  // head size 32: the smallest the CUDA attention supports
+  GPTConfig c = tiny_model();
+  c.n_embd = 64;
+  return c;
+}
+
+struct ModelRun {
+  double loss;
+  std::vector<float> grads;
+};
+
+ModelRun run_model(Ops& ops, const ParamTable& table, const std::vector<float>& w,
+                   const std::vector<int>& in, const std::vector<int>& tgt, int B, int T) {
+  FlatHooks hooks(table, ops);
+  hooks.set_params(w);
+  GPT model(table, ops, B, T);
+  const double sum = model.forward_backward(in.data(), tgt.data(), 1.0f / (B * T), hooks);
+  return {sum / (B * T), hooks.grads_f32()};
+}
+
+}  // namespace
+
+TEST_CASE("the CUDA model's loss and gradients match the CPU model's", "[gpu]") {
+  if (!have_gpu()) return SUCCEED();
+  GPTConfig c;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 128;
+  c.vocab_size = 1000;
+  c.seq_len = 64;
+  const int B = 4, T = 64;
+  const ParamTable table(c);
+  std::mt19937 rng(std::random_device{}());
+  std::vector<float> w(table.total());
+  init_gpt2_weights(table, rng(), w.data());
+  std::vector<int> in(B * T), tgt(B * T);
+  for (int i = 0; i < B * T; i++) {
+    in[i] = static_cast<int>(rng() % c.vocab_size);
+    tgt[i] = static_cast<int>(rng() % c.vocab_size);
+  }
+  auto cpu = make_cpu_ops();
+  auto gpu = make_cuda_ops(0);
+  const ModelRun ref = run_model(*cpu, table, w, in, tgt, B, T);
+  const ModelRun got = run_model(*gpu, table, w, in, tgt, B, T);
+  CHECK(std::abs(got.loss - ref.loss) <= 1e-2 * std::abs(ref.loss));
+  for (const ParamInfo& p : table.params()) {
+    std::vector<float> a(got.grads.begin() + p.offset, got.grads.begin() + p.offset + p.numel);
+    std::vector<float> b(ref.grads.begin() + p.offset, ref.grads.begin() + p.offset + p.numel);
+    const double err = rel_l2(a, b);
+    INFO(p.name << ": relative L2 error " << err);
+    CHECK(err < 3e-2);
+  }
+  const ModelRun again = run_model(*gpu, table, w, in, tgt, B, T);
+  CHECK(again.loss == got.loss);
+  CHECK(again.grads == got.grads);
+}
+
+TEST_CASE("NCCL at W = 1 gives exactly the single-process results", "[gpu]") {
+  if (!have_gpu()) return SUCCEED();
+  int W = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &W);
+  if (W != 1) return SUCCEED();
+  for (int stage : {0, 2, 3}) {
+    ZeroConfig z;
+    z.stage = stage;
+    z.stage3_param_persistence_threshold = 0;
+    RunResult r[2];
+    for (int use_nccl = 0; use_nccl < 2; use_nccl++) {
+      auto ops = make_cuda_ops(0);
+      CountingCommunicator comm(use_nccl ? make_nccl_communicator(*ops) : make_single_communicator(*ops));
+      r[use_nccl] = train(z, comm, *ops, gpu_shape());
+    }
+    INFO("stage " << stage);
+    CHECK(r[0].losses == r[1].losses);
+    CHECK(r[0].master == r[1].master);
+  }
+}
+
+TEST_CASE("every stage on 2 ranks of one GPU (MPI communicator) matches 1 rank", "[gpu_mpi]") {
+  if (!have_gpu()) return SUCCEED();
+  int W = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &W);
+  const ParamTable table(gpu_shape());
+  RunResult ref;
+  {
+    auto ops = make_cuda_ops(0);
+    auto single = make_single_communicator(*ops);
+    ref = train(ZeroConfig(), *single, *ops, gpu_shape());
+  }
+  for (int stage : {0, 1, 2, 3}) {
+    for (bool native : {false, true}) {
+      if (native && (stage == 0 || stage == 3)) continue;
+      ZeroConfig z;
+      z.stage = stage;
+      z.native_reduce_scatter = native;
+      z.reduce_bucket_size = 5000;
+      z.stage3_param_persistence_threshold = 0;
+      auto ops = make_cuda_ops(0);
+      CountingCommunicator comm(W == 1 ? make_single_communicator(*ops) : make_mpi_communicator(*ops));
+      const RunResult got = train(z, comm, *ops, gpu_shape());
+      INFO("W = " << W << ", stage " << stage << (native ? " native reduce-scatter" : ""));
+      bool ok = true;
+      for (int s = 0; s < kSteps; s++) ok = ok && std::abs(got.losses[s] - ref.losses[s]) <= 2e-2 * ref.losses[s];
+      CHECK(all_ranks(ok));
+      const double perr = rel_l2(got.master, ref.master);
+      INFO("parameters: relative L2 error " << perr);
+      CHECK(all_ranks(perr < 5e-2));
+      const StepPlan plan = plan_step(z, table, W, kSeqPerStep / (kB * W), DType::BF16,
+                                      GPT::training_unit_order(table.config().n_layer));
+      CHECK(all_ranks(got.model_states == model_states_bytes(stage, got.padded, W, 2, 2) + plan.persistent_bytes));
+    }
+  }
+}
+
+}  // namespace zt

@@ -1,0 +1,112 @@
+// Shared by the ZeRO tests on the CPU and on the GPU: a tiny GPT, a synthetic
+// corpus with some structure, and a training loop that indexes micro-batches
+// exactly as the data loader does (micro-step m of rank r takes sequences
+// (m * W + r) * B.. of the step), so any W reproduces W = 1.
+#pragma once
+#include <mpi.h>
+
+#include <cmath>
+#include <memory>
+#include <vector>
+
+#include "model/gpt.h"
+#include "zero/comm_stats.h"
+#include "zero/communicators.h"
+#include "zero/engine.h"
+
+namespace zt {
+
+constexpr int kB = 1, kT = 16, kSeqPerStep = 12, kSteps = 3;
+
+inline GPTConfig tiny_model() {
+  GPTConfig c;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 32;
+  c.vocab_size = 67;
+  c.seq_len = kT;
+  return c;
+}
+
+// Sequence g of a synthetic corpus with some structure (so training moves).
+inline void sequence(int64_t g, int* in, int* tgt, int V) {
+  uint64_t s = 0x9E3779B97F4A7C15ull * (g + 1);
+  int prev = static_cast<int>(g % V);
+  for (int t = 0; t <= kT; t++) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    const int next = (s % 4 == 0) ? static_cast<int>(s % V) : (prev * 7 + 3) % V;
+    if (t < kT) in[t] = prev;
+    if (t > 0) tgt[t - 1] = prev;
+    prev = next;
+    if (t == kT) tgt[kT - 1] = next;
+  }
+}
+
+struct RunResult {
+  std::vector<double> losses;
+  std::vector<float> master;
+  CommStats comm;
+  uint64_t model_states = 0;
+  size_t padded = 0;
+};
+
+// Trains kSteps steps of kSeqPerStep sequences with the loader's indexing:
+// micro-step m of rank r takes sequences (m * W + r) * B.. of the step.
+inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
+                const GPTConfig& shape = tiny_model()) {
+  const ParamTable table(shape);
+  const int W = comm.world(), r = comm.rank();
+  const int A = kSeqPerStep / (kB * W);
+  std::unique_ptr<ZeroEngine> engine = make_zero_engine(z, table, ops, comm);
+  std::vector<float> w(table.total());
+  init_gpt2_weights(table, 7, w.data());
+  engine->init_weights(w.data());
+  GPT model(table, ops, kB, kT);
+  OptimSettings os{3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
+  auto* counting = dynamic_cast<CountingCommunicator*>(&comm);
+  const CommStats at_start = counting ? counting->stats() : CommStats();
+  RunResult res;
+  std::vector<int> in(kB * kT), tgt(kB * kT);
+  for (int step = 0; step < kSteps; step++) {
+    double loss = 0;
+    for (int m = 0; m < A; m++) {
+      sequence(static_cast<int64_t>(step) * kSeqPerStep + (m * W + r) * kB, in.data(), tgt.data(),
+               table.config().vocab_size);
+      engine->begin_micro_step(m, A);
+      loss += model.forward_backward(in.data(), tgt.data(), 1.0f / (kSeqPerStep * kT), *engine);
+      engine->end_micro_step();
+    }
+    engine->step(os, 1.0, step + 1);
+    double global = 0;
+    MPI_Allreduce(&loss, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    res.losses.push_back(comm.world() == 1 && W == 1 ? loss / (kSeqPerStep * kT)
+                                                     : global / (kSeqPerStep * kT));
+  }
+  if (counting) res.comm = counting->stats().minus(at_start);
+  const MemoryLedger& L = ops.ledger();
+  res.model_states = L.current(MemCategory::Params) + L.current(MemCategory::Grads) +
+                     L.current(MemCategory::Optimizer);
+  res.padded = engine->partition().padded_total();
+  res.master = engine->gather_master(ops, comm, table.total());
+  return res;
+}
+
+inline double rel_l2(const std::vector<float>& a, const std::vector<float>& b) {
+  double num = 0, den = 0;
+  for (size_t i = 0; i < a.size(); i++) {
+    num += (static_cast<double>(a[i]) - b[i]) * (static_cast<double>(a[i]) - b[i]);
+    den += static_cast<double>(b[i]) * b[i];
+  }
+  return std::sqrt(num / den);
+}
+
+// True on every rank only if `ok` holds on every rank.
+inline bool all_ranks(bool ok) {
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all == 1;
+}
+
+}  // namespace zt
