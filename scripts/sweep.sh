@@ -141,7 +141,7 @@ if [ -n "$grid" ]; then
   done <"$grid"
   [ ${#configs[@]} -eq 1 ] && base_config=${configs[0]}
   [ -n "$base_config" ] || die "$grid: no '@config PATH' line and no --config given"
-  [ -r "$base_config" ] || die "$base_config: cannot read the base config"
+  [ -r "$base_config" ] || die "$base_config: cannot read the base config (relative to the current directory: run from the repository root)"
 else
   [ ${#configs[@]} -gt 0 ] || die "nothing to run: give --grid GRID or CONFIG files (--help)"
   declare -A config_of_name=()
@@ -263,12 +263,13 @@ for i in "${selected[@]}"; do
   log="$run_dir/train.log"
   started=$SECONDS
   if [ "$point_timeout" -gt 0 ]; then
-    timeout --kill-after=30 "$point_timeout" "${cmd[@]}" >"$log" 2>&1 </dev/null
+    timeout --foreground --kill-after=30 "$point_timeout" "${cmd[@]}" >"$log" 2>&1 </dev/null
   else
     "${cmd[@]}" >"$log" 2>&1 </dev/null
   fi
   rc=$?
   if [ "$interrupted" = 1 ]; then
+    [ -e "$run_dir/summary.json" ] && mv -f "$run_dir/summary.json" "$run_dir/summary.failed.json"
     echo "sweep: interrupted during $name (exit $rc); rerun the same command to resume" >&2
     exit 130
   fi
@@ -281,6 +282,9 @@ for i in "${selected[@]}"; do
     result="ok in ${took}s, $(printf '%.0f' "${tok_s:-0}") tok/s"
   else
     failed=$((failed + 1))
+    # zerotrain writes a summary when stopped by a signal too; keep it out of
+    # the way so that a rerun does not take the point for finished.
+    [ -e "$run_dir/summary.json" ] && mv -f "$run_dir/summary.json" "$run_dir/summary.failed.json"
     note="exited $rc"
     [ "$rc" = 124 ] && [ "$point_timeout" -gt 0 ] && note="timed out after ${point_timeout}s"
     [ "$rc" = 0 ] && note="exited 0 without summary.json"

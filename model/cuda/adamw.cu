@@ -46,7 +46,8 @@ __global__ void adamw_kernel(bf16* param, float* master, const bf16* grad, float
   const size_t groups = n / VEC;
   const size_t tid = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = tid; i < groups; i += stride) adamw_update<VEC>(param, master, grad, m, v, i * VEC, k);
+  for (size_t i = tid; i < groups; i += stride)
+    adamw_update<VEC>(param, master, grad, m, v, i * VEC, k);
   const size_t tail = groups * VEC + tid;
   if (tail < n) adamw_update<1>(param, master, grad, m, v, tail, k);
 }
@@ -56,7 +57,8 @@ __global__ void adamw_kernel(bf16* param, float* master, const bf16* grad, float
 void launch_adamw(CudaContext& ctx, bf16* param, float* master, const bf16* grad, float* m,
                   float* v, size_t n, const AdamWArgs& a) {
   if (n == 0) return;
-  if (a.t < 1) throw std::runtime_error("adamw: step t = " + std::to_string(a.t) + ", expected >= 1");
+  if (a.t < 1)
+    throw std::runtime_error("adamw: step t = " + std::to_string(a.t) + ", expected >= 1");
   AdamWConsts k;
   k.lr = a.lr;
   k.beta1 = a.beta1;
@@ -71,12 +73,14 @@ void launch_adamw(CudaContext& ctx, bf16* param, float* master, const bf16* grad
   const bool vec = aligned_to(param, 8) && aligned_to(grad, 8) && aligned_to(master, 16) &&
                    aligned_to(m, 16) && aligned_to(v, 16);
   const size_t groups = vec ? n / 4 : n;
-  const size_t blocks = std::max<size_t>(
-      1, std::min(ceil_div(groups, static_cast<size_t>(threads)), static_cast<size_t>(ctx.num_sms) * 8));
+  const size_t blocks = std::max<size_t>(1, std::min(ceil_div(groups, static_cast<size_t>(threads)),
+                                                     static_cast<size_t>(ctx.num_sms) * 8));
   if (vec) {
-    adamw_kernel<4><<<static_cast<unsigned>(blocks), threads, 0, ctx.stream>>>(param, master, grad, m, v, n, k);
+    adamw_kernel<4><<<static_cast<unsigned>(blocks), threads, 0, ctx.stream>>>(param, master, grad,
+                                                                               m, v, n, k);
   } else {
-    adamw_kernel<1><<<static_cast<unsigned>(blocks), threads, 0, ctx.stream>>>(param, master, grad, m, v, n, k);
+    adamw_kernel<1><<<static_cast<unsigned>(blocks), threads, 0, ctx.stream>>>(param, master, grad,
+                                                                               m, v, n, k);
   }
   CUDA_CHECK_LAUNCH();
 }

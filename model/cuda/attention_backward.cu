@@ -62,7 +62,8 @@ struct RowFragments {
   uint32_t f[HS / 16][4];
   __device__ void init(const bf16* tile, int row0, int lane) {
 #pragma unroll
-    for (int ks = 0; ks < HS / 16; ++ks) load_a(f[ks], tile, smem_stride<HS>(), row0, ks * 16, lane);
+    for (int ks = 0; ks < HS / 16; ++ks)
+      load_a(f[ks], tile, smem_stride<HS>(), row0, ks * 16, lane);
   }
   __device__ void get(uint32_t (&a)[4], int ks) const {
 #pragma unroll
@@ -104,8 +105,8 @@ __global__ void __launch_bounds__(kThreads)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   bf16* sK = reinterpret_cast<bf16*>(smem_raw);
   bf16* sV = sK + kTile * S;
-  bf16* sQ = sV + kTile * S;        // [2][kTile][S]
-  bf16* sdO = sQ + 2 * kTile * S;   // [2][kTile][S]
+  bf16* sQ = sV + kTile * S;                                  // [2][kTile][S]
+  bf16* sdO = sQ + 2 * kTile * S;                             // [2][kTile][S]
   float* sL = reinterpret_cast<float*>(sdO + 2 * kTile * S);  // [2][kTile], lse
   float* sD = sL + 2 * kTile;                                 // [2][kTile]
 
@@ -341,8 +342,8 @@ void launch(CudaContext& ctx, bf16* dqkv, const bf16* dout, const bf16* qkv, con
       ctx.scratch->get(static_cast<size_t>(B) * NH * T * sizeof(float), ctx.stream));
   const size_t threads = static_cast<size_t>(B) * T * NH * (HS / 8);
   attention_backward_preprocess_kernel<HS>
-      <<<static_cast<unsigned>(ceil_div(threads, size_t{256})), 256, 0, ctx.stream>>>(D, dout, out, B,
-                                                                                      T, NH);
+      <<<static_cast<unsigned>(ceil_div(threads, size_t{256})), 256, 0, ctx.stream>>>(D, dout, out,
+                                                                                      B, T, NH);
   CUDA_CHECK_LAUNCH();
 
   const float scale = 1.f / std::sqrt(static_cast<float>(HS));
@@ -363,15 +364,22 @@ void launch(CudaContext& ctx, bf16* dqkv, const bf16* dout, const bf16* qkv, con
 void launch_attention_backward(CudaContext& ctx, bf16* dqkv, const bf16* dout, const bf16* qkv,
                                const bf16* out, const float* lse, int B, int T, int C, int NH) {
   if (B == 0 || T == 0) return;
-  if (!aligned_to(qkv, 16) || !aligned_to(dqkv, 16) || !aligned_to(dout, 16) || !aligned_to(out, 16))
+  if (!aligned_to(qkv, 16) || !aligned_to(dqkv, 16) || !aligned_to(dout, 16) ||
+      !aligned_to(out, 16))
     throw std::runtime_error("attention_backward: qkv, dqkv, dout and out must be 16-byte aligned");
   if (B * NH > 65535)
     throw std::runtime_error("attention_backward: B * NH = " + std::to_string(B * NH) +
                              " exceeds the grid limit 65535");
   switch (C / NH) {
-    case 32: launch<32>(ctx, dqkv, dout, qkv, out, lse, B, T, NH); break;
-    case 64: launch<64>(ctx, dqkv, dout, qkv, out, lse, B, T, NH); break;
-    case 128: launch<128>(ctx, dqkv, dout, qkv, out, lse, B, T, NH); break;
+    case 32:
+      launch<32>(ctx, dqkv, dout, qkv, out, lse, B, T, NH);
+      break;
+    case 64:
+      launch<64>(ctx, dqkv, dout, qkv, out, lse, B, T, NH);
+      break;
+    case 128:
+      launch<128>(ctx, dqkv, dout, qkv, out, lse, B, T, NH);
+      break;
     default:
       throw std::runtime_error("attention_backward: head size C/NH = " + std::to_string(C / NH) +
                                " is not supported (32, 64 or 128)");

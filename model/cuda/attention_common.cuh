@@ -15,8 +15,8 @@
 namespace zt {
 namespace attn {
 
-constexpr int kTile = 64;     // queries per Q tile and keys per K/V tile
-constexpr int kWarps = 4;     // each warp owns 16 rows of the block's tile
+constexpr int kTile = 64;  // queries per Q tile and keys per K/V tile
+constexpr int kWarps = 4;  // each warp owns 16 rows of the block's tile
 constexpr int kThreads = 32 * kWarps;
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
@@ -34,8 +34,8 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 
 // 16-byte async copy; when !valid it writes 16 zero bytes and reads nothing.
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)),
-               "l"(gmem), "r"(valid ? 16 : 0));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(smem)), "l"(gmem),
+               "r"(valid ? 16 : 0));
 }
 
 // 4-byte async copy with the same zero fill.
@@ -101,8 +101,8 @@ __device__ __forceinline__ void load_b_rows(uint32_t (&f)[4], const bf16* tile, 
 // f[2], f[3] = those of columns col0+8..col0+15.
 __device__ __forceinline__ void load_b_cols(uint32_t (&f)[4], const bf16* tile, int stride,
                                             int row0, int col0, int lane) {
-  ldmatrix_x4_trans(f,
-                    tile + (row0 + lane % 8 + 8 * ((lane / 8) % 2)) * stride + col0 + 8 * (lane / 16));
+  ldmatrix_x4_trans(
+      f, tile + (row0 + lane % 8 + 8 * ((lane / 8) % 2)) * stride + col0 + 8 * (lane / 16));
 }
 
 // Copies rows [row0, row0 + 64) of one head (HS columns starting at `src`,
@@ -126,8 +126,8 @@ __device__ __forceinline__ void load_tile_async(bf16* tile, const bf16* src, siz
 // skipped; `scale` multiplies every value.
 template <int HS>
 __device__ __forceinline__ void store_rows(bf16* dst, size_t dst_stride, int row0, int rows,
-                                           const float (&acc)[HS / 8][4], float scale,
-                                           bf16* stage, int warp, int lane) {
+                                           const float (&acc)[HS / 8][4], float scale, bf16* stage,
+                                           int warp, int lane) {
   constexpr int S = smem_stride<HS>();
   const int g = lane / 4, q = lane % 4;
   bf16* my = stage + warp * 16 * S;

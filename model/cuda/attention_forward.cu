@@ -163,7 +163,8 @@ __global__ void __launch_bounds__(kThreads)
     sum += __shfl_xor_sync(0xffffffffu, sum, 2);
     inv_l[half] = 1.f / sum;
     const int row = q0 + warp * 16 + g + 8 * half;
-    if (q == 0 && row < T) lse[static_cast<size_t>(bh) * T + row] = (m[half] + log2f(sum)) * kLn2;
+    if (lse && q == 0 && row < T)
+      lse[static_cast<size_t>(bh) * T + row] = (m[half] + log2f(sum)) * kLn2;
   }
 #pragma unroll
   for (int nd = 0; nd < HS / 8; ++nd) {
@@ -183,10 +184,12 @@ void launch(CudaContext& ctx, bf16* out, float* lse, const bf16* qkv, int B, int
     throw std::runtime_error("attention_forward: head size " + std::to_string(HS) +
                              " needs more shared memory than the device allows");
   CUDA_CHECK(cudaFuncSetAttribute(attention_forward_kernel<HS>,
-                                  cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  static_cast<int>(smem)));
   const float scale_log2 = kLog2e / std::sqrt(static_cast<float>(HS));
   const dim3 grid((T + kTile - 1) / kTile, B * NH);
-  attention_forward_kernel<HS><<<grid, kThreads, smem, ctx.stream>>>(out, lse, qkv, T, NH, scale_log2);
+  attention_forward_kernel<HS>
+      <<<grid, kThreads, smem, ctx.stream>>>(out, lse, qkv, T, NH, scale_log2);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -201,9 +204,15 @@ void launch_attention_forward(CudaContext& ctx, bf16* out, float* lse, const bf1
     throw std::runtime_error("attention_forward: B * NH = " + std::to_string(B * NH) +
                              " exceeds the grid limit 65535");
   switch (C / NH) {
-    case 32: launch<32>(ctx, out, lse, qkv, B, T, NH); break;
-    case 64: launch<64>(ctx, out, lse, qkv, B, T, NH); break;
-    case 128: launch<128>(ctx, out, lse, qkv, B, T, NH); break;
+    case 32:
+      launch<32>(ctx, out, lse, qkv, B, T, NH);
+      break;
+    case 64:
+      launch<64>(ctx, out, lse, qkv, B, T, NH);
+      break;
+    case 128:
+      launch<128>(ctx, out, lse, qkv, B, T, NH);
+      break;
     default:
       throw std::runtime_error("attention_forward: head size C/NH = " + std::to_string(C / NH) +
                                " is not supported (32, 64 or 128)");

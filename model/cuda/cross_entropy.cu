@@ -74,7 +74,8 @@ __global__ void __launch_bounds__(kThreads)
       float v[VEC];
       load_bf16<VEC>(v, x + c);
 #pragma unroll
-      for (int i = 0; i < VEC; ++i) v[i] = dloss * (__expf(v[i] - lse) - (c + i == target ? 1.f : 0.f));
+      for (int i = 0; i < VEC; ++i)
+        v[i] = dloss * (__expf(v[i] - lse) - (c + i == target ? 1.f : 0.f));
       store_bf16<VEC>(gx + c, v);
     }
   }
@@ -84,11 +85,14 @@ template <bool GRAD>
 void launch(CudaContext& ctx, float* losses, const bf16* logits, bf16* grad, const int* targets,
             int N, int V, float dloss) {
   if (N == 0) return;
-  if (V <= 0) throw std::runtime_error("cross_entropy: V = " + std::to_string(V) + ", expected > 0");
+  if (V <= 0)
+    throw std::runtime_error("cross_entropy: V = " + std::to_string(V) + ", expected > 0");
   if (V % 8 == 0 && aligned_to(logits, 16)) {
-    cross_entropy_kernel<8, GRAD><<<N, kThreads, 0, ctx.stream>>>(losses, logits, grad, targets, V, dloss);
+    cross_entropy_kernel<8, GRAD>
+        <<<N, kThreads, 0, ctx.stream>>>(losses, logits, grad, targets, V, dloss);
   } else {
-    cross_entropy_kernel<1, GRAD><<<N, kThreads, 0, ctx.stream>>>(losses, logits, grad, targets, V, dloss);
+    cross_entropy_kernel<1, GRAD>
+        <<<N, kThreads, 0, ctx.stream>>>(losses, logits, grad, targets, V, dloss);
   }
   CUDA_CHECK_LAUNCH();
 }

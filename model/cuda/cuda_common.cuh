@@ -21,10 +21,10 @@ using bf16 = __nv_bfloat16;
                            " failed: " + what);
 }
 
-#define CUDA_CHECK(call)                                                             \
-  do {                                                                               \
-    cudaError_t zt_err_ = (call);                                                    \
-    if (zt_err_ != cudaSuccess)                                                      \
+#define CUDA_CHECK(call)                                                              \
+  do {                                                                                \
+    cudaError_t zt_err_ = (call);                                                     \
+    if (zt_err_ != cudaSuccess)                                                       \
       ::zt::throw_cuda_error(cudaGetErrorString(zt_err_), #call, __FILE__, __LINE__); \
   } while (0)
 

@@ -22,8 +22,8 @@ void launch_residual_layernorm_forward(CudaContext& ctx, bf16* residual, bf16* o
                                        float* rstd, const bf16* a, const bf16* b, const bf16* w,
                                        const bf16* bias, int N, int C);
 void launch_layernorm_backward(CudaContext& ctx, bf16* dinp, bf16* dw, bf16* db, const bf16* dout,
-                               const bf16* inp, const bf16* w, const float* mean,
-                               const float* rstd, int N, int C);
+                               const bf16* inp, const bf16* w, const float* mean, const float* rstd,
+                               int N, int C);
 
 // matmul.cuh: the Matmul class (cuBLASLt) and its helper kernels.
 

@@ -122,14 +122,18 @@ class CudaOps final : public Ops {
   }
   void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(ctx_.stream)); }
 
-  void to_f32(float* dst, const void* src, size_t n) override { launch_to_f32(ctx_, dst, bf(src), n); }
+  void to_f32(float* dst, const void* src, size_t n) override {
+    launch_to_f32(ctx_, dst, bf(src), n);
+  }
   void from_f32(void* dst, const float* src, size_t n) override {
     launch_from_f32(ctx_, bf(dst), src, n);
   }
   void add_inplace(void* dst, const void* src, size_t n) override {
     launch_add_inplace(ctx_, bf(dst), bf(src), n);
   }
-  void scale_inplace(void* x, float s, size_t n) override { launch_scale_inplace(ctx_, bf(x), s, n); }
+  void scale_inplace(void* x, float s, size_t n) override {
+    launch_scale_inplace(ctx_, bf(x), s, n);
+  }
 
   void encoder_forward(void* out, const int* tokens, const void* wte, const void* wpe, int B, int T,
                        int C) override {

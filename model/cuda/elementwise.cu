@@ -72,8 +72,9 @@ __global__ void elementwise_kernel(Op op, size_t n) {
 }
 
 unsigned grid_size(const CudaContext& ctx, size_t work) {
-  return static_cast<unsigned>(std::max<size_t>(
-      1, std::min(ceil_div(work, static_cast<size_t>(kThreads)), static_cast<size_t>(ctx.num_sms) * 16)));
+  return static_cast<unsigned>(
+      std::max<size_t>(1, std::min(ceil_div(work, static_cast<size_t>(kThreads)),
+                                   static_cast<size_t>(ctx.num_sms) * 16)));
 }
 
 template <typename Op>
@@ -150,7 +151,8 @@ double sum_squares_bf16(CudaContext& ctx, const bf16* x, size_t n) {
     sum_squares_partial_kernel<1><<<blocks, kThreads, 0, ctx.stream>>>(partial + 1, x, n);
   }
   CUDA_CHECK_LAUNCH();
-  sum_squares_final_kernel<<<1, kThreads, 0, ctx.stream>>>(partial, partial + 1, static_cast<int>(blocks));
+  sum_squares_final_kernel<<<1, kThreads, 0, ctx.stream>>>(partial, partial + 1,
+                                                           static_cast<int>(blocks));
   CUDA_CHECK_LAUNCH();
   double result = 0.0;
   CUDA_CHECK(cudaMemcpyAsync(&result, partial, sizeof(double), cudaMemcpyDeviceToHost, ctx.stream));

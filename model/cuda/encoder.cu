@@ -101,8 +101,9 @@ void launch_encoder_forward(CudaContext& ctx, bf16* out, const int* tokens, cons
   if (N == 0 || C == 0) return;
   const bool vec = C % 8 == 0 && aligned_to(out, 16) && aligned_to(wte, 16) && aligned_to(wpe, 16);
   if (vec) {
-    encoder_forward_kernel<8><<<grid_for(static_cast<size_t>(N) * C / 8), kThreads, 0, ctx.stream>>>(
-        out, tokens, wte, wpe, N, T, C);
+    encoder_forward_kernel<8>
+        <<<grid_for(static_cast<size_t>(N) * C / 8), kThreads, 0, ctx.stream>>>(out, tokens, wte,
+                                                                                wpe, N, T, C);
   } else {
     encoder_forward_kernel<1><<<grid_for(static_cast<size_t>(N) * C), kThreads, 0, ctx.stream>>>(
         out, tokens, wte, wpe, N, T, C);
@@ -118,19 +119,20 @@ void launch_encoder_backward(CudaContext& ctx, bf16* dwte, bf16* dwpe, const bf1
       C % 8 == 0 && aligned_to(dwte, 16) && aligned_to(dwpe, 16) && aligned_to(dout, 16);
 
   if (vec) {
-    encoder_backward_wpe_kernel<8><<<grid_for(static_cast<size_t>(T) * C / 8), kThreads, 0,
-                                     ctx.stream>>>(dwpe, dout, B, T, C);
+    encoder_backward_wpe_kernel<8>
+        <<<grid_for(static_cast<size_t>(T) * C / 8), kThreads, 0, ctx.stream>>>(dwpe, dout, B, T,
+                                                                                C);
   } else {
-    encoder_backward_wpe_kernel<1><<<grid_for(static_cast<size_t>(T) * C), kThreads, 0,
-                                     ctx.stream>>>(dwpe, dout, B, T, C);
+    encoder_backward_wpe_kernel<1>
+        <<<grid_for(static_cast<size_t>(T) * C), kThreads, 0, ctx.stream>>>(dwpe, dout, B, T, C);
   }
   CUDA_CHECK_LAUNCH();
 
   // Stable radix sort of (token, row) pairs by token, in scratch.
   size_t sort_bytes = 0;
-  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, tokens, static_cast<int*>(nullptr),
-                                             static_cast<const int*>(nullptr),
-                                             static_cast<int*>(nullptr), N, 0, 32, ctx.stream));
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      nullptr, sort_bytes, tokens, static_cast<int*>(nullptr), static_cast<const int*>(nullptr),
+      static_cast<int*>(nullptr), N, 0, 32, ctx.stream));
   const size_t ints = round_up_256(static_cast<size_t>(N) * sizeof(int));
   char* base = static_cast<char*>(ctx.scratch->get(3 * ints + sort_bytes, ctx.stream));
   int* sorted_tokens = reinterpret_cast<int*>(base);
@@ -143,11 +145,13 @@ void launch_encoder_backward(CudaContext& ctx, bf16* dwte, bf16* dwpe, const bf1
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, tokens, sorted_tokens, rows,
                                              sorted_rows, N, 0, 32, ctx.stream));
   if (vec) {
-    encoder_backward_wte_kernel<8><<<grid_for(static_cast<size_t>(N) * C / 8), kThreads, 0,
-                                     ctx.stream>>>(dwte, dout, sorted_tokens, sorted_rows, N, C);
+    encoder_backward_wte_kernel<8>
+        <<<grid_for(static_cast<size_t>(N) * C / 8), kThreads, 0, ctx.stream>>>(
+            dwte, dout, sorted_tokens, sorted_rows, N, C);
   } else {
-    encoder_backward_wte_kernel<1><<<grid_for(static_cast<size_t>(N) * C), kThreads, 0,
-                                     ctx.stream>>>(dwte, dout, sorted_tokens, sorted_rows, N, C);
+    encoder_backward_wte_kernel<1>
+        <<<grid_for(static_cast<size_t>(N) * C), kThreads, 0, ctx.stream>>>(
+            dwte, dout, sorted_tokens, sorted_rows, N, C);
   }
   CUDA_CHECK_LAUNCH();
 }

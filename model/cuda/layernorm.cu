@@ -165,7 +165,8 @@ void forward(CudaContext& ctx, bf16* residual, bf16* out, float* mean, float* rs
              const bf16* b, const bf16* w, const bf16* bias, int N, int C) {
   if (N == 0 || C == 0) return;
   const bool vec = C % 8 == 0 && aligned_to(out, 16) && aligned_to(a, 16) && aligned_to(w, 16) &&
-                   aligned_to(bias, 16) && (!RESIDUAL || (aligned_to(residual, 16) && aligned_to(b, 16)));
+                   aligned_to(bias, 16) &&
+                   (!RESIDUAL || (aligned_to(residual, 16) && aligned_to(b, 16)));
   const int grid = ceil_div(N, kForwardWarps);
   if (vec) {
     layernorm_forward_kernel<8, RESIDUAL><<<grid, 32 * kForwardWarps, 0, ctx.stream>>>(
@@ -191,8 +192,8 @@ void launch_residual_layernorm_forward(CudaContext& ctx, bf16* residual, bf16* o
 }
 
 void launch_layernorm_backward(CudaContext& ctx, bf16* dinp, bf16* dw, bf16* db, const bf16* dout,
-                               const bf16* inp, const bf16* w, const float* mean,
-                               const float* rstd, int N, int C) {
+                               const bf16* inp, const bf16* w, const float* mean, const float* rstd,
+                               int N, int C) {
   if (N == 0 || C == 0) return;
   const bool vec = C % 8 == 0 && aligned_to(dinp, 16) && aligned_to(dout, 16) &&
                    aligned_to(inp, 16) && aligned_to(w, 16);
@@ -210,14 +211,16 @@ void launch_layernorm_backward(CudaContext& ctx, bf16* dinp, bf16* dw, bf16* db,
       ctx.scratch->get(static_cast<size_t>(G) * 2 * C * sizeof(float), ctx.stream));
   if (vec) {
     CUDA_CHECK(cudaFuncSetAttribute(layernorm_backward_kernel<8>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    layernorm_backward_kernel<8><<<G, 32 * warps, smem, ctx.stream>>>(dinp, partial, dout, inp, w,
-                                                                     mean, rstd, N, C);
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(smem)));
+    layernorm_backward_kernel<8>
+        <<<G, 32 * warps, smem, ctx.stream>>>(dinp, partial, dout, inp, w, mean, rstd, N, C);
   } else {
     CUDA_CHECK(cudaFuncSetAttribute(layernorm_backward_kernel<1>,
-                                    cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
-    layernorm_backward_kernel<1><<<G, 32 * warps, smem, ctx.stream>>>(dinp, partial, dout, inp, w,
-                                                                     mean, rstd, N, C);
+                                    cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    static_cast<int>(smem)));
+    layernorm_backward_kernel<1>
+        <<<G, 32 * warps, smem, ctx.stream>>>(dinp, partial, dout, inp, w, mean, rstd, N, C);
   }
   CUDA_CHECK_LAUNCH();
   layernorm_param_grad_kernel<<<ceil_div(C, 256), 256, 0, ctx.stream>>>(dw, db, partial, G, C);

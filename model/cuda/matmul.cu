@@ -111,13 +111,27 @@ bool Matmul::gemm(const Gemm& g) {
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&ds.d, CUDA_R_16BF, g.m, g.n, g.ldd));
 
   const uint32_t al_a = alignment_of(g.a), al_b = alignment_of(g.b), al_d = alignment_of(g.d);
-  const std::vector<int64_t> key = {
-      g.trans_a, g.trans_b, g.m, g.n, g.k, g.lda, g.ldb, g.ldd, g.beta != 0.f, g.epilogue,
-      al_a, al_b, al_d, g.bias ? alignment_of(g.bias) : 0, g.aux ? alignment_of(g.aux) : 0, g.ld_aux};
+  const std::vector<int64_t> key = {g.trans_a,
+                                    g.trans_b,
+                                    g.m,
+                                    g.n,
+                                    g.k,
+                                    g.lda,
+                                    g.ldb,
+                                    g.ldd,
+                                    g.beta != 0.f,
+                                    g.epilogue,
+                                    al_a,
+                                    al_b,
+                                    al_d,
+                                    g.bias ? alignment_of(g.bias) : 0,
+                                    g.aux ? alignment_of(g.aux) : 0,
+                                    g.ld_aux};
   auto it = algos_.find(key);
   if (it == algos_.end()) {
     CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&ds.pref));
-    set_pref(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, static_cast<uint64_t>(workspace_bytes_));
+    set_pref(ds.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+             static_cast<uint64_t>(workspace_bytes_));
     set_pref(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, al_a);
     set_pref(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, al_b);
     set_pref(ds.pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, al_d);
@@ -127,8 +141,8 @@ bool Matmul::gemm(const Gemm& g) {
              static_cast<uint32_t>(CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, ds.op, ds.a, ds.b, ds.d,
-                                                             ds.d, ds.pref, 1, &result, &found);
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, ds.op, ds.a, ds.b, ds.d, ds.d,
+                                                             ds.pref, 1, &result, &found);
     std::optional<cublasLtMatmulAlgo_t> algo;
     if (st == CUBLAS_STATUS_SUCCESS && found > 0) algo = result.algo;
     it = algos_.emplace(key, algo).first;

@@ -21,8 +21,8 @@ class Matmul {
   // Ops::matmul_forward / matmul_backward, same contract (see model/ops.h).
   void forward(bf16* out, bf16* pre_gelu, const bf16* inp, const bf16* w, const bf16* bias, int N,
                int C, int OC);
-  void backward(bf16* dinp, bf16* dw, bf16* dbias, const bf16* dout, const bf16* inp,
-                const bf16* w, const bf16* inp_pre_gelu, int N, int C, int OC);
+  void backward(bf16* dinp, bf16* dw, bf16* dbias, const bf16* dout, const bf16* inp, const bf16* w,
+                const bf16* inp_pre_gelu, int N, int C, int OC);
 
  private:
   struct Gemm;
@@ -44,8 +44,8 @@ class Matmul {
 // matmul_kernels.cu
 // x = d (+ bias[col]) over rows of OC; with pre_gelu: pre_gelu = x, out = gelu(x)
 // (tanh form); without: out = x (d may alias out, or pre_gelu).
-void launch_bias_gelu(CudaContext& ctx, bf16* out, bf16* pre_gelu, const bf16* d,
-                      const bf16* bias, int N, int OC);
+void launch_bias_gelu(CudaContext& ctx, bf16* out, bf16* pre_gelu, const bf16* d, const bf16* bias,
+                      int N, int OC);
 // d[i] *= gelu'(pre[i]) for i < n.
 void launch_gelu_backward_inplace(CudaContext& ctx, bf16* d, const bf16* pre, size_t n);
 // dbias[OC] += column sums of dout[N, OC], deterministic.

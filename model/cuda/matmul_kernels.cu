@@ -18,7 +18,8 @@ __device__ __forceinline__ float gelu_tanh(float x) {
 __device__ __forceinline__ float gelu_tanh_grad(float x) {
   const float u = kGeluScale * (x + kGeluCubic * x * x * x);
   const float t = tanhf(u);
-  return 0.5f * (1.f + t) + 0.5f * x * (1.f - t * t) * kGeluScale * (1.f + 3.f * kGeluCubic * x * x);
+  return 0.5f * (1.f + t) +
+         0.5f * x * (1.f - t * t) * kGeluScale * (1.f + 3.f * kGeluCubic * x * x);
 }
 
 // One thread per VEC consecutive elements of a row of OC; the column index
@@ -109,8 +110,8 @@ void bias_grad(CudaContext& ctx, bf16* dbias, const bf16* dout, int N, int OC) {
       std::max(1, std::min({2 * ctx.num_sms / col_blocks, ceil_div(N, kBiasWarps), 65535}));
   float* partial = static_cast<float*>(
       ctx.scratch->get(static_cast<size_t>(slices) * OC * sizeof(float), ctx.stream));
-  bias_grad_partial_kernel<VEC><<<dim3(col_blocks, slices), 32 * kBiasWarps, 0, ctx.stream>>>(
-      partial, dout, N, OC);
+  bias_grad_partial_kernel<VEC>
+      <<<dim3(col_blocks, slices), 32 * kBiasWarps, 0, ctx.stream>>>(partial, dout, N, OC);
   CUDA_CHECK_LAUNCH();
   bias_grad_final_kernel<<<ceil_div(OC, 256), 256, 0, ctx.stream>>>(dbias, partial, slices, OC);
   CUDA_CHECK_LAUNCH();
@@ -118,8 +119,8 @@ void bias_grad(CudaContext& ctx, bf16* dbias, const bf16* dout, int N, int OC) {
 
 }  // namespace
 
-void launch_bias_gelu(CudaContext& ctx, bf16* out, bf16* pre_gelu, const bf16* d,
-                      const bf16* bias, int N, int OC) {
+void launch_bias_gelu(CudaContext& ctx, bf16* out, bf16* pre_gelu, const bf16* d, const bf16* bias,
+                      int N, int OC) {
   if (N == 0 || OC == 0) return;
   const bool vec = OC % 8 == 0 && aligned_to(out, 16) && aligned_to(d, 16) &&
                    (!pre_gelu || aligned_to(pre_gelu, 16)) && (!bias || aligned_to(bias, 16));
@@ -143,8 +144,8 @@ void launch_gelu_backward_inplace(CudaContext& ctx, bf16* d, const bf16* pre, si
   const bool vec = n % 8 == 0 && aligned_to(d, 16) && aligned_to(pre, 16);
   const size_t groups = vec ? n / 8 : n;
   const int threads = 256;
-  const unsigned grid = static_cast<unsigned>(
-      std::min(ceil_div(groups, static_cast<size_t>(threads)), static_cast<size_t>(ctx.num_sms) * 16));
+  const unsigned grid = static_cast<unsigned>(std::min(
+      ceil_div(groups, static_cast<size_t>(threads)), static_cast<size_t>(ctx.num_sms) * 16));
   if (vec) {
     gelu_backward_kernel<8><<<grid, threads, 0, ctx.stream>>>(d, pre, groups);
   } else {

@@ -52,7 +52,10 @@ ModelRun run_model(Ops& ops, const ParamTable& table, const std::vector<float>& 
 }  // namespace
 
 TEST_CASE("the CUDA model's loss and gradients match the CPU model's", "[gpu]") {
-  if (!have_gpu()) return SUCCEED();
+  if (!have_gpu()) {
+    SUCCEED("no GPU");
+    return;
+  }
   GPTConfig c;
   c.n_layer = 2;
   c.n_head = 2;
@@ -87,10 +90,13 @@ TEST_CASE("the CUDA model's loss and gradients match the CPU model's", "[gpu]") 
 }
 
 TEST_CASE("NCCL at W = 1 gives exactly the single-process results", "[gpu]") {
-  if (!have_gpu()) return SUCCEED();
+  if (!have_gpu()) {
+    SUCCEED("no GPU");
+    return;
+  }
   int W = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &W);
-  if (W != 1) return SUCCEED();
+  if (W != 1) return;
   for (int stage : {0, 2, 3}) {
     ZeroConfig z;
     z.stage = stage;
@@ -108,7 +114,10 @@ TEST_CASE("NCCL at W = 1 gives exactly the single-process results", "[gpu]") {
 }
 
 TEST_CASE("every stage on 2 ranks of one GPU (MPI communicator) matches 1 rank", "[gpu_mpi]") {
-  if (!have_gpu()) return SUCCEED();
+  if (!have_gpu()) {
+    SUCCEED("no GPU");
+    return;
+  }
   int W = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &W);
   const ParamTable table(gpu_shape());
