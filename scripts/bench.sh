@@ -38,7 +38,7 @@ for row in $ROWS; do
   extra=()
   [ "$stage" = 3 ] && extra=(--set system.communicator=nccl)
   rm -rf "$run"
-  if ! "$BIN" train "configs/$cfg.yaml" --run-dir "$run" \
+  if ! timeout 150 "$BIN" train "configs/$cfg.yaml" --run-dir "$run" \
       --set "data.train=$DATA" --set "data.val=$DATA" --set system.device=cuda \
       --set "train.micro_batch=$B" --set "train.global_batch_tokens=$((B * 1024))" \
       --set "train.steps=$STEPS" --set train.warmup_steps=2 --set train.eval_every=0 \

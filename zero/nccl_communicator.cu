@@ -3,7 +3,9 @@
 // asynchronous NCCL failure seen while polling (done(), shutdown) takes the job
 // down through abort() with the message instead of leaving the ranks hanging.
 // Open MPI's C++ bindings are not needed and do not compile warning-free here.
+#ifndef OMPI_SKIP_MPICXX
 #define OMPI_SKIP_MPICXX 1
+#endif
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>

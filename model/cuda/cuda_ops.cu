@@ -2,7 +2,9 @@
 // selection, the one compute stream every op is enqueued on, device memory
 // (cudaMalloc, zeroed, counted in the ledger), the scratch buffer and the
 // cuBLASLt state; the kernels live in the other files of this folder.
+#include <map>
 #include <memory>
+#include <unordered_map>
 #include <string>
 
 #include "model/cuda/cuda_kernels.cuh"
@@ -75,6 +77,7 @@ class CudaOps final : public Ops {
   }
 
   ~CudaOps() override {
+    drop_cache();
     cudaStreamSynchronize(ctx_.stream);
     matmul_.reset();
     scratch_.reset();
@@ -86,23 +89,43 @@ class CudaOps final : public Ops {
   bool on_device() const override { return true; }
   cudaStream_t stream() const { return ctx_.stream; }
 
+  // Released blocks are cached by size and handed out again, because cudaFree
+  // waits for the whole device: ZeRO's per-unit gather and staging buffers would
+  // otherwise stall the GPU at every release. Reuse is safe because every user
+  // of a block is ordered on the compute stream before its release (a
+  // collective's handle is waited for, which orders the compute stream after it).
   void* alloc(size_t bytes, MemCategory cat) override {
     if (bytes == 0) return nullptr;
+    const size_t size = (bytes + 511) / 512 * 512;
     void* p = nullptr;
-    const cudaError_t err = cudaMalloc(&p, bytes);
-    if (err != cudaSuccess) {
-      cudaGetLastError();
-      throw std::runtime_error("cuda ops: allocating " + std::to_string(bytes) + " bytes of " +
-                               mem_category_name(cat) + " failed: " + cudaGetErrorString(err));
+    auto hit = cache_.find(size);
+    if (hit != cache_.end()) {
+      p = hit->second;
+      cache_.erase(hit);
+    } else {
+      cudaError_t err = cudaMalloc(&p, size);
+      if (err == cudaErrorMemoryAllocation && !cache_.empty()) {
+        cudaGetLastError();
+        drop_cache();
+        err = cudaMalloc(&p, size);
+      }
+      if (err != cudaSuccess) {
+        cudaGetLastError();
+        throw std::runtime_error("cuda ops: allocating " + std::to_string(bytes) + " bytes of " +
+                                 mem_category_name(cat) + " failed: " + cudaGetErrorString(err));
+      }
     }
     CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx_.stream));
+    sizes_[p] = size;
     ledger().on_alloc(p, bytes, cat);
     return p;
   }
   void release(void* p) override {
     if (!p) return;
     ledger().on_free(p);
-    CUDA_CHECK(cudaFree(p));  // waits for work that may still use p
+    auto it = sizes_.find(p);
+    cache_.insert({it->second, p});
+    sizes_.erase(it);
   }
   void memzero(void* p, size_t bytes) override {
     if (bytes) CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx_.stream));
@@ -202,6 +225,14 @@ class CudaOps final : public Ops {
   double sum_squares(const void* x, size_t n) override { return sum_squares_bf16(ctx_, bf(x), n); }
 
  private:
+  void drop_cache() {
+    cudaDeviceSynchronize();
+    for (auto& kv : cache_) cudaFree(kv.second);
+    cache_.clear();
+  }
+  std::multimap<size_t, void*> cache_;
+  std::unordered_map<void*, size_t> sizes_;
+
   static void check_attention(const char* op, int B, int T, int C, int NH) {
     require(B >= 0 && T >= 0 && C > 0 && NH > 0 && C % NH == 0,
             dims(op, {{"B", B}, {"T", T}, {"C", C}, {"NH", NH}}) + " (C must be a multiple of NH)");
