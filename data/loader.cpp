@@ -4,6 +4,7 @@
 // not depend on.
 #include "data/loader.h"
 
+#include <cstdint>
 #include <utility>
 
 #include "data/shard.h"

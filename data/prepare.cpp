@@ -3,6 +3,8 @@
 // bounded by disk, not memory; only one shard's tokens are buffered at a time.
 #include "data/prepare.h"
 
+#include <cstdint>
+#include <stdexcept>
 #include <stdlib.h>
 
 #include <algorithm>

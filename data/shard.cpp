@@ -3,6 +3,7 @@
 // shard of 10^8 tokens never needs a second full-size buffer.
 #include "data/shard.h"
 
+#include <cstdint>
 #include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>

@@ -9,6 +9,7 @@
 //   ln2   = LN2(r_mid); fch = ln2 Wfc + b; fcg = gelu(fch); fcproj = fcg Wfcproj + b
 // Final: r_fin = r_mid[L-1] + fcproj[L-1]; lnf = LNf(r_fin); logits = lnf wte^T.
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "model/ops.h"

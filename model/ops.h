@@ -8,6 +8,7 @@
 // parameter-gradient output (dw, db, dwte, dwpe) is ADDED to (+=); activation
 // gradients are written (=) unless the comment says +=.
 #pragma once
+#include <stdexcept>
 #include <cstddef>
 #include <cstdint>
 #include <memory>

@@ -11,8 +11,8 @@ mkdir -p "$LOG"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
 nvidia-smi --query-gpu=name,memory.total,clocks.sm,clocks.max.sm --format=csv,noheader
 t0=$(date +%s)
-if ! make DEPS=skip JOBS=16 build >"$LOG/build.log" 2>&1 ||
-   ! make -f build.mk BUILD=build -j16 build/tests >>"$LOG/build.log" 2>&1; then
+if ! make -k DEPS=skip JOBS=16 build >"$LOG/build.log" 2>&1 ||
+   ! make -k -f build.mk BUILD=build -j16 build/tests >>"$LOG/build.log" 2>&1; then
   grep -E "error|Error" "$LOG/build.log" | head -30
   echo "gpu_check: BUILD FAILED (log: $LOG/build.log)"
   exit 1

@@ -2,6 +2,7 @@
 // and the presets in configs/. Bad configs are written to temporary files; each
 // error must be one line naming the file, line, key, what was expected and what
 // was found.
+#include <cstdint>
 #include <unistd.h>
 
 #include <filesystem>

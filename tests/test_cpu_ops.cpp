@@ -3,6 +3,7 @@
 // instantiation against the double one, the matmul core against a naive loop, and
 // the Ops object against the kernels. Inputs are fresh random numbers each run; the
 // seed is printed (set ZT_TEST_SEED to replay one).
+#include <stdexcept>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>

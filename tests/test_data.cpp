@@ -1,6 +1,7 @@
 // data/: shard format and validation messages, glob expansion, tokenizers,
 // the stateless rank-aware loader, and `prepare`. Inputs are fresh random
 // data each run (the seed is reported on failure).
+#include <cstdint>
 #include <stdlib.h>
 
 #include <algorithm>

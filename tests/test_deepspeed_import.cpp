@@ -1,6 +1,7 @@
 // DeepSpeed JSON import: HF-style "auto" values, string and scientific
 // numbers, DeepSpeed's batch arithmetic, one warning per ignored key, the
 // BF16_Optimizer case, and one-line errors for bad files.
+#include <cstdint>
 #include <unistd.h>
 
 #include <algorithm>

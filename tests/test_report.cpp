@@ -2,6 +2,8 @@
 // random numbers, checked through the CSV (configuration columns, TFLOP/s,
 // gradient bytes without the norm all-reduce, speed-ups and their baselines),
 // the Markdown table, the command's files, and the one-line errors.
+#include <cstdint>
+#include <stdexcept>
 #include <unistd.h>
 
 #include <cmath>

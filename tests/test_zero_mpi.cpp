@@ -5,6 +5,7 @@
 // losses and final parameters within fp32 rounding, move exactly the bytes
 // `plan` predicts, and hold exactly the model-state bytes of the ZeRO formula.
 // Checks are collective: a failure on any rank fails the test on rank 0.
+#include <cstdint>
 #include <mpi.h>
 
 #include <cmath>

@@ -3,6 +3,7 @@
 // exactly as the data loader does (micro-step m of rank r takes sequences
 // (m * W + r) * B.. of the step), so any W reproduces W = 1.
 #pragma once
+#include <cstdint>
 #include <mpi.h>
 
 #include <cmath>

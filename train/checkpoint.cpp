@@ -1,5 +1,6 @@
 #include "train/checkpoint.h"
 
+#include <cstdint>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -2,6 +2,7 @@
 // llm.c model file into a replicated (stage 0, one rank) model.
 #include "train/commands.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <memory>

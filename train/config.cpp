@@ -6,6 +6,7 @@
 // not merely at the key.
 #include "train/config.h"
 
+#include <cstdint>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // The config key table, typed scalar parsing and "did you mean" suggestions.
 #include "train/config_schema.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cctype>
 #include <charconv>

@@ -3,6 +3,7 @@
 // range checks as the YAML config, so "5e8", 5e8 and 500000000 are one value.
 #include "train/deepspeed_import.h"
 
+#include <cstdint>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>

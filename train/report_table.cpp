@@ -1,5 +1,6 @@
 #include "train/report_table.h"
 
+#include <cstdint>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>

@@ -4,6 +4,7 @@
 // default path of the same stage and settings. The rendering to CSV and to a
 // Markdown table lives here too, so that tests can check what users read.
 #pragma once
+#include <stdexcept>
 #include <cstdint>
 #include <string>
 #include <vector>

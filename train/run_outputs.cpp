@@ -1,5 +1,6 @@
 #include "train/run_outputs.h"
 
+#include <cstdint>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>

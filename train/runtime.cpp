@@ -1,5 +1,6 @@
 #include "train/runtime.h"
 
+#include <stdexcept>
 #include <mpi.h>
 
 #include <cstdio>

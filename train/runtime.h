@@ -2,6 +2,7 @@
 // rank (which GPU, how many BLAS threads), the Ops backend for system.device and
 // the counting communicator ZeRO talks through.
 #pragma once
+#include <stdexcept>
 #include <memory>
 #include <string>
 

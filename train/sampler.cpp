@@ -1,5 +1,6 @@
 #include "train/sampler.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <cmath>
 #include <numeric>

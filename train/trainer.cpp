@@ -4,6 +4,7 @@
 // step, metrics, evaluation, samples, checkpoints; finally the run summary.
 #include "train/trainer.h"
 
+#include <cstdint>
 #include <sys/stat.h>
 
 #include <algorithm>

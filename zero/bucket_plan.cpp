@@ -1,5 +1,6 @@
 #include "zero/bucket_plan.h"
 
+#include <cstdint>
 #include <algorithm>
 
 namespace zt {

@@ -1,4 +1,6 @@
 #include "zero/comm_stats.h"
+#include <cstdint>
+#include <stdexcept>
 
 namespace zt {
 

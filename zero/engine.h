@@ -2,6 +2,7 @@
 // parameters and gradient space through the UnitHooks; the loop brackets each
 // micro-step and calls step() at the accumulation boundary.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>

@@ -8,6 +8,7 @@
 // The paths are DeepSpeed's four (stage_1_and_2.py), chosen exactly as DeepSpeed
 // chooses them, plus zerotrain's true reduce-scatter.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <utility>

@@ -5,6 +5,7 @@
 // about 2(W-1)/W of the bucket per rank, not the (W-1)/W of a reduce-scatter.
 // In zerotrain the bucket is already packed in flat order, so packing costs nothing.
 #include "zero/bucket_plan.h"
+#include <cstdint>
 #include "zero/grad_path.h"
 
 namespace zt {

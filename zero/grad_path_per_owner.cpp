@@ -4,6 +4,7 @@
 // once (bus bytes = payload), which is the ZeRO paper's gradient volume, but as
 // W rooted reduces rather than one reduce-scatter.
 #include "zero/bucket_plan.h"
+#include <cstdint>
 #include "zero/grad_path.h"
 
 namespace zt {

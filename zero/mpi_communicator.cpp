@@ -3,6 +3,8 @@
 // any kind, are staged: copied to pinned-or-plain host memory, widened to fp32
 // (MPI has no bf16 type), reduced, narrowed and copied back; staged calls
 // complete before they return, since MPI cannot wait on a CUDA stream.
+#include <cstdint>
+#include <stdexcept>
 #include <mpi.h>
 
 #include <cstdio>

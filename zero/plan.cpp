@@ -1,5 +1,6 @@
 #include "zero/plan.h"
 
+#include <cstdint>
 #include <stdexcept>
 
 #include "zero/bucket_plan.h"

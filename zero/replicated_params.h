@@ -4,6 +4,7 @@
 // back in place, in one call per partition group (current DeepSpeed) or chunked
 // by allgather_bucket_size through a staging buffer (older DeepSpeed).
 #pragma once
+#include <cstdint>
 #include "zero/engine.h"
 
 namespace zt {

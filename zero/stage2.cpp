@@ -6,6 +6,7 @@
 // into its gradient shard (model dtype, as DeepSpeed accumulates) and recycles
 // the bucket and the staging space, so no full-size gradient buffer ever exists.
 // With overlap_comm two buckets alternate: one is reduced while the next fills.
+#include <stdexcept>
 #include <deque>
 #include <map>
 

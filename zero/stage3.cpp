@@ -7,6 +7,8 @@
 // space feeds reduce_bucket_size buckets that are reduced with one true
 // reduce-scatter each (an all-reduce when reduce_scatter is false), every
 // micro-step, and each rank adds its slices into its gradient shard.
+#include <cstdint>
+#include <stdexcept>
 #include <deque>
 #include <map>
 

@@ -1,5 +1,6 @@
 #include "zero/stage3_layout.h"
 
+#include <cstdint>
 #include <algorithm>
 #include <set>
 

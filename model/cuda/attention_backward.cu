@@ -16,6 +16,8 @@
 //     chunk: S = Q K^T, P, dP = dO V^T, dS, then dQ += dS K.
 // Each gradient element is summed by one thread in a fixed order, so results are
 // bit-identical between runs; the price is recomputing S and dP in kernel 3.
+#include <cstdint>
+#include <stdexcept>
 #include <cmath>
 
 #include "model/cuda/attention_common.cuh"

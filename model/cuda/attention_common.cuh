@@ -10,6 +10,7 @@
 // A C fragment pair (two n8 blocks) thus has exactly the layout of an A fragment
 // once packed to bf16, which is how P and dS feed the next product.
 #pragma once
+#include <cstdint>
 #include "model/cuda/cuda_common.cuh"
 
 namespace zt {

@@ -11,6 +11,8 @@
 // online softmax (running max m and sum l per row, in the log2 domain), packs
 // P to bf16 and accumulates O += P V. The T x T scores never leave registers.
 // Blocks are launched heaviest first (last query tiles see the most keys).
+#include <cstdint>
+#include <stdexcept>
 #include <cmath>
 
 #include "model/cuda/attention_common.cuh"

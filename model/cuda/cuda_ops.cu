@@ -2,6 +2,7 @@
 // selection, the one compute stream every op is enqueued on, device memory
 // (cudaMalloc, zeroed, counted in the ledger), the scratch buffer and the
 // cuBLASLt state; the kernels live in the other files of this folder.
+#include <stdexcept>
 #include <map>
 #include <memory>
 #include <unordered_map>

@@ -1,5 +1,6 @@
 // LayerNorm over rows of C channels: forward, fused residual-add + forward,
 // and a deterministic backward (no float atomics anywhere).
+#include <stdexcept>
 #include <algorithm>
 
 #include "model/cuda/cuda_kernels.cuh"

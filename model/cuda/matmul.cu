@@ -7,6 +7,8 @@
 // The bias of the forward runs along D's rows (OC), which is what the BIAS
 // epilogues add; the GELU input (pre_gelu, [N, OC] row-major) is the epilogue's
 // aux matrix with leading dimension OC, and DGELU reads it back in the backward.
+#include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include "model/cuda/matmul.cuh"
