@@ -117,7 +117,19 @@ int run_plan_command(const std::vector<std::string>& args) {
                   c.bus_bytes);
       first = false;
     }
+    // Stage 3 traces the unit order in its first micro-step, gathering at every use.
+    for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
+      const PlannedPrimitive& f = p.first_step[i];
+      if (f.calls == p.per_step[i].calls) continue;
+      std::printf("  %-30s %14s %14s %14s %14s | %-14s %6llu %16llu %18.0f  (first step)\n", "", "",
+                  "", "", "", primitive_name(static_cast<Primitive>(i)),
+                  static_cast<unsigned long long>(f.calls), static_cast<unsigned long long>(f.bytes),
+                  f.bus_bytes);
+    }
   }
+  std::printf("\nstage 3 rows: stage3_param_persistence_threshold %lld keeps tensors of at most that "
+              "many elements whole on every rank\n",
+              static_cast<long long>(cfg.zero.stage3_param_persistence_threshold));
   return 0;
 }
 

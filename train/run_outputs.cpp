@@ -78,15 +78,20 @@ void RunOutputs::open_metrics(int64_t start_step) {
   std::fflush(metrics_);
 }
 
-void RunOutputs::step(const StepRecord& r, int total, double tok_s, double elapsed, int done) {
+void RunOutputs::step(const StepRecord& r, int total, double tok_s, double elapsed, int done,
+                      int log_every) {
   if (!writer_) return;
   const double eta = elapsed / std::max(1, done) * (total - r.step);
+  const bool print = r.val_loss >= 0 || r.step == total || r.step == 1 ||
+                     (log_every > 0 && r.step % log_every == 0);
+  if (print) {
   std::printf("step %5lld/%d | loss %.4f | norm %.4f | lr %.2e | %.1f ms | %.0f tok/s | ETA %s",
               static_cast<long long>(r.step), total, r.loss, r.grad_norm, r.lr, r.ms, tok_s,
               format_duration(eta).c_str());
   if (r.val_loss >= 0) std::printf(" | val %.4f", r.val_loss);
   std::printf("\n");
   std::fflush(stdout);
+  }
   JsonObject o;
   o.add("step", r.step).add("loss", r.loss).add("lr", r.lr).add("grad_norm", r.grad_norm)
       .add("ms", r.ms);

@@ -45,8 +45,10 @@ class RunOutputs {
   ~RunOutputs();
   // Opens metrics.jsonl, keeping only records up to start_step (resume).
   void open_metrics(int64_t start_step);
+  // The progress line is printed every log_every steps (0: only on the first, last
+  // and evaluating steps); metrics.jsonl gets every step.
   void step(const StepRecord& r, int total_steps, double tok_per_s, double elapsed_s,
-            int steps_this_run);
+            int steps_this_run, int log_every);
   void sample(int64_t step, const std::string& text);
   void summary(const RunSummary& s);
 

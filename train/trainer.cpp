@@ -131,6 +131,9 @@ int run_train(const TrainArgs& a) {
     make_dirs(a.run_dir);
     for (const auto& w : ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
     if (!rt.device_note.empty()) std::printf("%s\n", rt.device_note.c_str());
+    if (!cfg.system.deterministic)
+      std::printf("system.deterministic: false: zerotrain has no faster non-deterministic kernels, "
+                  "so the run is deterministic anyway\n");
     std::printf("# effective config (%s)\n%s", a.config_path.c_str(), config_yaml.c_str());
     std::printf("%s\n", engine->describe().c_str());
     std::printf("model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
@@ -224,7 +227,7 @@ int run_train(const TrainArgs& a) {
       rec.val_loss = last_val = evaluate(model, *engine, *val_data, cfg.train.eval_batches, B, T, world);
     }
     out.step(rec, cfg.train.steps, global_tokens / (ms / 1e3), seconds_since(run_t0),
-             static_cast<int>(step + 1 - start_step));
+             static_cast<int>(step + 1 - start_step), cfg.train.log_every);
     if (sampler_model && ((step + 1) % cfg.train.sample_every == 0 || last)) {
       SampleSettings ss{cfg.train.sample_tokens, cfg.train.temperature, cfg.train.top_k,
                         cfg.train.seed + static_cast<uint64_t>(step)};

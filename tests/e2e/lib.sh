@@ -7,6 +7,7 @@ WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 # A small, fast model on the default corpus.
 SMALL=(--set "data.train=$ZT_DATA_DIR/train_*.bin" --set "data.val=$ZT_DATA_DIR/val_*.bin"
+       --set data.tokenizer=byte --set model.vocab_size=256
        --set model.n_layer=2 --set model.n_embd=64 --set model.seq_len=64
        --set train.micro_batch=2 --set train.global_batch_tokens=1536
        --set train.eval_every=0 --set train.sample_every=0 --set train.checkpoint_every=0)
