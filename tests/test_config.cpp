@@ -220,8 +220,8 @@ TEST_CASE("every preset in configs/ loads and validates", "[config]") {
   REQUIRE(presets >= 5);
 
   Config tiny = load_config("configs/tiny.yaml", {});
-  REQUIRE(tiny.model.vocab_size == 256);
-  REQUIRE(tiny.data.tokenizer == "byte");
+  REQUIRE(tiny.model.vocab_size == 1024);
+  REQUIRE(tiny.data.tokenizer == "build/data/kjv-bpe/tokenizer.model");
   REQUIRE(tiny.system.device == "cpu");
   for (int world = 1; world <= 4; ++world) REQUIRE(grad_accum_steps(tiny, world) * world == 12);
 

@@ -11,6 +11,7 @@
 #include "model/cuda/cuda_kernels.cuh"
 #include "model/cuda/cuda_stream.h"
 #include "model/cuda/matmul.cuh"
+#include "model/cuda/op_profiler.cuh"
 
 namespace zt {
 namespace {
@@ -132,6 +133,7 @@ class CudaOps final : public Ops {
     if (bytes) CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx_.stream));
   }
   void copy(void* dst, const void* src, size_t bytes) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "copy (ZeRO)");
     if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, ctx_.stream));
   }
   void to_host(void* host_dst, const void* src, size_t bytes) override {
@@ -153,6 +155,7 @@ class CudaOps final : public Ops {
     launch_from_f32(ctx_, bf(dst), src, n);
   }
   void add_inplace(void* dst, const void* src, size_t n) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "add_inplace (ZeRO)");
     launch_add_inplace(ctx_, bf(dst), bf(src), n);
   }
   void scale_inplace(void* x, float s, size_t n) override {
@@ -161,22 +164,26 @@ class CudaOps final : public Ops {
 
   void encoder_forward(void* out, const int* tokens, const void* wte, const void* wpe, int B, int T,
                        int C) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "encoder_forward");
     require(B >= 0 && T >= 0 && C >= 0, dims("encoder_forward", {{"B", B}, {"T", T}, {"C", C}}));
     launch_encoder_forward(ctx_, bf(out), tokens, bf(wte), bf(wpe), B, T, C);
   }
   void encoder_backward(void* dwte, void* dwpe, const void* dout, const int* tokens, int B, int T,
                         int C) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "encoder_backward");
     require(B >= 0 && T >= 0 && C >= 0, dims("encoder_backward", {{"B", B}, {"T", T}, {"C", C}}));
     launch_encoder_backward(ctx_, bf(dwte), bf(dwpe), bf(dout), tokens, B, T, C);
   }
   void layernorm_forward(void* out, float* mean, float* rstd, const void* inp, const void* w,
                          const void* b, int N, int C) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "layernorm_forward");
     require(N >= 0 && C > 0, dims("layernorm_forward", {{"N", N}, {"C", C}}));
     launch_layernorm_forward(ctx_, bf(out), mean, rstd, bf(inp), bf(w), bf(b), N, C);
   }
   void residual_layernorm_forward(void* residual, void* out, float* mean, float* rstd,
                                   const void* a, const void* b, const void* w, const void* bias,
                                   int N, int C) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "residual_layernorm_forward");
     require(N >= 0 && C > 0, dims("residual_layernorm_forward", {{"N", N}, {"C", C}}));
     launch_residual_layernorm_forward(ctx_, bf(residual), bf(out), mean, rstd, bf(a), bf(b), bf(w),
                                       bf(bias), N, C);
@@ -184,54 +191,66 @@ class CudaOps final : public Ops {
   void layernorm_backward(void* dinp, void* dw, void* db, const void* dout, const void* inp,
                           const void* w, const float* mean, const float* rstd, int N,
                           int C) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "layernorm_backward");
     require(N >= 0 && C > 0, dims("layernorm_backward", {{"N", N}, {"C", C}}));
     launch_layernorm_backward(ctx_, bf(dinp), bf(dw), bf(db), bf(dout), bf(inp), bf(w), mean, rstd,
                               N, C);
   }
   void matmul_forward(void* out, void* pre_gelu, const void* inp, const void* w, const void* bias,
                       int N, int C, int OC) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, profiler_.enabled() ? shape_name("matmul_forward", C, OC, pre_gelu != nullptr) : "");
     require(N >= 0 && C > 0 && OC >= 0, dims("matmul_forward", {{"N", N}, {"C", C}, {"OC", OC}}));
     matmul_->forward(bf(out), bf(pre_gelu), bf(inp), bf(w), bf(bias), N, C, OC);
   }
   void matmul_backward(void* dinp, void* dw, void* dbias, const void* dout, const void* inp,
                        const void* w, const void* inp_pre_gelu, int N, int C, int OC) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, profiler_.enabled() ? shape_name("matmul_backward", C, OC, inp_pre_gelu != nullptr) : "");
     require(N >= 0 && C > 0 && OC >= 0, dims("matmul_backward", {{"N", N}, {"C", C}, {"OC", OC}}));
     matmul_->backward(bf(dinp), bf(dw), bf(dbias), bf(dout), bf(inp), bf(w), bf(inp_pre_gelu), N, C,
                       OC);
   }
   void attention_forward(void* out, float* lse, const void* qkv, int B, int T, int C,
                          int NH) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "attention_forward");
     check_attention("attention_forward", B, T, C, NH);
     launch_attention_forward(ctx_, bf(out), lse, bf(qkv), B, T, C, NH);
   }
   void attention_backward(void* dqkv, const void* dout, const void* qkv, const void* out,
                           const float* lse, int B, int T, int C, int NH) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "attention_backward");
     check_attention("attention_backward", B, T, C, NH);
     launch_attention_backward(ctx_, bf(dqkv), bf(dout), bf(qkv), bf(out), lse, B, T, C, NH);
   }
   void cross_entropy_forward_backward(float* losses, void* logits, const int* targets, int N, int V,
                                       float dloss) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "cross_entropy_forward_backward");
     require(N >= 0 && V > 0, dims("cross_entropy_forward_backward", {{"N", N}, {"V", V}}));
     launch_cross_entropy_forward_backward(ctx_, losses, bf(logits), targets, N, V, dloss);
   }
   void cross_entropy_forward(float* losses, const void* logits, const int* targets, int N,
                              int V) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "cross_entropy_forward");
     require(N >= 0 && V > 0, dims("cross_entropy_forward", {{"N", N}, {"V", V}}));
     launch_cross_entropy_forward(ctx_, losses, bf(logits), targets, N, V);
   }
   void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,
              const AdamWArgs& a) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "adamw");
     launch_adamw(ctx_, bf(param), master, bf(grad), m, v, n, a);
   }
   double sum_squares(const void* x, size_t n) override { return sum_squares_bf16(ctx_, bf(x), n); }
 
  private:
+  static std::string shape_name(const char* op, int C, int OC, bool gelu) {
+    return std::string(op) + " " + std::to_string(C) + "->" + std::to_string(OC) + (gelu ? " +gelu" : "");
+  }
   void drop_cache() {
     cudaDeviceSynchronize();
     for (auto& kv : cache_) cudaFree(kv.second);
     cache_.clear();
   }
   std::multimap<size_t, void*> cache_;
+  OpProfiler profiler_;
   std::unordered_map<void*, size_t> sizes_;
 
   static void check_attention(const char* op, int B, int T, int C, int NH) {

@@ -24,7 +24,7 @@ compgen -G "$ZT_DATA_DIR/train_*.bin" >/dev/null ||
 [ -x /usr/bin/python3 ] || fail "/usr/bin/python3 is needed for the checks"
 ZT_BIN=$(realpath "$ZT_BIN")
 ZT_DATA_DIR=$(realpath "$ZT_DATA_DIR")
-cd "$(dirname "$0")/.." || fail "cannot enter the repository root"
+cd "$(dirname "$0")/../.." || fail "cannot enter the repository root"
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
