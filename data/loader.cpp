@@ -40,17 +40,10 @@ class SplitMix64 {
 
 }  // namespace
 
-DataLoader::DataLoader(const std::string& files_glob, int vocab_size, int B, int T, int rank, int world,
-                       int grad_accum_steps, uint64_t seed, bool shuffle)
-    : files_(expand_glob(files_glob)),
-      glob_(files_glob),
-      B_(B),
-      T_(T),
-      rank_(rank),
-      world_(world),
-      grad_accum_(grad_accum_steps),
-      seed_(seed),
-      shuffle_(shuffle) {
+DataLoader::DataLoader(const std::string& files_glob, int vocab_size, int B, int T, int rank,
+                       int world, int grad_accum_steps, uint64_t seed, bool shuffle)
+    : files_(expand_glob(files_glob)), glob_(files_glob), B_(B), T_(T), rank_(rank), world_(world),
+      grad_accum_(grad_accum_steps), seed_(seed), shuffle_(shuffle) {
   const bool narrow = vocab_size <= 65536;
   for (const std::string& file : files_) {
     std::vector<uint32_t> tokens = read_shard(file, vocab_size);
@@ -67,16 +60,19 @@ DataLoader::DataLoader(const std::string& files_glob, int vocab_size, int B, int
   require(world > 0, "world size must be positive, got " + std::to_string(world));
   require(rank >= 0 && rank < world,
           "rank " + std::to_string(rank) + " is outside [0, " + std::to_string(world) + ")");
-  require(grad_accum_steps > 0, "gradient accumulation steps must be positive, got " + std::to_string(grad_accum_steps));
+  require(grad_accum_steps > 0,
+          "gradient accumulation steps must be positive, got " + std::to_string(grad_accum_steps));
   num_sequences_ = (num_tokens_ - 1) / T;
-  require(num_sequences_ >= B, std::to_string(num_tokens_) + " tokens in " + std::to_string(files_.size()) +
-                                   " file(s) give " + std::to_string(num_sequences_) + " sequences of T+1 = " +
-                                   std::to_string(T + 1) + " tokens, fewer than the micro-batch B = " +
-                                   std::to_string(B));
+  require(num_sequences_ >= B, std::to_string(num_tokens_) + " tokens in " +
+                                   std::to_string(files_.size()) + " file(s) give " +
+                                   std::to_string(num_sequences_) +
+                                   " sequences of T+1 = " + std::to_string(T + 1) +
+                                   " tokens, fewer than the micro-batch B = " + std::to_string(B));
 }
 
 int DataLoader::token_at(int64_t index) const {
-  return narrow_tokens_.empty() ? int(wide_tokens_[size_t(index)]) : int(narrow_tokens_[size_t(index)]);
+  return narrow_tokens_.empty() ? int(wide_tokens_[size_t(index)])
+                                : int(narrow_tokens_[size_t(index)]);
 }
 
 int64_t DataLoader::sequence_at(int64_t global_position) {

@@ -23,8 +23,8 @@ class DataLoader {
  public:
   // Loads and validates every shard of files_glob (tokens < vocab_size) before
   // checking the other arguments; throws DataError with one line.
-  DataLoader(const std::string& files_glob, int vocab_size, int B, int T, int rank, int world, int grad_accum_steps,
-             uint64_t seed, bool shuffle);
+  DataLoader(const std::string& files_glob, int vocab_size, int B, int T, int rank, int world,
+             int grad_accum_steps, uint64_t seed, bool shuffle);
 
   // Fills inputs and targets (each B*T, row-major [b][t]) for this rank's
   // micro-step `micro_step` (0 <= micro_step < grad_accum_steps) of optimizer

@@ -3,20 +3,20 @@
 // bounded by disk, not memory; only one shard's tokens are buffered at a time.
 #include "data/prepare.h"
 
-#include <cstdint>
-#include <stdexcept>
 #include <stdlib.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <stdexcept>
 
 #include "data/shard.h"
 #include "data/tokenizer.h"
@@ -56,8 +56,8 @@ double parse_number(const std::string& option, const std::string& text) {
 int64_t parse_count(const std::string& option, const std::string& text, int64_t min, int64_t max) {
   double value = parse_number(option, text);
   if (value != std::floor(value) || value < double(min) || value > double(max))
-    throw UsageError(option + " expects a whole number in [" + std::to_string(min) + ", " + std::to_string(max) +
-                     "], got '" + text + "'");
+    throw UsageError(option + " expects a whole number in [" + std::to_string(min) + ", " +
+                     std::to_string(max) + "], got '" + text + "'");
   return int64_t(value);
 }
 
@@ -124,7 +124,8 @@ class SplitPlan {
   }
   bool is_val(int64_t line) const {
     const int64_t block = line / block_lines_;
-    return std::floor(double(block + 1) * val_fraction_) > std::floor(double(block) * val_fraction_);
+    return std::floor(double(block + 1) * val_fraction_) >
+           std::floor(double(block) * val_fraction_);
   }
 
  private:
@@ -138,7 +139,8 @@ class SplitPlan {
 class ShardWriter {
  public:
   ShardWriter(std::string dir, std::string prefix, int64_t shard_tokens, bool wide)
-      : dir_(std::move(dir)), prefix_(std::move(prefix)), shard_tokens_(size_t(shard_tokens)), wide_(wide) {}
+      : dir_(std::move(dir)), prefix_(std::move(prefix)), shard_tokens_(size_t(shard_tokens)),
+        wide_(wide) {}
 
   void add(const std::vector<int>& ids) {
     for (int id : ids) {
@@ -150,7 +152,8 @@ class ShardWriter {
   // Returns the shards' file names (relative to dir) and token counts.
   std::vector<std::pair<std::string, int64_t>> finish() {
     if (!buffer_.empty()) flush();
-    const int digits = std::max<int>(3, int(std::to_string(counts_.empty() ? 0 : counts_.size() - 1).size()));
+    const int digits =
+        std::max<int>(3, int(std::to_string(counts_.empty() ? 0 : counts_.size() - 1).size()));
     std::vector<std::pair<std::string, int64_t>> shards;
     for (size_t i = 0; i < counts_.size(); ++i) {
       std::string name = shard_name(i, digits);
@@ -163,7 +166,8 @@ class ShardWriter {
  private:
   std::string shard_name(size_t index, int digits) const {
     std::string number = std::to_string(index);
-    return prefix_ + "_" + std::string(size_t(std::max<int>(0, digits - int(number.size()))), '0') + number + ".bin";
+    return prefix_ + "_" + std::string(size_t(std::max<int>(0, digits - int(number.size()))), '0') +
+           number + ".bin";
   }
   void flush() {
     write_shard(dir_ + "/" + shard_name(counts_.size(), 3), buffer_, wide_);
@@ -190,8 +194,9 @@ struct TemporaryDirectory {
 
 void prepare(const PrepareOptions& o) {
   if (o.tokenizer == "bpe" && !bpe_available())
-    throw DataError("--tokenizer bpe: the BPE (sentencepiece) tokenizer is unavailable in this build "
-                    "(built without libsentencepiece); use --tokenizer byte");
+    throw DataError(
+        "--tokenizer bpe: the BPE (sentencepiece) tokenizer is unavailable in this build "
+        "(built without libsentencepiece); use --tokenizer byte");
   std::error_code ec;
   if (fs::exists(o.out, ec) && !(fs::is_directory(o.out, ec) && fs::is_empty(o.out, ec)))
     throw DataError(o.out + ": already exists; remove it or choose another --out");
@@ -203,16 +208,20 @@ void prepare(const PrepareOptions& o) {
   int64_t val_lines = 0;
   for (int64_t line = 0; line < num_lines; ++line) val_lines += split.is_val(line);
   if (val_lines == 0 || val_lines == num_lines)
-    throw DataError(o.input + ": " + std::to_string(num_lines) + " lines are too few to split with --val-fraction " +
+    throw DataError(o.input + ": " + std::to_string(num_lines) +
+                    " lines are too few to split with --val-fraction " +
                     std::to_string(o.val_fraction));
 
   fs::path parent = fs::path(o.out).parent_path();
   if (parent.empty()) parent = ".";
   fs::create_directories(parent);
-  std::string pattern = (parent / ("." + fs::path(o.out).filename().string() + ".tmp.XXXXXX")).string();
-  if (!::mkdtemp(&pattern[0])) throw DataError(o.out + ": cannot create a temporary directory next to it");
+  std::string pattern =
+      (parent / ("." + fs::path(o.out).filename().string() + ".tmp.XXXXXX")).string();
+  if (!::mkdtemp(&pattern[0]))
+    throw DataError(o.out + ": cannot create a temporary directory next to it");
   TemporaryDirectory work{pattern};
-  fs::permissions(work.path, fs::perms(0755));  // mkdtemp's 0700 would hide the data from other users
+  fs::permissions(work.path,
+                  fs::perms(0755));  // mkdtemp's 0700 would hide the data from other users
 
   std::unique_ptr<Tokenizer> tokenizer;
   if (o.tokenizer == "bpe") {
@@ -233,9 +242,12 @@ void prepare(const PrepareOptions& o) {
   }
 
   const bool wide = tokenizer->vocab_size() > 65536;
-  ShardWriter train(work.path, "train", o.shard_tokens, wide), val(work.path, "val", o.shard_tokens, wide);
+  ShardWriter train(work.path, "train", o.shard_tokens, wide),
+      val(work.path, "val", o.shard_tokens, wide);
   int64_t line = 0;
-  for_each_line(o.input, [&](const std::string& s) { (split.is_val(line++) ? val : train).add(tokenizer->encode(s)); });
+  for_each_line(o.input, [&](const std::string& s) {
+    (split.is_val(line++) ? val : train).add(tokenizer->encode(s));
+  });
   auto train_shards = train.finish();
   auto val_shards = val.finish();
 
@@ -246,11 +258,13 @@ void prepare(const PrepareOptions& o) {
   const char* width = wide ? "uint32" : "uint16";
   for (const auto& shards : {train_shards, val_shards})
     for (const auto& shard : shards)
-      std::cout << "wrote " << o.out << "/" << shard.first << ": " << shard.second << " tokens (" << width << ")\n";
+      std::cout << "wrote " << o.out << "/" << shard.first << ": " << shard.second << " tokens ("
+                << width << ")\n";
   std::string tokenizer_value = "byte";
   if (o.tokenizer == "bpe") {
     tokenizer_value = o.out + "/tokenizer.model";
-    std::cout << "wrote " << tokenizer_value << ": sentencepiece BPE, vocab " << tokenizer->vocab_size() << "\n";
+    std::cout << "wrote " << tokenizer_value << ": sentencepiece BPE, vocab "
+              << tokenizer->vocab_size() << "\n";
     std::cout << "wrote " << o.out << "/tokenizer.vocab\n";
   }
   std::cout << "use: data.train=" << o.out << "/train_*.bin data.val=" << o.out

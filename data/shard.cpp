@@ -3,7 +3,6 @@
 // shard of 10^8 tokens never needs a second full-size buffer.
 #include "data/shard.h"
 
-#include <cstdint>
 #include <fcntl.h>
 #include <glob.h>
 #include <sys/stat.h>
@@ -12,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 
 namespace zt {
@@ -78,19 +78,23 @@ void sync_dir(const std::string& dir) {
 }  // namespace
 
 void write_shard(const std::string& path, const std::vector<uint32_t>& tokens, bool wide) {
-  if (tokens.empty()) throw DataError(path + ": refusing to write an empty shard (token count must be > 0)");
+  if (tokens.empty())
+    throw DataError(path + ": refusing to write an empty shard (token count must be > 0)");
   if (tokens.size() > size_t(INT32_MAX))
-    throw DataError(path + ": " + std::to_string(tokens.size()) + " tokens exceed the int32 header count; split into more shards");
+    throw DataError(path + ": " + std::to_string(tokens.size()) +
+                    " tokens exceed the int32 header count; split into more shards");
   if (!wide) {
     for (size_t i = 0; i < tokens.size(); ++i)
       if (tokens[i] > 0xFFFF)
-        throw DataError(path + ": token " + std::to_string(tokens[i]) + " at index " + std::to_string(i) +
+        throw DataError(path + ": token " + std::to_string(tokens[i]) + " at index " +
+                        std::to_string(i) +
                         " does not fit a uint16 shard; write a wide (uint32) shard");
   }
 
   std::string tmp = path + ".tmp.XXXXXX";
   int raw_fd = ::mkstemp(&tmp[0]);
-  if (raw_fd < 0) throw DataError(path + ": cannot create a temporary file next to it (" + errno_text() + ")");
+  if (raw_fd < 0)
+    throw DataError(path + ": cannot create a temporary file next to it (" + errno_text() + ")");
   FileDescriptor fd(raw_fd);
   auto fail = [&](const std::string& what) {
     std::string reason = errno_text();
@@ -129,7 +133,8 @@ void write_shard(const std::string& path, const std::vector<uint32_t>& tokens, b
 
 std::vector<uint32_t> read_shard(const std::string& path, int vocab_size) {
   if (vocab_size <= 0)
-    throw DataError(path + ": cannot validate tokens against a non-positive vocab_size " + std::to_string(vocab_size));
+    throw DataError(path + ": cannot validate tokens against a non-positive vocab_size " +
+                    std::to_string(vocab_size));
   FileDescriptor fd(::open(path.c_str(), O_RDONLY));
   if (fd.fd < 0) {
     if (errno == ENOENT) throw DataError(path + ": no such file");
@@ -140,48 +145,53 @@ std::vector<uint32_t> read_shard(const std::string& path, int vocab_size) {
   if (!S_ISREG(st.st_mode)) throw DataError(path + ": not a regular file");
   const int64_t file_bytes = int64_t(st.st_size);
   if (file_bytes == 0)
-    throw DataError(path + ": file is empty (0 bytes); a token shard needs a " + std::to_string(kShardHeaderBytes) +
-                    "-byte header followed by tokens");
+    throw DataError(path + ": file is empty (0 bytes); a token shard needs a " +
+                    std::to_string(kShardHeaderBytes) + "-byte header followed by tokens");
   if (file_bytes < kShardHeaderBytes)
     throw DataError(path + ": file is " + std::to_string(file_bytes) + " bytes, shorter than the " +
                     std::to_string(kShardHeaderBytes) + "-byte shard header");
 
   uint8_t header[kShardHeaderBytes];
-  if (!read_all(fd.fd, header, sizeof header)) throw DataError(path + ": cannot read the header (" + errno_text() + ")");
+  if (!read_all(fd.fd, header, sizeof header))
+    throw DataError(path + ": cannot read the header (" + errno_text() + ")");
   const int32_t magic = int32_t(get_le32(header + 0));
   const int32_t version = int32_t(get_le32(header + 4));
   const int32_t count = int32_t(get_le32(header + 8));
   if (magic != kShardMagicU16 && magic != kShardMagicU32)
     throw DataError(path + ": bad magic number " + std::to_string(magic) + ", expected " +
-                    std::to_string(kShardMagicU16) + " (uint16 tokens) or " + std::to_string(kShardMagicU32) +
-                    " (uint32 tokens); not an llm.c token shard");
+                    std::to_string(kShardMagicU16) + " (uint16 tokens) or " +
+                    std::to_string(kShardMagicU32) + " (uint32 tokens); not an llm.c token shard");
   const bool wide = magic == kShardMagicU32;
   const int32_t expected_version = wide ? kShardVersionU32 : kShardVersionU16;
   if (version != expected_version)
-    throw DataError(path + ": unsupported version " + std::to_string(version) + " for magic " + std::to_string(magic) +
-                    ", expected version " + std::to_string(expected_version));
+    throw DataError(path + ": unsupported version " + std::to_string(version) + " for magic " +
+                    std::to_string(magic) + ", expected version " +
+                    std::to_string(expected_version));
   if (count <= 0)
     throw DataError(path + ": header token count is " + std::to_string(count) + ", expected > 0");
   const int64_t width = wide ? 4 : 2;
   const int64_t expected_bytes = kShardHeaderBytes + int64_t(count) * width;
   if (file_bytes != expected_bytes)
-    throw DataError(path + ": size mismatch: expected " + std::to_string(expected_bytes) + " bytes (" +
-                    std::to_string(kShardHeaderBytes) + "-byte header + " + std::to_string(count) + " tokens x " +
-                    std::to_string(width) + " bytes), actual " + std::to_string(file_bytes) + " bytes");
+    throw DataError(path + ": size mismatch: expected " + std::to_string(expected_bytes) +
+                    " bytes (" + std::to_string(kShardHeaderBytes) + "-byte header + " +
+                    std::to_string(count) + " tokens x " + std::to_string(width) +
+                    " bytes), actual " + std::to_string(file_bytes) + " bytes");
 
   std::vector<uint32_t> tokens(static_cast<size_t>(count));
   std::vector<uint8_t> buffer(std::min(size_t(count), kChunkTokens) * size_t(width));
   for (size_t start = 0; start < tokens.size(); start += kChunkTokens) {
     size_t n = std::min(kChunkTokens, tokens.size() - start);
     if (!read_all(fd.fd, buffer.data(), n * size_t(width)))
-      throw DataError(path + ": read failed at token " + std::to_string(start) + " (" + errno_text() + ")");
+      throw DataError(path + ": read failed at token " + std::to_string(start) + " (" +
+                      errno_text() + ")");
     for (size_t i = 0; i < n; ++i) {
       const uint8_t* p = buffer.data() + i * size_t(width);
       uint32_t v = wide ? get_le32(p) : uint32_t(p[0]) | uint32_t(p[1]) << 8;
       if (v >= uint32_t(vocab_size)) {
         size_t index = start + i;
-        throw DataError(path + ": token " + std::to_string(v) + " at index " + std::to_string(index) +
-                        " (byte offset " + std::to_string(kShardHeaderBytes + int64_t(index) * width) +
+        throw DataError(path + ": token " + std::to_string(v) + " at index " +
+                        std::to_string(index) + " (byte offset " +
+                        std::to_string(kShardHeaderBytes + int64_t(index) * width) +
                         ") is out of range for model.vocab_size " + std::to_string(vocab_size));
       }
       tokens[start + i] = v;
@@ -198,7 +208,8 @@ std::vector<std::string> expand_glob(const std::string& pattern_or_file) {
   if (rc == 0)
     for (size_t i = 0; i < matches.gl_pathc; ++i) files.emplace_back(matches.gl_pathv[i]);
   ::globfree(&matches);
-  if (rc != 0 && rc != GLOB_NOMATCH) throw DataError(pattern_or_file + ": glob expansion failed (read error or out of memory)");
+  if (rc != 0 && rc != GLOB_NOMATCH)
+    throw DataError(pattern_or_file + ": glob expansion failed (read error or out of memory)");
   if (files.empty()) {
     bool is_pattern = pattern_or_file.find_first_of("*?[") != std::string::npos;
     throw DataError(pattern_or_file + (is_pattern ? ": glob matches no files" : ": no such file"));

@@ -6,7 +6,6 @@
 #ifdef ZT_HAVE_SENTENCEPIECE
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
-
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -55,9 +54,13 @@ std::string ByteTokenizer::decode(const std::vector<int>& ids) const {
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path)
     : model_path_(model_path), processor_(new sentencepiece::SentencePieceProcessor()) {
   if (!file_exists(model_path))
-    throw DataError(model_path + ": no such tokenizer model (data.tokenizer must be 'byte' or a sentencepiece .model file)");
+    throw DataError(
+        model_path +
+        ": no such tokenizer model (data.tokenizer must be 'byte' or a sentencepiece .model file)");
   auto status = processor_->Load(model_path);
-  if (!status.ok()) throw DataError(model_path + ": cannot load sentencepiece model: " + one_line(status.ToString()));
+  if (!status.ok())
+    throw DataError(model_path +
+                    ": cannot load sentencepiece model: " + one_line(status.ToString()));
 }
 
 SentencePieceTokenizer::~SentencePieceTokenizer() = default;
@@ -65,17 +68,20 @@ SentencePieceTokenizer::~SentencePieceTokenizer() = default;
 std::vector<int> SentencePieceTokenizer::encode(const std::string& text) const {
   std::vector<int> ids;
   auto status = processor_->Encode(text, &ids);
-  if (!status.ok()) throw DataError(model_path_ + ": encode failed: " + one_line(status.ToString()));
+  if (!status.ok())
+    throw DataError(model_path_ + ": encode failed: " + one_line(status.ToString()));
   return ids;
 }
 
 std::string SentencePieceTokenizer::decode(const std::vector<int>& ids) const {
   const int vocab = vocab_size();
   for (size_t i = 0; i < ids.size(); ++i)
-    if (ids[i] < 0 || ids[i] >= vocab) throw DataError(id_out_of_range(ids[i], i, vocab, model_path_));
+    if (ids[i] < 0 || ids[i] >= vocab)
+      throw DataError(id_out_of_range(ids[i], i, vocab, model_path_));
   std::string text;
   auto status = processor_->Decode(ids, &text);
-  if (!status.ok()) throw DataError(model_path_ + ": decode failed: " + one_line(status.ToString()));
+  if (!status.ok())
+    throw DataError(model_path_ + ": decode failed: " + one_line(status.ToString()));
   return text;
 }
 
@@ -92,19 +98,24 @@ bool bpe_available() {
 
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec) {
   if (spec == "byte") return std::make_unique<ByteTokenizer>();
-  if (spec.empty()) throw DataError("data.tokenizer is empty; expected 'byte' or the path of a sentencepiece .model file");
+  if (spec.empty())
+    throw DataError(
+        "data.tokenizer is empty; expected 'byte' or the path of a sentencepiece .model file");
 #ifdef ZT_HAVE_SENTENCEPIECE
   return std::make_unique<SentencePieceTokenizer>(spec);
 #else
-  throw DataError(spec + ": the BPE (sentencepiece) tokenizer is unavailable in this build "
-                         "(built without libsentencepiece); use data.tokenizer=byte");
+  throw DataError(spec +
+                  ": the BPE (sentencepiece) tokenizer is unavailable in this build "
+                  "(built without libsentencepiece); use data.tokenizer=byte");
 #endif
 }
 
 void train_bpe(const std::string& text_file, const std::string& model_prefix, int vocab_size) {
 #ifdef ZT_HAVE_SENTENCEPIECE
   if (!file_exists(text_file)) throw DataError(text_file + ": no such file (BPE training text)");
-  if (vocab_size <= 0) throw DataError(text_file + ": BPE vocab size must be positive, got " + std::to_string(vocab_size));
+  if (vocab_size <= 0)
+    throw DataError(text_file + ": BPE vocab size must be positive, got " +
+                    std::to_string(vocab_size));
   // identity normalisation, no dummy prefix and no whitespace cleanup keep
   // decode(encode(s)) == s; byte fallback covers any byte never seen in
   // training. All sentences are used, in file order, by one thread, so the
@@ -127,13 +138,14 @@ void train_bpe(const std::string& text_file, const std::string& model_prefix, in
   };
   auto status = sentencepiece::SentencePieceTrainer::Train(options);
   if (!status.ok())
-    throw DataError(text_file + ": sentencepiece BPE training (vocab " + std::to_string(vocab_size) +
-                    ") failed: " + one_line(status.ToString()));
+    throw DataError(text_file + ": sentencepiece BPE training (vocab " +
+                    std::to_string(vocab_size) + ") failed: " + one_line(status.ToString()));
 #else
   (void)model_prefix;
   (void)vocab_size;
-  throw DataError(text_file + ": cannot train a BPE tokenizer: sentencepiece is unavailable in this build "
-                              "(built without libsentencepiece); use the byte tokenizer");
+  throw DataError(text_file +
+                  ": cannot train a BPE tokenizer: sentencepiece is unavailable in this build "
+                  "(built without libsentencepiece); use the byte tokenizer");
 #endif
 }
 
@@ -178,7 +190,8 @@ std::string printable_utf8(const std::string& bytes) {
       }
     }
     // C1 controls (U+0080..U+009F, encoded C2 80..C2 9F) act as terminal escapes.
-    const bool c1_control = length == 2 && valid == 2 && lead == 0xC2 && static_cast<unsigned char>(bytes[i + 1]) < 0xA0;
+    const bool c1_control = length == 2 && valid == 2 && lead == 0xC2 &&
+                            static_cast<unsigned char>(bytes[i + 1]) < 0xA0;
     if (length > 0 && valid == size_t(length) && !c1_control) out.append(bytes, i, valid);
     else out += kReplacement;
     i += valid;

@@ -109,8 +109,7 @@ void GPT::forward_to_lnf(int b, int t, UnitHooks& hooks) {
   hooks.release_params(fu);
 }
 
-double GPT::forward_backward(const int* inputs, const int* targets, float dloss,
-                             UnitHooks& hooks) {
+double GPT::forward_backward(const int* inputs, const int* targets, float dloss, UnitHooks& hooks) {
   const GPTConfig& c = table_.config();
   const int N = B_ * T_, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
   upload_tokens(inputs, targets, N);
@@ -199,10 +198,11 @@ std::vector<float> GPT::forward_logits(const int* inputs, int b, int t, int pos,
   ops_.matmul_forward(logits_, nullptr, lnf_, param(p0, 0), nullptr, b * t, C, V);
   hooks.release_params(0);
   std::vector<float> out(static_cast<size_t>(b) * V);
-  float* scratch = static_cast<float*>(ops_.alloc(static_cast<size_t>(V) * sizeof(float),
-                                                  MemCategory::Activations));
+  float* scratch = static_cast<float*>(
+      ops_.alloc(static_cast<size_t>(V) * sizeof(float), MemCategory::Activations));
   for (int r = 0; r < b; r++) {
-    const char* row = static_cast<const char*>(logits_) + (static_cast<size_t>(r) * t + pos) * V * es_;
+    const char* row =
+        static_cast<const char*>(logits_) + (static_cast<size_t>(r) * t + pos) * V * es_;
     ops_.to_f32(scratch, row, V);
     ops_.to_host(out.data() + static_cast<size_t>(r) * V, scratch, V * sizeof(float));
   }

@@ -8,10 +8,10 @@
 // parameter-gradient output (dw, db, dwte, dwpe) is ADDED to (+=); activation
 // gradients are written (=) unless the comment says +=.
 #pragma once
-#include <stdexcept>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "model/memory_ledger.h"
@@ -46,15 +46,15 @@ class Ops {
   virtual void synchronize() = 0;
 
   // ---- elementwise helpers on model-dtype buffers ----
-  virtual void to_f32(float* dst, const void* src, size_t n) = 0;    // widen
-  virtual void from_f32(void* dst, const float* src, size_t n) = 0;  // round to nearest
+  virtual void to_f32(float* dst, const void* src, size_t n) = 0;      // widen
+  virtual void from_f32(void* dst, const float* src, size_t n) = 0;    // round to nearest
   virtual void add_inplace(void* dst, const void* src, size_t n) = 0;  // dst += src
   virtual void scale_inplace(void* x, float s, size_t n) = 0;
 
   // ---- transformer ops (shapes: N = B*T rows, C channels) ----
   // out[B,T,C] = wte[tokens] + wpe[t]
-  virtual void encoder_forward(void* out, const int* tokens, const void* wte, const void* wpe, int B,
-                               int T, int C) = 0;
+  virtual void encoder_forward(void* out, const int* tokens, const void* wte, const void* wpe,
+                               int B, int T, int C) = 0;
   // dwte[token] += dout, dwpe[t] += sum over batch; deterministic order
   virtual void encoder_backward(void* dwte, void* dwpe, const void* dout, const int* tokens, int B,
                                 int T, int C) = 0;
@@ -73,8 +73,8 @@ class Ops {
   // With pre_gelu non-null: pre_gelu = that product, out = gelu(pre_gelu) (tanh form).
   virtual void matmul_forward(void* out, void* pre_gelu, const void* inp, const void* w,
                               const void* bias, int N, int C, int OC) = 0;
-  // dinp[N,C] = dout @ w (dinp may be null); dw += dout^T @ inp; dbias += colsum(dout) (may be null).
-  // With inp_pre_gelu non-null (inp = gelu(inp_pre_gelu)): dinp is further multiplied by
+  // dinp[N,C] = dout @ w (dinp may be null); dw += dout^T @ inp; dbias += colsum(dout) (may be
+  // null). With inp_pre_gelu non-null (inp = gelu(inp_pre_gelu)): dinp is further multiplied by
   // gelu'(inp_pre_gelu), i.e. it is the gradient of the pre-activation.
   virtual void matmul_backward(void* dinp, void* dw, void* dbias, const void* dout, const void* inp,
                                const void* w, const void* inp_pre_gelu, int N, int C, int OC) = 0;
@@ -88,8 +88,8 @@ class Ops {
   // Fused softmax + cross-entropy + gradient, in place over logits[N,V]:
   // losses[i] = -log softmax(logits[i])[targets[i]];
   // logits[i] <- dloss * (softmax(logits[i]) - onehot(targets[i])).
-  virtual void cross_entropy_forward_backward(float* losses, void* logits, const int* targets, int N,
-                                              int V, float dloss) = 0;
+  virtual void cross_entropy_forward_backward(float* losses, void* logits, const int* targets,
+                                              int N, int V, float dloss) = 0;
   // Forward only (eval): losses, logits left unchanged.
   virtual void cross_entropy_forward(float* losses, const void* logits, const int* targets, int N,
                                      int V) = 0;

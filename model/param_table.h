@@ -14,12 +14,12 @@
 namespace zt {
 
 struct ParamInfo {
-  std::string name;          // e.g. "h.3.attn.c_attn.weight" (GPT-2/HF naming)
-  std::vector<int> shape;    // row-major; Linear weights are [out, in]
-  size_t offset = 0;         // element offset in the flat layout
+  std::string name;        // e.g. "h.3.attn.c_attn.weight" (GPT-2/HF naming)
+  std::vector<int> shape;  // row-major; Linear weights are [out, in]
+  size_t offset = 0;       // element offset in the flat layout
   size_t numel = 0;
   int unit = 0;
-  bool decay = false;        // weight decay applies (2-D matmul/embedding weights only)
+  bool decay = false;  // weight decay applies (2-D matmul/embedding weights only)
 };
 
 struct UnitRange {
@@ -29,7 +29,18 @@ struct UnitRange {
 
 // Indices of a block's tensors inside its unit, in layout order.
 enum BlockParam {
-  kLn1W, kLn1B, kQkvW, kQkvB, kAttProjW, kAttProjB, kLn2W, kLn2B, kFcW, kFcB, kFcProjW, kFcProjB,
+  kLn1W,
+  kLn1B,
+  kQkvW,
+  kQkvB,
+  kAttProjW,
+  kAttProjB,
+  kLn2W,
+  kLn2B,
+  kFcW,
+  kFcB,
+  kFcProjW,
+  kFcProjB,
   kNumBlockParams
 };
 

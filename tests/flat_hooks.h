@@ -50,7 +50,8 @@ class FlatHooks : public UnitHooks {
  private:
   size_t unit_offset_bytes(int unit) const { return table_.units()[unit].offset * elem_bytes_; }
   float* f32_staging() {
-    return static_cast<float*>(ops_.alloc(table_.total() * sizeof(float), MemCategory::Activations));
+    return static_cast<float*>(
+        ops_.alloc(table_.total() * sizeof(float), MemCategory::Activations));
   }
 
   const ParamTable& table_;

@@ -2,9 +2,9 @@
 // and the presets in configs/. Bad configs are written to temporary files; each
 // error must be one line naming the file, line, key, what was expected and what
 // was found.
-#include <cstdint>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -22,9 +22,10 @@ class TempYaml {
  public:
   explicit TempYaml(const std::string& text) {
     static int counter = 0;
-    path_ = (std::filesystem::temp_directory_path() /
-             ("zt_test_config_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".yaml"))
-                .string();
+    path_ =
+        (std::filesystem::temp_directory_path() /
+         ("zt_test_config_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".yaml"))
+            .string();
     std::ofstream(path_) << text;
   }
   ~TempYaml() { std::filesystem::remove(path_); }
@@ -100,10 +101,12 @@ TEST_CASE("missing keys keep the struct defaults", "[config]") {
 
 TEST_CASE("overrides apply after the file, later ones win", "[config]") {
   auto rng = seeded_rng();
-  int file_steps = 1 + int(rng() % 1000), first = 1 + int(rng() % 1000), last = 1 + int(rng() % 1000);
+  int file_steps = 1 + int(rng() % 1000), first = 1 + int(rng() % 1000),
+      last = 1 + int(rng() % 1000);
   TempYaml file("train:\n  steps: " + std::to_string(file_steps) + "\n  lr: 0.5\n");
-  Config c = load_config(file.path(), {"train.steps=" + std::to_string(first), "train.lr=2e-3",
-                                       "train.steps=" + std::to_string(last), "data.train='a b.bin'"});
+  Config c =
+      load_config(file.path(), {"train.steps=" + std::to_string(first), "train.lr=2e-3",
+                                "train.steps=" + std::to_string(last), "data.train='a b.bin'"});
   REQUIRE(c.train.steps == last);
   REQUIRE(c.train.lr == 2e-3);
   REQUIRE(c.data.train == "a b.bin");
@@ -231,7 +234,8 @@ TEST_CASE("every preset in configs/ loads and validates", "[config]") {
   };
   for (Shape s :
        {Shape{"configs/gpt2-124m.yaml", 12, 12, 768}, Shape{"configs/gpt2-350m.yaml", 24, 16, 1024},
-        Shape{"configs/gpt2-774m.yaml", 36, 20, 1280}, Shape{"configs/gpt2-1.5b.yaml", 48, 25, 1600}}) {
+        Shape{"configs/gpt2-774m.yaml", 36, 20, 1280},
+        Shape{"configs/gpt2-1.5b.yaml", 48, 25, 1600}}) {
     INFO(s.file);
     Config c = load_config(s.file, {});
     REQUIRE(c.model.n_layer == s.n_layer);
@@ -244,7 +248,8 @@ TEST_CASE("every preset in configs/ loads and validates", "[config]") {
   }
 }
 
-TEST_CASE("bad config files give one-line errors with file, line, key and expectation", "[config]") {
+TEST_CASE("bad config files give one-line errors with file, line, key and expectation",
+          "[config]") {
   struct Case {
     std::string yaml;
     std::string line_needle;  // the text on the line the error must point at
@@ -260,22 +265,32 @@ TEST_CASE("bad config files give one-line errors with file, line, key and expect
        {"key 'train.deterministic'", "did you mean 'system.deterministic'?"}},
       {"system:\n  deterministic: maybe\n", "maybe", {"expected a boolean", "got 'maybe'"}},
       {"train:\n  steps: 0\n", "steps", {"key 'train.steps'", "expected an integer >= 1, got 0"}},
-      {"train:\n  beta2: 1.0\n", "beta2", {"key 'train.beta2'", "expected a number in [0, 1), got 1"}},
-      {"model:\n  vocab_size: 1\n", "vocab_size", {"expected an integer in [2, 2147483648), got 1"}},
-      {"zero:\n  stage: 4\n", "stage", {"key 'zero.stage'", "expected an integer in [0, 3], got 4"}},
+      {"train:\n  beta2: 1.0\n",
+       "beta2",
+       {"key 'train.beta2'", "expected a number in [0, 1), got 1"}},
+      {"model:\n  vocab_size: 1\n",
+       "vocab_size",
+       {"expected an integer in [2, 2147483648), got 1"}},
+      {"zero:\n  stage: 4\n",
+       "stage",
+       {"key 'zero.stage'", "expected an integer in [0, 3], got 4"}},
       {"model:\n  n_layer: 4\n  n_head: a: b\ntrain:\n  steps: 3\n",
        "n_head",
        {"YAML syntax error", "illegal map value"}},
-      {"model:\n  n_layer: 1.5\n", "n_layer", {"key 'model.n_layer'", "expected an integer, got '1.5'"}},
-      {"modle:\n  n_layer: 2\n", "modle", {"section 'modle'", "unknown section", "did you mean 'model'?"}},
+      {"model:\n  n_layer: 1.5\n",
+       "n_layer",
+       {"key 'model.n_layer'", "expected an integer, got '1.5'"}},
+      {"modle:\n  n_layer: 2\n",
+       "modle",
+       {"section 'modle'", "unknown section", "did you mean 'model'?"}},
       {"stage: 2\n", "stage", {"unknown section", "did you mean 'zero.stage'?"}},
       {"model:\n  n_head: 12\n  n_embd: 100\n",
        "n_embd",
        {"key 'model.n_embd'", "multiple of model.n_head", "n_embd 100", "n_head 12"}},
       {"train:\n  micro_batch: 4\n  global_batch_tokens: 6000\n",
        "global_batch_tokens",
-       {"key 'train.global_batch_tokens'", "multiple of micro_batch*seq_len = 4*128 = 512", "got 6000",
-        "5632 or 6144"}},
+       {"key 'train.global_batch_tokens'", "multiple of micro_batch*seq_len = 4*128 = 512",
+        "got 6000", "5632 or 6144"}},
       {"system:\n  device: gpu\n",
        "device",
        {"key 'system.device'", "expected one of auto, cpu, cuda, got 'gpu'"}},
@@ -289,18 +304,27 @@ TEST_CASE("bad config files give one-line errors with file, line, key and expect
       {"train:\n  lr: 1e-3\n  min_lr: 1e-2\n",
        "min_lr",
        {"expected train.min_lr <= train.lr", "min_lr 0.01 > lr 0.001"}},
-      {"train:\n  lr: 1e-3\n  lr: 2e-3\n", "2e-3", {"key 'train.lr'", "duplicate key (first at line 2)"}},
+      {"train:\n  lr: 1e-3\n  lr: 2e-3\n",
+       "2e-3",
+       {"key 'train.lr'", "duplicate key (first at line 2)"}},
       {"zero: 3\n", "zero", {"section 'zero'", "expected a map of keys, got '3'"}},
       {"- model\n- train\n", "model", {"expected a map of sections", "got a sequence"}},
-      {"data:\n  train: [a, b]\n", "train", {"key 'data.train'", "expected a string, got a sequence"}},
-      {"zero:\n  reduce_bucket_size: 5.5e0\n", "reduce_bucket_size", {"expected an integer, got '5.5e0'"}},
-      {"zero:\n  zzzzzz: 1\n", "zzzzzz", {"unknown key, expected one of stage, reduce_bucket_size"}},
+      {"data:\n  train: [a, b]\n",
+       "train",
+       {"key 'data.train'", "expected a string, got a sequence"}},
+      {"zero:\n  reduce_bucket_size: 5.5e0\n",
+       "reduce_bucket_size",
+       {"expected an integer, got '5.5e0'"}},
+      {"zero:\n  zzzzzz: 1\n",
+       "zzzzzz",
+       {"unknown key, expected one of stage, reduce_bucket_size"}},
   };
   for (const Case& bad : cases) {
     INFO("yaml:\n" << bad.yaml);
     TempYaml file(bad.yaml);
     std::string message = load_error(file.path());
-    std::string where = file.path() + ":" + std::to_string(line_of(bad.yaml, bad.line_needle)) + ": ";
+    std::string where =
+        file.path() + ":" + std::to_string(line_of(bad.yaml, bad.line_needle)) + ": ";
     require_parts(message, {where});
     REQUIRE(message.rfind(where, 0) == 0);
     require_parts(message, bad.parts);
@@ -323,8 +347,9 @@ TEST_CASE("the line number follows the offending key wherever it is", "[config]"
   for (const std::string& line : good) yaml += line;
   TempYaml file(yaml);
   std::string message = load_error(file.path());
-  require_parts(message, {file.path() + ":" + std::to_string(line_of(yaml, "warmup_stepz")) +
-                          ": key 'train.warmup_stepz': unknown key (did you mean 'warmup_steps'?)"});
+  require_parts(message,
+                {file.path() + ":" + std::to_string(line_of(yaml, "warmup_stepz")) +
+                 ": key 'train.warmup_stepz': unknown key (did you mean 'warmup_steps'?)"});
 }
 
 TEST_CASE("file-level errors name the file", "[config]") {
@@ -344,7 +369,8 @@ TEST_CASE("bad overrides give one-line errors naming the --set text", "[config]"
   std::vector<Case> cases = {
       {"train.steps", {"--set train.steps: expected SECTION.KEY=VALUE, found no '='"}},
       {"steps=3", {"--set steps=3: expected SECTION.KEY=VALUE, found no '.' in 'steps'"}},
-      {"train.stepz=3", {"--set train.stepz=3: unknown key 'train.stepz'", "did you mean 'steps'?"}},
+      {"train.stepz=3",
+       {"--set train.stepz=3: unknown key 'train.stepz'", "did you mean 'steps'?"}},
       {"trian.steps=3", {"--set trian.steps=3: unknown section 'trian'", "did you mean 'train'?"}},
       {"model.lr=3", {"unknown key 'model.lr'", "did you mean 'train.lr'?"}},
       {"train.lr=abc", {"--set train.lr=abc: expected a number, got 'abc'"}},
@@ -352,10 +378,12 @@ TEST_CASE("bad overrides give one-line errors naming the --set text", "[config]"
       {"train.micro_batch=0", {"--set train.micro_batch=0: expected an integer >= 1, got 0"}},
       {"train.micro_batch=5",
        {"--set train.micro_batch=5: expected train.global_batch_tokens to be a multiple"}},
-      {"system.device=tpu", {"--set system.device=tpu: expected one of auto, cpu, cuda, got 'tpu'"}},
+      {"system.device=tpu",
+       {"--set system.device=tpu: expected one of auto, cpu, cuda, got 'tpu'"}},
       {"data.train=*.bin",
        {"--set data.train=*.bin: cannot read '*.bin' as a YAML scalar", "quote the value"}},
-      {"zero.overlap_comm=", {"--set zero.overlap_comm=: expected a boolean (true or false), got nothing"}},
+      {"zero.overlap_comm=",
+       {"--set zero.overlap_comm=: expected a boolean (true or false), got nothing"}},
   };
   for (const Case& bad : cases) {
     INFO("--set " << bad.set);
@@ -380,8 +408,9 @@ TEST_CASE("validate_for_world needs the global batch to divide over the ranks", 
         message = e.what();
       }
       std::string multiple = std::to_string(128 * world);
-      require_parts(message, {"train.global_batch_tokens", "got 768", "world size " + std::to_string(world),
-                              "2*64*" + std::to_string(world) + " = " + multiple});
+      require_parts(message,
+                    {"train.global_batch_tokens", "got 768", "world size " + std::to_string(world),
+                     "2*64*" + std::to_string(world) + " = " + multiple});
     }
   }
   int bad_world = 4 + int(rng() % 2);  // 4 or 5: neither divides 6

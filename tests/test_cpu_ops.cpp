@@ -3,7 +3,6 @@
 // instantiation against the double one, the matmul core against a naive loop, and
 // the Ops object against the kernels. Inputs are fresh random numbers each run; the
 // seed is printed (set ZT_TEST_SEED to replay one).
-#include <stdexcept>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -14,6 +13,7 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -152,8 +152,8 @@ TEST_CASE("layernorm forward statistics and backward finite differences", "[cpu_
   Vec inp = rng.uniform(N * C, -2, 3), w = rng.uniform(C), b = rng.uniform(C);
   Vec dout = rng.uniform(N * C), out(N * C), mean(N), rstd(N);
   auto loss = [&] {
-    cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(),
-                           N, C);
+    cpu::layernorm_forward(out.data(), mean.data(), rstd.data(), inp.data(), w.data(), b.data(), N,
+                           C);
     return weighted_sum(dout, out);
   };
   loss();
@@ -247,8 +247,8 @@ TEST_CASE("fused GELU forward: fc -> gelu -> proj chain gradients", "[cpu_ops]")
   Vec pre(N * H), h(N * H), y(N * OC);
   auto loss = [&] {
     cpu::matmul_forward(h.data(), pre.data(), x.data(), w1.data(), b1.data(), N, C, H);
-    cpu::matmul_forward(y.data(), static_cast<double*>(nullptr), h.data(), w2.data(), b2.data(),
-                        N, H, OC);
+    cpu::matmul_forward(y.data(), static_cast<double*>(nullptr), h.data(), w2.data(), b2.data(), N,
+                        H, OC);
     return weighted_sum(dy, y);
   };
   loss();
@@ -332,7 +332,9 @@ void naive_attention(Vec& out, Vec& lse, const Vec& qkv, int B, int T, int C, in
 
 TEST_CASE("causal attention forward matches its definition, backward finite differences",
           "[cpu_ops]") {
-  struct Shape { int B, T, C, NH; };
+  struct Shape {
+    int B, T, C, NH;
+  };
   for (Shape s : {Shape{2, 5, 8, 2}, Shape{1, 11, 30, 2}}) {
     const int B = s.B, T = s.T, C = s.C, NH = s.NH;
     INFO("B " << B << " T " << T << " C " << C << " NH " << NH);
@@ -440,8 +442,8 @@ std::map<std::string, Vec> run_every_op(Api& api, uint64_t salt) {
                          mean.data(), rstd.data(), N, C);
   keep("residual", res), keep("ln out", ln), keep("ln mean", mean), keep("ln rstd", rstd);
   keep("ln dinp", dinp), keep("ln dw", dw), keep("ln db", db);
-  api.layernorm_forward(ln.data(), mean.data(), rstd.data(), dinp.data(), w.data(), bias.data(),
-                        N, C);
+  api.layernorm_forward(ln.data(), mean.data(), rstd.data(), dinp.data(), w.data(), bias.data(), N,
+                        C);
   keep("ln2 out", ln), keep("ln2 mean", mean), keep("ln2 rstd", rstd);
 
   auto mw = in(OC * C), mb = in(OC), pre = zeros(N * OC), act = zeros(N * OC);

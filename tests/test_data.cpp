@@ -1,10 +1,10 @@
 // data/: shard format and validation messages, glob expansion, tokenizers,
 // the stateless rank-aware loader, and `prepare`. Inputs are fresh random
 // data each run (the seed is reported on failure).
-#include <cstdint>
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -67,8 +67,11 @@ std::string random_utf8(std::mt19937_64& rng, int n, uint32_t min_code_point) {
     if (cp >= 0xD800 && cp < 0xE000) cp = 'x';
     if (cp < 0x80) text += char(cp);
     else if (cp < 0x800) text += {char(0xC0 | cp >> 6), char(0x80 | (cp & 0x3F))};
-    else if (cp < 0x10000) text += {char(0xE0 | cp >> 12), char(0x80 | (cp >> 6 & 0x3F)), char(0x80 | (cp & 0x3F))};
-    else text += {char(0xF0 | cp >> 18), char(0x80 | (cp >> 12 & 0x3F)), char(0x80 | (cp >> 6 & 0x3F)), char(0x80 | (cp & 0x3F))};
+    else if (cp < 0x10000)
+      text += {char(0xE0 | cp >> 12), char(0x80 | (cp >> 6 & 0x3F)), char(0x80 | (cp & 0x3F))};
+    else
+      text += {char(0xF0 | cp >> 18), char(0x80 | (cp >> 12 & 0x3F)), char(0x80 | (cp >> 6 & 0x3F)),
+               char(0x80 | (cp & 0x3F))};
   }
   return text;
 }
@@ -83,7 +86,9 @@ std::string error_of(F&& f) {
   return "(no exception)";
 }
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 // The error a read of `path` gives: must be one line starting with the path.
 std::string shard_error(const std::string& path, int vocab) {
@@ -156,9 +161,11 @@ TEST_CASE("bad shards give one-line messages naming the file and the problem", "
 
   const std::string wrong_version = dir.file("wrong_version.bin");
   write_bytes(wrong_version, raw_shard(kShardMagicU16, 7, 4, 8));
-  CHECK(contains(shard_error(wrong_version, 256), "version 7 for magic 20240520, expected version 1"));
+  CHECK(contains(shard_error(wrong_version, 256),
+                 "version 7 for magic 20240520, expected version 1"));
   write_bytes(wrong_version, raw_shard(kShardMagicU32, 1, 4, 16));
-  CHECK(contains(shard_error(wrong_version, 256), "version 1 for magic 20240801, expected version 7"));
+  CHECK(contains(shard_error(wrong_version, 256),
+                 "version 1 for magic 20240801, expected version 7"));
 
   const std::string zero_count = dir.file("zero_count.bin");
   write_bytes(zero_count, raw_shard(kShardMagicU16, 1, 0, 0));
@@ -167,10 +174,12 @@ TEST_CASE("bad shards give one-line messages naming the file and the problem", "
   const int32_t count = 10 + int32_t(rng() % 500);
   const size_t missing_tokens = 1 + rng() % 5;
   const std::string truncated = dir.file("truncated.bin");
-  write_bytes(truncated, raw_shard(kShardMagicU16, 1, count, size_t(count - int32_t(missing_tokens)) * 2));
+  write_bytes(truncated,
+              raw_shard(kShardMagicU16, 1, count, size_t(count - int32_t(missing_tokens)) * 2));
   message = shard_error(truncated, 256);
   CHECK(contains(message, "expected " + std::to_string(1024 + 2 * count) + " bytes"));
-  CHECK(contains(message, "actual " + std::to_string(1024 + 2 * (count - int32_t(missing_tokens))) + " bytes"));
+  CHECK(contains(message, "actual " + std::to_string(1024 + 2 * (count - int32_t(missing_tokens))) +
+                              " bytes"));
 
   for (bool wide : {false, true}) {
     const int vocab = 2 + int(rng() % 1000);
@@ -181,9 +190,9 @@ TEST_CASE("bad shards give one-line messages naming the file and the problem", "
     write_shard(path, tokens, wide);
     message = shard_error(path, vocab);
     const size_t offset = 1024 + index * (wide ? 4 : 2);
-    CHECK(contains(message, "token " + std::to_string(tokens[index]) + " at index " + std::to_string(index) +
-                                " (byte offset " + std::to_string(offset) + ") is out of range for model.vocab_size " +
-                                std::to_string(vocab)));
+    CHECK(contains(message, "token " + std::to_string(tokens[index]) + " at index " +
+                                std::to_string(index) + " (byte offset " + std::to_string(offset) +
+                                ") is out of range for model.vocab_size " + std::to_string(vocab)));
     tokens[index] = 0;
     write_shard(path, tokens, wide);
     CHECK(read_shard(path, vocab) == tokens);
@@ -195,8 +204,9 @@ TEST_CASE("expand_glob sorts matches and names a pattern that matches nothing", 
   std::vector<std::string> names = {"b_001.bin", "a_000.bin", "b_000.bin", "c.txt"};
   std::shuffle(names.begin(), names.end(), std::mt19937_64(fresh_seed()));
   for (const auto& n : names) write_bytes(dir.file(n), {1});
-  CHECK(expand_glob(dir.file("*.bin")) ==
-        std::vector<std::string>{dir.file("a_000.bin"), dir.file("b_000.bin"), dir.file("b_001.bin")});
+  CHECK(expand_glob(dir.file("*.bin")) == std::vector<std::string>{dir.file("a_000.bin"),
+                                                                   dir.file("b_000.bin"),
+                                                                   dir.file("b_001.bin")});
   CHECK(expand_glob(dir.file("c.txt")) == std::vector<std::string>{dir.file("c.txt")});
   const std::string pattern = dir.file("val_*.bin");
   CHECK(error_of([&] { expand_glob(pattern); }) == pattern + ": glob matches no files");
@@ -216,12 +226,15 @@ TEST_CASE("byte tokenizer and printable text", "[data]") {
 
   // Random valid UTF-8 text (no control characters) passes unchanged.
   std::string text;
-  for (int i = 0; i < 50; ++i) text += char(0x20 + rng() % 0x5F) + random_utf8(rng, 4, 0xA0) + "\n\t";
+  for (int i = 0; i < 50; ++i)
+    text += char(0x20 + rng() % 0x5F) + random_utf8(rng, 4, 0xA0) + "\n\t";
   CHECK(printable_utf8(text) == text);
   const std::string fffd = "\xEF\xBF\xBD";
-  CHECK(printable_utf8("a\xFF" "b") == "a" + fffd + "b");
-  CHECK(printable_utf8("\xE2\x82" "x") == fffd + "x");        // truncated 3-byte sequence
-  CHECK(printable_utf8("\xC0\xAF") == fffd + fffd);           // overlong form
+  CHECK(printable_utf8("a\xFF"
+                       "b") == "a" + fffd + "b");
+  CHECK(printable_utf8("\xE2\x82"
+                       "x") == fffd + "x");                     // truncated 3-byte sequence
+  CHECK(printable_utf8("\xC0\xAF") == fffd + fffd);             // overlong form
   CHECK(printable_utf8("\xED\xA0\x80") == fffd + fffd + fffd);  // surrogate
   CHECK(printable_utf8("\x1B[2J\x07") == fffd + "[2J" + fffd);
 }
@@ -236,15 +249,19 @@ struct LoaderFixture {
   int T;
   std::map<std::vector<int>, int64_t> sequence_of_inputs;
 
-  LoaderFixture(std::mt19937_64& rng, int seq_len, int64_t num_tokens, uint32_t vocab) : T(seq_len) {
+  LoaderFixture(std::mt19937_64& rng, int seq_len, int64_t num_tokens, uint32_t vocab)
+      : T(seq_len) {
     stream = random_tokens(rng, size_t(num_tokens), vocab);
     const bool wide = vocab > 65536;
     size_t begin = 0;
     for (int shard = 0; begin < stream.size(); ++shard) {
-      size_t end = shard == 2 ? stream.size() : std::min(stream.size(), begin + 1 + rng() % (stream.size() / 2));
+      size_t end = shard == 2 ? stream.size()
+                              : std::min(stream.size(), begin + 1 + rng() % (stream.size() / 2));
       char name[32];
       std::snprintf(name, sizeof name, "train_%03d.bin", shard);
-      write_shard(dir.file(name), std::vector<uint32_t>(stream.begin() + long(begin), stream.begin() + long(end)), wide);
+      write_shard(dir.file(name),
+                  std::vector<uint32_t>(stream.begin() + long(begin), stream.begin() + long(end)),
+                  wide);
       begin = end;
     }
     for (int64_t s = 0; s < (num_tokens - 1) / T; ++s)
@@ -262,7 +279,8 @@ struct LoaderFixture {
       auto found = sequence_of_inputs.find(row);
       REQUIRE(found != sequence_of_inputs.end());
       const int64_t s = found->second;
-      for (int t = 0; t < T; ++t) REQUIRE(targets[size_t(b * T + t)] == int(stream[size_t(s * T + t + 1)]));
+      for (int t = 0; t < T; ++t)
+        REQUIRE(targets[size_t(b * T + t)] == int(stream[size_t(s * T + t + 1)]));
       ids.push_back(s);
     }
     return ids;
@@ -279,7 +297,8 @@ TEST_CASE("loader: deterministic, seeded, epoch-wise permutations, shifted targe
   LoaderFixture data(rng, T, 2000 + int64_t(rng() % 3000), 65536);
   const int64_t S = (int64_t(data.stream.size()) - 1) / T;
 
-  DataLoader a(data.glob(), 65536, 1, T, 0, 1, 1, 42, true), b(data.glob(), 65536, 1, T, 0, 1, 1, 42, true);
+  DataLoader a(data.glob(), 65536, 1, T, 0, 1, 1, 42, true),
+      b(data.glob(), 65536, 1, T, 0, 1, 1, 42, true);
   DataLoader other_seed(data.glob(), 65536, 1, T, 0, 1, 1, 43, true);
   DataLoader in_order(data.glob(), 65536, 1, T, 0, 1, 1, 42, false);
   CHECK(a.num_sequences() == S);
@@ -304,10 +323,12 @@ TEST_CASE("loader: deterministic, seeded, epoch-wise permutations, shifted targe
   }
   // Going back to an earlier step gives the same batch again (resume).
   CHECK(data.batch(a, 1, 3, 0)[0] == epoch0[3]);
-  for (int64_t g : {int64_t(0), S - 1, S, 2 * S + 5}) CHECK(data.batch(in_order, 1, g, 0)[0] == g % S);
+  for (int64_t g : {int64_t(0), S - 1, S, 2 * S + 5})
+    CHECK(data.batch(in_order, 1, g, 0)[0] == g % S);
 }
 
-TEST_CASE("loader: W ranks read exactly what one rank reads with W times the accumulation", "[data]") {
+TEST_CASE("loader: W ranks read exactly what one rank reads with W times the accumulation",
+          "[data]") {
   const uint64_t seed = fresh_seed();
   CAPTURE(seed);
   std::mt19937_64 rng(seed);
@@ -320,7 +341,8 @@ TEST_CASE("loader: W ranks read exactly what one rank reads with W times the acc
     CAPTURE(W, B, accum);
     DataLoader single(data.glob(), int(vocab), B, T, 0, 1, W * accum, loader_seed, true);
     std::vector<DataLoader> ranks;
-    for (int r = 0; r < W; ++r) ranks.emplace_back(data.glob(), int(vocab), B, T, r, W, accum, loader_seed, true);
+    for (int r = 0; r < W; ++r)
+      ranks.emplace_back(data.glob(), int(vocab), B, T, r, W, accum, loader_seed, true);
     // Steps at the start, across the first epoch boundary, and further on.
     const int64_t per_step = int64_t(W) * accum * B;
     for (int64_t step : {int64_t(0), single.num_sequences() / per_step, int64_t(rng() % 1000)}) {
@@ -347,20 +369,24 @@ TEST_CASE("loader: argument and data errors", "[data]") {
   message = error_of([&] { DataLoader(glob, 256, 13, 8, 0, 1, 1, 1, true); });
   CHECK(message.rfind(glob + ": ", 0) == 0);
   CHECK(contains(message, "12 sequences"));
-  CHECK(contains(error_of([&] { DataLoader(glob, 256, 2, 8, 2, 2, 1, 1, true); }), "rank 2 is outside [0, 2)"));
-  CHECK(contains(error_of([&] { DataLoader(data.dir.file("none_*.bin"), 256, 2, 8, 0, 1, 1, 1, true); }),
-                 "matches no files"));
+  CHECK(contains(error_of([&] { DataLoader(glob, 256, 2, 8, 2, 2, 1, 1, true); }),
+                 "rank 2 is outside [0, 2)"));
+  CHECK(contains(
+      error_of([&] { DataLoader(data.dir.file("none_*.bin"), 256, 2, 8, 0, 1, 1, 1, true); }),
+      "matches no files"));
   DataLoader loader(glob, 256, 2, 8, 0, 1, 2, 1, true);
   std::vector<int> inputs(16), targets(16);
-  CHECK(contains(error_of([&] { loader.micro_batch(0, 2, inputs.data(), targets.data()); }), "micro-step 2"));
+  CHECK(contains(error_of([&] { loader.micro_batch(0, 2, inputs.data(), targets.data()); }),
+                 "micro-step 2"));
 }
 
 namespace {
 
 // Random "sentences" of a few hundred words, one per line, all lines distinct.
 std::string random_text(std::mt19937_64& rng, int lines) {
-  static const char* words[] = {"the", "and", "of", "light", "water", "earth", "said", "unto", "him", "day",
-                                "night", "firmament", "seed", "fruit", "living", "creature", "waters", "heaven"};
+  static const char* words[] = {"the",  "and",   "of",     "light",    "water",  "earth",
+                                "said", "unto",  "him",    "day",      "night",  "firmament",
+                                "seed", "fruit", "living", "creature", "waters", "heaven"};
   std::string text;
   for (int i = 0; i < lines; ++i) {
     int n = 2 + int(rng() % 12);
@@ -389,7 +415,8 @@ std::string decoded(const std::string& glob, const Tokenizer& tokenizer) {
 
 // The output shards hold every input line once, val lines spread out.
 void check_split(const std::string& input, const std::string& train, const std::string& val) {
-  const auto lines = split_lines(input), train_lines = split_lines(train), val_lines = split_lines(val);
+  const auto lines = split_lines(input), train_lines = split_lines(train),
+             val_lines = split_lines(val);
   REQUIRE(train_lines.size() + val_lines.size() == lines.size());
   size_t t = 0, v = 0, first_val = lines.size();
   for (size_t i = 0; i < lines.size(); ++i) {
@@ -423,14 +450,16 @@ TEST_CASE("prepare: byte shards, usage errors, nothing left on failure", "[data]
                        std::to_string(shard_tokens)}) == 0);
   const auto train_files = expand_glob(out + "/train_*.bin");
   CHECK(train_files.front() == out + "/train_000.bin");
-  for (size_t i = 0; i + 1 < train_files.size(); ++i) CHECK(read_shard(train_files[i], 256).size() == size_t(shard_tokens));
+  for (size_t i = 0; i + 1 < train_files.size(); ++i)
+    CHECK(read_shard(train_files[i], 256).size() == size_t(shard_tokens));
   ByteTokenizer bytes;
   check_split(text, decoded(out + "/train_*.bin", bytes), decoded(out + "/val_*.bin", bytes));
   const auto printed = split_lines(output.out.str());
   CHECK(printed.size() == train_files.size() + expand_glob(out + "/val_*.bin").size() + 1);
-  CHECK(printed.front() == "wrote " + out + "/train_000.bin: " + std::to_string(shard_tokens) + " tokens (uint16)");
-  CHECK(printed.back() ==
-        "use: data.train=" + out + "/train_*.bin data.val=" + out + "/val_*.bin data.tokenizer=byte");
+  CHECK(printed.front() ==
+        "wrote " + out + "/train_000.bin: " + std::to_string(shard_tokens) + " tokens (uint16)");
+  CHECK(printed.back() == "use: data.train=" + out + "/train_*.bin data.val=" + out +
+                              "/val_*.bin data.tokenizer=byte");
 
   // Bad arguments: exit 2 and one usage line; an existing output is refused.
   for (std::vector<std::string> args : std::vector<std::vector<std::string>>{
@@ -449,7 +478,8 @@ TEST_CASE("prepare: byte shards, usage errors, nothing left on failure", "[data]
   CHECK(run_prepare({"--input", input, "--out", out, "--tokenizer", "byte"}) == 1);
   CHECK(contains(output.err.str(), out + ": already exists"));
   const std::string missing_out = dir.file("out/missing");
-  CHECK(run_prepare({"--input", dir.file("nope.txt"), "--out", missing_out, "--tokenizer", "byte"}) == 1);
+  CHECK(run_prepare(
+            {"--input", dir.file("nope.txt"), "--out", missing_out, "--tokenizer", "byte"}) == 1);
   CHECK(contains(output.err.str(), "nope.txt: cannot open"));
   CHECK(std::distance(fs::directory_iterator(dir.file("out")), fs::directory_iterator()) == 1);
 }
@@ -460,9 +490,11 @@ TEST_CASE("prepare: bpe tokenizer model round-trips", "[data]") {
   if (!bpe_available()) {
     CaptureOutput output;
     write_bytes(input, {'a', '\n'});
-    CHECK(run_prepare({"--input", input, "--out", out, "--tokenizer", "bpe", "--vocab", "300"}) == 1);
+    CHECK(run_prepare({"--input", input, "--out", out, "--tokenizer", "bpe", "--vocab", "300"}) ==
+          1);
     CHECK(contains(output.err.str(), "unavailable in this build"));
-    CHECK(contains(error_of([&] { make_tokenizer(dir.file("tokenizer.model")); }), "unavailable in this build"));
+    CHECK(contains(error_of([&] { make_tokenizer(dir.file("tokenizer.model")); }),
+                   "unavailable in this build"));
     return;
   }
   const uint64_t seed = fresh_seed();
@@ -473,27 +505,33 @@ TEST_CASE("prepare: bpe tokenizer model round-trips", "[data]") {
   const int vocab = 320 + int(rng() % 60);
   {
     CaptureOutput output;
-    REQUIRE(run_prepare({"--input", input, "--out", out, "--tokenizer", "bpe", "--vocab", std::to_string(vocab)}) == 0);
-    CHECK(split_lines(output.out.str()).back() == "use: data.train=" + out + "/train_*.bin data.val=" + out +
-                                                      "/val_*.bin data.tokenizer=" + out + "/tokenizer.model");
+    REQUIRE(run_prepare({"--input", input, "--out", out, "--tokenizer", "bpe", "--vocab",
+                         std::to_string(vocab)}) == 0);
+    CHECK(split_lines(output.out.str()).back() ==
+          "use: data.train=" + out + "/train_*.bin data.val=" + out +
+              "/val_*.bin data.tokenizer=" + out + "/tokenizer.model");
   }
   {
     // A vocab too small for the byte pieces fails after the work directory
     // exists: nothing may be left behind.
     CaptureOutput output;
-    CHECK(run_prepare({"--input", input, "--out", dir.file("small"), "--tokenizer", "bpe", "--vocab", "100"}) == 1);
+    CHECK(run_prepare({"--input", input, "--out", dir.file("small"), "--tokenizer", "bpe",
+                       "--vocab", "100"}) == 1);
     CHECK(contains(output.err.str(), "sentencepiece BPE training (vocab 100) failed"));
     CHECK(split_lines(output.err.str()).size() == 1);
-    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) == 2);  // input.txt, bpe/
+    CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) ==
+          2);  // input.txt, bpe/
   }
   auto tokenizer = make_tokenizer(out + "/tokenizer.model");
   CHECK(tokenizer->vocab_size() == vocab);
-  check_split(text, decoded(out + "/train_*.bin", *tokenizer), decoded(out + "/val_*.bin", *tokenizer));
+  check_split(text, decoded(out + "/train_*.bin", *tokenizer),
+              decoded(out + "/val_*.bin", *tokenizer));
   // Any UTF-8 text round-trips, characters never seen in training through
   // byte fallback.
   const std::string line = split_lines(text)[rng() % 400];
   CHECK(tokenizer->encode(line).size() < line.size());  // merges were learned
   const std::string sample = line + "\n\t" + random_utf8(rng, 30, 1);
   CHECK(tokenizer->decode(tokenizer->encode(sample)) == sample);
-  CHECK(contains(error_of([&] { tokenizer->decode({vocab}); }), "out of range for vocab size " + std::to_string(vocab)));
+  CHECK(contains(error_of([&] { tokenizer->decode({vocab}); }),
+                 "out of range for vocab size " + std::to_string(vocab)));
 }

@@ -1,10 +1,10 @@
 // DeepSpeed JSON import: HF-style "auto" values, string and scientific
 // numbers, DeepSpeed's batch arithmetic, one warning per ignored key, the
 // BF16_Optimizer case, and one-line errors for bad files.
-#include <cstdint>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -40,8 +40,9 @@ std::mt19937_64 seeded_rng() {
 
 // How many warnings mention `needle`.
 size_t count_mentions(const std::vector<std::string>& warnings, const std::string& needle) {
-  return size_t(std::count_if(warnings.begin(), warnings.end(),
-                              [&](const std::string& w) { return w.find(needle) != std::string::npos; }));
+  return size_t(std::count_if(warnings.begin(), warnings.end(), [&](const std::string& w) {
+    return w.find(needle) != std::string::npos;
+  }));
 }
 
 std::vector<std::string> import(const std::string& json, int world, Config& c) {
@@ -113,7 +114,8 @@ std::string hf_config(int stage) {
 
 }  // namespace
 
-TEST_CASE("an HF-style config with auto values imports, warning once per ignored key", "[deepspeed]") {
+TEST_CASE("an HF-style config with auto values imports, warning once per ignored key",
+          "[deepspeed]") {
   auto rng = seeded_rng();
   for (int stage : {2, 3}) {
     INFO("stage " << stage);
@@ -147,7 +149,8 @@ TEST_CASE("an HF-style config with auto values imports, warning once per ignored
       INFO(ignored);
       REQUIRE(count_mentions(warnings, ignored) == 1);
     }
-    REQUIRE(warnings.size() == 7);  // nothing honoured is warned about, fp16 "auto" is off, bf16 "auto" on
+    REQUIRE(warnings.size() ==
+            7);  // nothing honoured is warned about, fp16 "auto" is off, bf16 "auto" on
   }
 }
 
@@ -159,13 +162,14 @@ TEST_CASE("numbers may be strings or scientific notation", "[deepspeed]") {
   for (int i = 0; i < exponent; ++i) value *= 10;
   std::string sci = std::to_string(mantissa) + "e" + std::to_string(exponent);
   Config c;
-  import(R"({"bf16": {"enabled": true}, "gradient_clipping": "0.5", "zero_optimization": {"stage": "1",
+  import(
+      R"({"bf16": {"enabled": true}, "gradient_clipping": "0.5", "zero_optimization": {"stage": "1",
       "reduce_bucket_size": ")" +
-             sci + R"(", "allgather_bucket_size": )" + sci + R"(,
+          sci + R"(", "allgather_bucket_size": )" + sci + R"(,
       "reduce_scatter": false, "use_multi_rank_bucket_allreduce": "false", "contiguous_gradients": false,
       "overlap_comm": true, "prefetch_bucket_size": )" +
-             std::to_string(value) + "}}",
-         1, c);
+          std::to_string(value) + "}}",
+      1, c);
   REQUIRE(c.zero.stage == 1);
   REQUIRE(c.zero.reduce_bucket_size == value);
   REQUIRE(c.zero.allgather_bucket_size == value);
@@ -195,12 +199,14 @@ TEST_CASE("batch sizes follow DeepSpeed's arithmetic and become tokens", "[deeps
     for (const Form& form :
          {Form{tbs + ", " + mbs + ", " + gas, micro, accumulation},
           Form{tbs + ", " + mbs, micro, accumulation}, Form{tbs + ", " + gas, micro, accumulation},
-          Form{mbs + ", " + gas, micro, accumulation}, Form{tbs, batch / world, 1}, Form{mbs, micro, 1}}) {
+          Form{mbs + ", " + gas, micro, accumulation}, Form{tbs, batch / world, 1},
+          Form{mbs, micro, 1}}) {
       INFO(form.json);
       Config c;
       import("{\"bf16\": {\"enabled\": true}, " + form.json + "}", world, c);
       REQUIRE(c.train.micro_batch == form.micro);
-      REQUIRE(c.train.global_batch_tokens == form.micro * form.accumulation * world * c.model.seq_len);
+      REQUIRE(c.train.global_batch_tokens ==
+              form.micro * form.accumulation * world * c.model.seq_len);
       REQUIRE(grad_accum_steps(c, world) == form.accumulation);
     }
   }
@@ -209,8 +215,9 @@ TEST_CASE("batch sizes follow DeepSpeed's arithmetic and become tokens", "[deeps
                                  "gradient_accumulation_steps": 8})",
                              2, c),
                 {"key 'train_batch_size'", "4*8*2 = 64", "got 48"});
-  require_parts(import_error(R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4})", 2, c),
-                {"key 'train_batch_size'", "expected a multiple of", "4*2 = 8", "got 30"});
+  require_parts(
+      import_error(R"({"train_batch_size": 30, "train_micro_batch_size_per_gpu": 4})", 2, c),
+      {"key 'train_batch_size'", "expected a multiple of", "4*2 = 8", "got 30"});
   require_parts(import_error(R"({"gradient_accumulation_steps": 4})", 1, c),
                 {"key 'gradient_accumulation_steps'", "alone does not fix the batch"});
   require_parts(import_error(R"({"train_micro_batch_size_per_gpu": 0})", 1, c),
@@ -230,15 +237,17 @@ TEST_CASE("bf16 + stage 1 + fp32 gradient accumulation is flagged as DeepSpeed's
                 {"key 'data_types.grad_accum_dtype'", "none of the four stage-1/2 gradient paths"});
   REQUIRE(warnings.size() == 1);
 
-  for (const std::string& other : {config(2, "fp32", ""), config(1, "bf16", ""),
-                                   config(1, "float32", R"(, "offload_optimizer": {"device": "cpu"})")}) {
+  for (const std::string& other :
+       {config(2, "fp32", ""), config(1, "bf16", ""),
+        config(1, "float32", R"(, "offload_optimizer": {"device": "cpu"})")}) {
     INFO(other);
     Config d;
     REQUIRE(count_mentions(import(other, 1, d), "BF16_Optimizer") == 0);
   }
   Config e;
-  REQUIRE(count_mentions(import(R"({"bf16": {"enabled": true}, "zero_optimization": {"stage": 1}})", 1, e),
-                         "BF16_Optimizer") == 0);
+  REQUIRE(count_mentions(
+              import(R"({"bf16": {"enabled": true}, "zero_optimization": {"stage": 1}})", 1, e),
+              "BF16_Optimizer") == 0);
 }
 
 TEST_CASE("precision other than bf16 is warned about", "[deepspeed]") {
@@ -269,8 +278,9 @@ TEST_CASE("bad DeepSpeed files give one-line errors naming file and key", "[deep
       "{\n  \"zero_optimization\": {\n    \"stage\": 2\n    \"overlap_comm\": true\n  }\n}\n";
   require_parts(import_error(syntax, 1, c), {":4: JSON syntax error", "end of map flow not found"});
   require_parts(import_error("[1, 2]", 1, c), {"expected a JSON object at the top level"});
-  require_parts(import_error("{\n  \"zero_optimization\": {\n    \"stage\": \"two\"\n  }\n}\n", 1, c),
-                {":3: key 'zero_optimization.stage'", "expected an integer, got 'two'"});
+  require_parts(
+      import_error("{\n  \"zero_optimization\": {\n    \"stage\": \"two\"\n  }\n}\n", 1, c),
+      {":3: key 'zero_optimization.stage'", "expected an integer, got 'two'"});
   require_parts(import_error(R"({"zero_optimization": {"stage": 5}})", 1, c),
                 {"key 'zero_optimization.stage'", "expected an integer in [0, 3], got 5"});
   require_parts(import_error(R"({"zero_optimization": {"reduce_bucket_size": 1.5}})", 1, c),

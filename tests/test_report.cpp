@@ -2,17 +2,17 @@
 // random numbers, checked through the CSV (configuration columns, TFLOP/s,
 // gradient bytes without the norm all-reduce, speed-ups and their baselines),
 // the Markdown table, the command's files, and the one-line errors.
-#include <cstdint>
-#include <stdexcept>
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 
 #include "tests/catch.h"
 #include "train/commands.h"
@@ -75,11 +75,12 @@ std::string summary_json(const FakeRun& r) {
     << "\"tokens_per_second\":" << r.tok_s << ",\"step_ms_median\":" << r.step_ms
     << ",\"params\":" << r.params << ",\"padded_params\":" << r.params << ",\"device\":\"cpu\","
     << "\"config\":{\"model\":{\"n_layer\":" << r.n_layer << ",\"n_head\":4,\"n_embd\":" << r.n_embd
-    << ",\"vocab_size\":256,\"seq_len\":" << r.seq_len << "},\"train\":{\"micro_batch\":"
-    << r.micro_batch << ",\"global_batch_tokens\":" << r.global_tokens
-    << "},\"zero\":{\"stage\":" << r.stage << ",\"reduce_scatter\":" << tf[r.reduce_scatter]
-    << "}},\"zero\":{\"stage\":" << r.stage << ",\"grad_path\":\"" << r.grad_path
-    << "\",\"reduce_bucket_size\":" << r.bucket << ",\"allgather_bucket_size\":500000000,"
+    << ",\"vocab_size\":256,\"seq_len\":" << r.seq_len
+    << "},\"train\":{\"micro_batch\":" << r.micro_batch
+    << ",\"global_batch_tokens\":" << r.global_tokens << "},\"zero\":{\"stage\":" << r.stage
+    << ",\"reduce_scatter\":" << tf[r.reduce_scatter] << "}},\"zero\":{\"stage\":" << r.stage
+    << ",\"grad_path\":\"" << r.grad_path << "\",\"reduce_bucket_size\":" << r.bucket
+    << ",\"allgather_bucket_size\":500000000,"
     << "\"overlap_comm\":" << tf[r.overlap] << ",\"allgather_bucketed\":false},"
     << "\"comm\":{\"per_step\":{" << per_step_json("all_reduce", r.all_reduce) << ","
     << per_step_json("reduce_scatter", r.reduce_scatter_bytes) << ","
@@ -97,8 +98,8 @@ void write_run(const fs::path& runs_dir, const FakeRun& r) {
 }
 
 // The CSV as rows of named fields (run names here have no commas or quotes).
-std::map<std::string, std::map<std::string, std::string>> parse_csv(const std::string& csv,
-                                                                    std::vector<std::string>* order) {
+std::map<std::string, std::map<std::string, std::string>> parse_csv(
+    const std::string& csv, std::vector<std::string>* order) {
   std::istringstream in(csv);
   std::string line;
   auto split = [](const std::string& s) {
@@ -161,12 +162,15 @@ std::vector<FakeRun> make_runs(std::mt19937_64& rng) {
     }
     return r;
   };
-  std::vector<FakeRun> runs = {
-      run("a-s0", 0, "allreduce"),           run("b-s1-ds", 1, "multi_rank_allreduce"),
-      run("c-s1-owner", 1, "per_owner_reduce"), run("d-s1-rs", 1, "reduce_scatter"),
-      run("e-s2-owner-2e8", 2, "per_owner_reduce"), run("f-s2-ds", 2, "multi_rank_allreduce"),
-      run("g-s2-rs-overlap", 2, "reduce_scatter"), run("h-s3-rs", 3, "reduce_scatter"),
-      run("i-s3-ar", 3, "allreduce")};
+  std::vector<FakeRun> runs = {run("a-s0", 0, "allreduce"),
+                               run("b-s1-ds", 1, "multi_rank_allreduce"),
+                               run("c-s1-owner", 1, "per_owner_reduce"),
+                               run("d-s1-rs", 1, "reduce_scatter"),
+                               run("e-s2-owner-2e8", 2, "per_owner_reduce"),
+                               run("f-s2-ds", 2, "multi_rank_allreduce"),
+                               run("g-s2-rs-overlap", 2, "reduce_scatter"),
+                               run("h-s3-rs", 3, "reduce_scatter"),
+                               run("i-s3-ar", 3, "allreduce")};
   runs[4].bucket = 200000000;
   runs[6].overlap = true;
   runs[8].reduce_scatter = false;
@@ -226,8 +230,8 @@ TEST_CASE("report rows: configuration, throughput, gradient bytes and speed-ups"
 
   // Speed-ups: against DeepSpeed's default path with the same settings.
   const std::map<std::string, std::string> expected_baseline = {
-      {"a-s0", "a-s0"},       {"b-s1-ds", "b-s1-ds"},   {"c-s1-owner", "b-s1-ds"},
-      {"d-s1-rs", "b-s1-ds"}, {"e-s2-owner-2e8", ""},  {"f-s2-ds", "f-s2-ds"},
+      {"a-s0", "a-s0"},        {"b-s1-ds", "b-s1-ds"}, {"c-s1-owner", "b-s1-ds"},
+      {"d-s1-rs", "b-s1-ds"},  {"e-s2-owner-2e8", ""}, {"f-s2-ds", "f-s2-ds"},
       {"g-s2-rs-overlap", ""}, {"h-s3-rs", "h-s3-rs"}, {"i-s3-ar", "h-s3-rs"}};
   for (const auto& [name, base] : expected_baseline) {
     INFO("run " << name);
@@ -252,8 +256,9 @@ TEST_CASE("report rows: configuration, throughput, gradient bytes and speed-ups"
     const std::string run = line.substr(2, line.find(' ', 2) - 2);
     INFO(line);
     const std::string no_speedup = "| — |";
-    const bool dash = line.size() >= no_speedup.size() &&
-                      line.compare(line.size() - no_speedup.size(), no_speedup.size(), no_speedup) == 0;
+    const bool dash =
+        line.size() >= no_speedup.size() &&
+        line.compare(line.size() - no_speedup.size(), no_speedup.size(), no_speedup) == 0;
     CHECK(dash == expected_baseline.at(run).empty());
     CHECK((line.find("(DS default)") != std::string::npos) ==
           (run == "b-s1-ds" || run == "f-s2-ds" || run == "h-s3-rs"));

@@ -165,8 +165,9 @@ ZtResult run_zerotrain(const ParamTable& table, const std::vector<float>& weight
   const int tokens = batch.B * batch.T;
   ZtResult r;
   if (with_grads) {
-    r.mean_loss = gpt.forward_backward(batch.inputs.data(), batch.targets.data(), 1.0f / tokens,
-                                       hooks) / tokens;
+    r.mean_loss =
+        gpt.forward_backward(batch.inputs.data(), batch.targets.data(), 1.0f / tokens, hooks) /
+        tokens;
     r.grads = hooks.grads_f32();
   } else {
     r.mean_loss = gpt.forward_loss(batch.inputs.data(), batch.targets.data(), hooks) / tokens;

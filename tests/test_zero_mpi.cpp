@@ -5,10 +5,10 @@
 // losses and final parameters within fp32 rounding, move exactly the bytes
 // `plan` predicts, and hold exactly the model-state bytes of the ZeRO formula.
 // Checks are collective: a failure on any rank fails the test on rank 0.
-#include <cstdint>
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -82,8 +82,8 @@ std::vector<Variant> variants() {
           z.reduce_bucket_size = persist == 64 ? 3000 : 500000000;
           z.overlap_comm = overlap;
           v.push_back({std::string("stage 3 ") + (rs ? "reduce_scatter" : "allreduce") +
-                           " persist " + std::to_string(persist) + " reuse " + std::to_string(reuse) +
-                           (overlap ? " overlap" : ""),
+                           " persist " + std::to_string(persist) + " reuse " +
+                           std::to_string(reuse) + (overlap ? " overlap" : ""),
                        z});
         }
   return v;
@@ -106,7 +106,8 @@ TEST_CASE("every stage and gradient path matches one rank, the plan and the form
 
     bool losses_ok = true;
     for (int s = 0; s < kSteps; s++)
-      losses_ok = losses_ok && std::abs(got.losses[s] - ref.losses[s]) <= 1e-5 * std::abs(ref.losses[s]);
+      losses_ok =
+          losses_ok && std::abs(got.losses[s] - ref.losses[s]) <= 1e-5 * std::abs(ref.losses[s]);
     CHECK(all_ranks(losses_ok));
     const double perr = rel_l2(got.master, ref.master);
     INFO("final parameters: relative L2 error " << perr);
@@ -117,13 +118,14 @@ TEST_CASE("every stage and gradient path matches one rank, the plan and the form
     CHECK(rel_l2(got.master, initial) > 1e-3);
 
     const StepPlan plan = plan_step(v.z, table, W, kSeqPerStep / (kB * W), DType::F32,
-                                     GPT::training_unit_order(table.config().n_layer));
+                                    GPT::training_unit_order(table.config().n_layer));
     bool comm_ok = true;
     for (int p = 0; p < static_cast<int>(Primitive::kCount); p++) {
       const PrimitiveStats& s = got.comm.by_primitive[p];
       const PlannedPrimitive& e = plan.per_step[p];
-      INFO(primitive_name(static_cast<Primitive>(p)) << ": measured " << s.calls << " calls, "
-           << s.bytes << " B; plan per step " << e.calls << " calls, " << e.bytes << " B");
+      INFO(primitive_name(static_cast<Primitive>(p))
+           << ": measured " << s.calls << " calls, " << s.bytes << " B; plan per step " << e.calls
+           << " calls, " << e.bytes << " B");
       const PlannedPrimitive& f = plan.first_step[p];
       const bool ok = s.calls == f.calls + e.calls * (kSteps - 1) &&
                       s.bytes == f.bytes + e.bytes * (kSteps - 1) &&
@@ -135,7 +137,8 @@ TEST_CASE("every stage and gradient path matches one rank, the plan and the form
     CHECK(all_ranks(comm_ok));
     CHECK(all_ranks(got.model_states ==
                     model_states_bytes(v.z.stage, got.padded, W, 4, 4) + plan.persistent_bytes));
-    CHECK(all_ranks(got.model_states == plan.params_bytes + plan.grads_bytes + plan.optimizer_bytes));
+    CHECK(
+        all_ranks(got.model_states == plan.params_bytes + plan.grads_bytes + plan.optimizer_bytes));
   }
 }
 
@@ -153,7 +156,8 @@ TEST_CASE("DeepSpeed's switches pick the primitives DeepSpeed's paths use", "[mp
   CHECK(grad_bytes(Primitive::ReduceScatter).calls == 0);
   z.use_multi_rank_bucket_allreduce = false;
   CHECK(grad_bytes(Primitive::Reduce).calls > 0);
-  CHECK(grad_bytes(Primitive::Reduce).bus_bytes == static_cast<double>(grad_bytes(Primitive::Reduce).bytes));
+  CHECK(grad_bytes(Primitive::Reduce).bus_bytes ==
+        static_cast<double>(grad_bytes(Primitive::Reduce).bytes));
   z.native_reduce_scatter = true;
   CHECK(grad_bytes(Primitive::ReduceScatter).calls > 0);
   CHECK(grad_bytes(Primitive::Reduce).calls == 0);
@@ -182,7 +186,8 @@ TEST_CASE("stage 3 gathers again in backward only when the reuse distance is sma
         static_cast<uint64_t>(trace.size() * A));
   // The first step traces: every use gathers, whatever the rules.
   z.stage3_max_reuse_distance = 1000000000;
-  CHECK(plan_step(z, table, W, A, DType::F32, trace).first_step[static_cast<int>(Primitive::AllGather)]
+  CHECK(plan_step(z, table, W, A, DType::F32, trace)
+            .first_step[static_cast<int>(Primitive::AllGather)]
             .calls == trace.size() + static_cast<uint64_t>(units * (A - 1)));
 }
 

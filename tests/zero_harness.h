@@ -3,10 +3,10 @@
 // exactly as the data loader does (micro-step m of rank r takes sequences
 // (m * W + r) * B.. of the step), so any W reproduces W = 1.
 #pragma once
-#include <cstdint>
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -56,7 +56,7 @@ struct RunResult {
 // Trains kSteps steps of kSeqPerStep sequences with the loader's indexing:
 // micro-step m of rank r takes sequences (m * W + r) * B.. of the step.
 inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
-                const GPTConfig& shape = tiny_model()) {
+                       const GPTConfig& shape = tiny_model()) {
   const ParamTable table(shape);
   const int W = comm.world(), r = comm.rank();
   const int A = kSeqPerStep / (kB * W);

@@ -98,9 +98,11 @@ std::vector<float> checkpoint_weights(const std::string& ckpt, Config* cfg_out) 
 int run_eval_command(const std::vector<std::string>& args) {
   Flags f = parse_flags("eval", args, {"--init-from", "--checkpoint", "--batches"});
   if (f.positional.size() != 1)
-    throw ConfigError("usage: zerotrain eval CONFIG [--init-from F | --checkpoint CKPT] [--batches N]");
+    throw ConfigError(
+        "usage: zerotrain eval CONFIG [--init-from F | --checkpoint CKPT] [--batches N]");
   Config cfg = load_config(f.positional[0], f.overrides);
-  const int batches = to_int("eval", "--batches", f.get("--batches", std::to_string(cfg.train.eval_batches)));
+  const int batches =
+      to_int("eval", "--batches", f.get("--batches", std::to_string(cfg.train.eval_batches)));
   DataLoader val(cfg.data.val, cfg.model.vocab_size, cfg.train.micro_batch, cfg.model.seq_len, 0, 1,
                  1, cfg.train.seed, false);
   ParamTable table(cfg.model);
@@ -131,18 +133,21 @@ int run_eval_command(const std::vector<std::string>& args) {
 }
 
 int run_sample_command(const std::vector<std::string>& args) {
-  Flags f = parse_flags("sample", args,
-                        {"--checkpoint", "--prompt", "--tokens", "--temperature", "--top-k", "--seed"});
+  Flags f =
+      parse_flags("sample", args,
+                  {"--checkpoint", "--prompt", "--tokens", "--temperature", "--top-k", "--seed"});
   if (f.get("--checkpoint").empty() || !f.positional.empty())
-    throw ConfigError("usage: zerotrain sample --checkpoint CKPT [--prompt TEXT] [--tokens N] "
-                      "[--temperature X] [--top-k K] [--seed S]");
+    throw ConfigError(
+        "usage: zerotrain sample --checkpoint CKPT [--prompt TEXT] [--tokens N] "
+        "[--temperature X] [--top-k K] [--seed S]");
   Config cfg;
   std::vector<float> w = checkpoint_weights(f.get("--checkpoint"), &cfg);
   std::unique_ptr<Tokenizer> tok = make_tokenizer(cfg.data.tokenizer);
   LoadedModel m = load_model(cfg, w);
   GPT model(*m.table, *m.ops, 1, cfg.model.seq_len);
   SampleSettings s;
-  s.tokens = to_int("sample", "--tokens", f.get("--tokens", std::to_string(cfg.train.sample_tokens)));
+  s.tokens =
+      to_int("sample", "--tokens", f.get("--tokens", std::to_string(cfg.train.sample_tokens)));
   s.top_k = to_int("sample", "--top-k", f.get("--top-k", std::to_string(cfg.train.top_k)));
   s.seed = static_cast<uint64_t>(to_int("sample", "--seed", f.get("--seed", "1")));
   try {
@@ -153,8 +158,10 @@ int run_sample_command(const std::vector<std::string>& args) {
   if (s.temperature <= 0) throw ConfigError("sample: --temperature must be > 0");
   std::vector<int> prompt = tok->encode(f.get("--prompt", "\n"));
   for (int t : prompt)
-    if (t >= cfg.model.vocab_size) throw ConfigError("sample: prompt token out of the model's vocabulary");
-  std::printf("%s\n", printable_utf8(tok->decode(sample_tokens(model, *m.engine, prompt, s))).c_str());
+    if (t >= cfg.model.vocab_size)
+      throw ConfigError("sample: prompt token out of the model's vocabulary");
+  std::printf("%s\n",
+              printable_utf8(tok->decode(sample_tokens(model, *m.engine, prompt, s))).c_str());
   return 0;
 }
 
@@ -163,7 +170,8 @@ int run_export_command(const std::vector<std::string>& args) {
   if (f.get("--checkpoint").empty() || f.positional.size() != 1)
     throw ConfigError("usage: zerotrain export --checkpoint CKPT --format llmc OUT.bin");
   if (f.get("--format", "llmc") != "llmc")
-    throw ConfigError("export: --format '" + f.get("--format") + "' is not supported (expected llmc)");
+    throw ConfigError("export: --format '" + f.get("--format") +
+                      "' is not supported (expected llmc)");
   Config cfg;
   std::vector<float> w = checkpoint_weights(f.get("--checkpoint"), &cfg);
   ParamTable table(cfg.model);

@@ -6,11 +6,11 @@
 // not merely at the key.
 #include "train/config.h"
 
-#include <cstdint>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -102,7 +102,8 @@ void ConfigLoader::load_file() {
   std::map<std::string, int> section_lines;
   for (const auto& entry : root) {
     std::string where = file_line(path, entry.first.Mark());
-    if (!entry.first.IsScalar()) fail(where + ": expected a section name, got " + describe_node(entry.first));
+    if (!entry.first.IsScalar())
+      fail(where + ": expected a section name, got " + describe_node(entry.first));
     const std::string& name = entry.first.Scalar();
     const auto& sections = config_sections();
     if (std::find(sections.begin(), sections.end(), name) == sections.end())
@@ -114,7 +115,8 @@ void ConfigLoader::load_file() {
            std::to_string(seen->second) + ")");
     if (entry.second.IsNull()) continue;  // "zero:" with nothing under it
     if (!entry.second.IsMap())
-      fail(where + ": section '" + name + "': expected a map of keys, got " + describe_node(entry.second));
+      fail(where + ": section '" + name + "': expected a map of keys, got " +
+           describe_node(entry.second));
     load_section(name, entry.second);
   }
 }
@@ -125,7 +127,8 @@ void ConfigLoader::load_section(const std::string& section, const YAML::Node& en
   for (const auto& entry : entries) {
     std::string where = file_line(path, entry.first.Mark());
     if (!entry.first.IsScalar())
-      fail(where + ": section '" + section + "': expected a key name, got " + describe_node(entry.first));
+      fail(where + ": section '" + section + "': expected a key name, got " +
+           describe_node(entry.first));
     const std::string& name = entry.first.Scalar();
     std::string prefix = where + ": key '" + section + "." + name + "': ";
     const ConfigKey* key = find_config_key(section, name);
@@ -135,7 +138,8 @@ void ConfigLoader::load_section(const std::string& section, const YAML::Node& en
            (suggestion.empty() ? ", expected one of " + keys_of(section) : suggestion));
     }
     auto [seen, first_time] = key_lines.emplace(name, entry.first.Mark().line + 1);
-    if (!first_time) fail(prefix + "duplicate key (first at line " + std::to_string(seen->second) + ")");
+    if (!first_time)
+      fail(prefix + "duplicate key (first at line " + std::to_string(seen->second) + ")");
     set_key(*key, entry.second, prefix);
   }
 }
@@ -147,7 +151,8 @@ void ConfigLoader::apply_override(const std::string& text) {
   std::string path = text.substr(0, eq);
   std::string value_text = text.substr(eq + 1);
   size_t dot = path.find('.');
-  if (dot == std::string::npos) fail(prefix + "expected SECTION.KEY=VALUE, found no '.' in '" + path + "'");
+  if (dot == std::string::npos)
+    fail(prefix + "expected SECTION.KEY=VALUE, found no '.' in '" + path + "'");
   std::string section = path.substr(0, dot);
   std::string name = path.substr(dot + 1);
   const auto& sections = config_sections();
@@ -164,12 +169,14 @@ void ConfigLoader::apply_override(const std::string& text) {
   try {
     value = YAML::Load(value_text);
   } catch (const YAML::Exception& e) {
-    fail(prefix + "cannot read '" + value_text + "' as a YAML scalar (" + e.msg + "); quote the value");
+    fail(prefix + "cannot read '" + value_text + "' as a YAML scalar (" + e.msg +
+         "); quote the value");
   }
   set_key(*key, value, prefix);
 }
 
-void ConfigLoader::set_key(const ConfigKey& key, const YAML::Node& value, const std::string& prefix) {
+void ConfigLoader::set_key(const ConfigKey& key, const YAML::Node& value,
+                           const std::string& prefix) {
   std::string problem = assign_from_yaml(key, config_, value);
   if (!problem.empty()) fail(prefix + problem);
   if (key.path() == "zero.overlap_comm") config_.zero.overlap_comm_set = true;
@@ -255,11 +262,13 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 void validate_config(const Config& c) { validate_with_origins(c, KeyOrigins{}); }
 
 void validate_for_world(const Config& c, int world_size) {
-  if (world_size < 1) fail("world size: expected an integer >= 1, got " + std::to_string(world_size));
+  if (world_size < 1)
+    fail("world size: expected an integer >= 1, got " + std::to_string(world_size));
   int64_t tokens_per_round = int64_t(c.train.micro_batch) * c.model.seq_len * world_size;
   int64_t tokens = c.train.global_batch_tokens;
   if (tokens_per_round <= 0 || tokens % tokens_per_round != 0)
-    fail(c.source + ": key 'train.global_batch_tokens': expected a multiple of micro_batch*seq_len*world = " +
+    fail(c.source +
+         ": key 'train.global_batch_tokens': expected a multiple of micro_batch*seq_len*world = " +
          std::to_string(c.train.micro_batch) + "*" + std::to_string(c.model.seq_len) + "*" +
          std::to_string(world_size) + " = " + std::to_string(tokens_per_round) + " at world size " +
          std::to_string(world_size) + ", got " + std::to_string(tokens) +
@@ -268,7 +277,8 @@ void validate_for_world(const Config& c, int world_size) {
 
 int grad_accum_steps(const Config& c, int world_size) {
   validate_for_world(c, world_size);
-  return int(c.train.global_batch_tokens / (int64_t(c.train.micro_batch) * c.model.seq_len * world_size));
+  return int(c.train.global_batch_tokens /
+             (int64_t(c.train.micro_batch) * c.model.seq_len * world_size));
 }
 
 // Keys in table order, grouped by section; reloading the text gives the same

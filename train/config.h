@@ -19,7 +19,7 @@ struct DataConfig {
 
 struct TrainConfig {
   int steps = 200;
-  int micro_batch = 4;                // B: sequences per micro-step per rank
+  int micro_batch = 4;                 // B: sequences per micro-step per rank
   int64_t global_batch_tokens = 6144;  // tokens per optimizer step over all ranks
   double lr = 1e-3;
   double min_lr = 1e-4;
@@ -42,7 +42,7 @@ struct TrainConfig {
 };
 
 struct SystemConfig {
-  std::string device = "cpu";  // auto | cpu | cuda
+  std::string device = "cpu";         // auto | cpu | cuda
   std::string communicator = "auto";  // auto | mpi | nccl (auto: nccl on GPUs when W > 1)
   bool deterministic = true;
   bool comm_trace = false;

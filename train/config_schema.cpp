@@ -1,12 +1,12 @@
 // The config key table, typed scalar parsing and "did you mean" suggestions.
 #include "train/config_schema.h"
 
-#include <cstdint>
 #include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <climits>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <string_view>
 
@@ -189,10 +189,8 @@ std::string suggest_section(const std::string& name) {
 bool parse_number(const std::string& text, double& out) {
   bool has_digit = false;
   for (char ch : text) {
-    if (std::isdigit(static_cast<unsigned char>(ch)))
-      has_digit = true;
-    else if (std::string_view("+-.eE").find(ch) == std::string_view::npos)
-      return false;
+    if (std::isdigit(static_cast<unsigned char>(ch))) has_digit = true;
+    else if (std::string_view("+-.eE").find(ch) == std::string_view::npos) return false;
   }
   if (!has_digit) return false;
   const char* first = text.data();
@@ -264,7 +262,8 @@ struct ScalarAssigner {
   std::string operator()(int* field) const {
     int64_t v = 0;
     if (!parse_int64(text, v)) return "expected an integer" + got();
-    if (v < INT_MIN || v > INT_MAX) return "expected an integer in [-2147483648, 2147483647]" + got();
+    if (v < INT_MIN || v > INT_MAX)
+      return "expected an integer in [-2147483648, 2147483647]" + got();
     *field = static_cast<int>(v);
     return "";
   }
@@ -289,16 +288,11 @@ struct ScalarAssigner {
 const char* type_name(const FieldRef& field) {
   switch (field.index()) {
     case 0:
-    case 1:
-      return "an integer";
-    case 2:
-      return "a non-negative integer";
-    case 3:
-      return "a number";
-    case 4:
-      return "a boolean (true or false)";
-    default:
-      return "a string";
+    case 1: return "an integer";
+    case 2: return "a non-negative integer";
+    case 3: return "a number";
+    case 4: return "a boolean (true or false)";
+    default: return "a string";
   }
 }
 
@@ -310,7 +304,8 @@ std::string assign_from_yaml(const ConfigKey& key, Config& c, const YAML::Node& 
     *std::get<std::string*>(field) = "";
     return "";
   }
-  if (!value.IsScalar()) return std::string("expected ") + type_name(field) + ", got " + describe_node(value);
+  if (!value.IsScalar())
+    return std::string("expected ") + type_name(field) + ", got " + describe_node(value);
   return std::visit(ScalarAssigner{value.Scalar()}, field);
 }
 
@@ -319,14 +314,10 @@ std::string check_range(const ConfigKey& key, Config& c) {
   FieldRef field = key.field(c);
   double v = 0;
   std::string text;
-  if (auto* i = std::get_if<int*>(&field))
-    v = **i, text = std::to_string(**i);
-  else if (auto* l = std::get_if<int64_t*>(&field))
-    v = double(**l), text = std::to_string(**l);
-  else if (auto* d = std::get_if<double*>(&field))
-    v = **d, text = format_double(**d);
-  else
-    return "";
+  if (auto* i = std::get_if<int*>(&field)) v = **i, text = std::to_string(**i);
+  else if (auto* l = std::get_if<int64_t*>(&field)) v = double(**l), text = std::to_string(**l);
+  else if (auto* d = std::get_if<double*>(&field)) v = **d, text = format_double(**d);
+  else return "";
   bool low_ok = !r.has_min || (r.min_inclusive ? v >= r.min : v > r.min);
   bool high_ok = !r.has_max || (r.max_inclusive ? v <= r.max : v < r.max);
   if (low_ok && high_ok) return "";
@@ -334,8 +325,7 @@ std::string check_range(const ConfigKey& key, Config& c) {
   if (r.has_max)
     expected = "in " + std::string(r.min_inclusive ? "[" : "(") + format_double(r.min) + ", " +
                format_double(r.max) + (r.max_inclusive ? "]" : ")");
-  else
-    expected = std::string(r.min_inclusive ? ">= " : "> ") + format_double(r.min);
+  else expected = std::string(r.min_inclusive ? ">= " : "> ") + format_double(r.min);
   return std::string("expected ") + type_name(field) + " " + expected + ", got " + text;
 }
 

@@ -3,11 +3,11 @@
 // range checks as the YAML config, so "5e8", 5e8 and 500000000 are one value.
 #include "train/deepspeed_import.h"
 
-#include <cstdint>
 #include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -46,12 +46,14 @@ const std::map<std::string, std::string>& honoured_zero_keys() {
 // Why common keys are ignored, where a reason helps more than "not honoured".
 std::string ignore_reason(const std::string& key) {
   static const std::map<std::string, std::string> reasons = {
-      {"optimizer", "zerotrain always runs AdamW with train.lr, beta1, beta2, eps and weight_decay"},
+      {"optimizer",
+       "zerotrain always runs AdamW with train.lr, beta1, beta2, eps and weight_decay"},
       {"scheduler", "zerotrain's schedule comes from train.lr, min_lr and warmup_steps"},
       {"zero_optimization.offload_optimizer", "zerotrain keeps optimizer state on the device"},
       {"zero_optimization.offload_param", "zerotrain keeps parameters on the device"},
       {"zero_optimization.sub_group_size", "zerotrain steps each rank's whole shard at once"},
-      {"zero_optimization.round_robin_gradients", "zerotrain assigns gradient partitions contiguously"},
+      {"zero_optimization.round_robin_gradients",
+       "zerotrain assigns gradient partitions contiguously"},
   };
   auto it = reasons.find(key);
   return it == reasons.end() ? "not honoured by zerotrain, ignored"
@@ -70,7 +72,8 @@ struct BatchKey {
 
 class DeepSpeedImporter {
  public:
-  DeepSpeedImporter(const std::string& path, int world_size, Config& c, std::vector<std::string>& warnings)
+  DeepSpeedImporter(const std::string& path, int world_size, Config& c,
+                    std::vector<std::string>& warnings)
       : path_(path), world_(world_size), c_(c), warnings_(warnings) {}
   void run();
 
@@ -85,7 +88,8 @@ class DeepSpeedImporter {
   void read_batch_key(BatchKey& key, const YAML::Node& v, const std::string& prefix) const;
 
   void import_zero(const YAML::Node& block);
-  void import_precision(const std::string& name, const YAML::Node& block, const std::string& prefix);
+  void import_precision(const std::string& name, const YAML::Node& block,
+                        const std::string& prefix);
   void import_data_types(const YAML::Node& block);
   void import_batch();
   void check_precision();
@@ -112,28 +116,23 @@ void DeepSpeedImporter::run() {
   } catch (const YAML::Exception& e) {
     fail(path_ + ":" + std::to_string(e.mark.line + 1) + ": JSON syntax error: " + e.msg);
   }
-  if (!root.IsMap()) fail(path_ + ":1: expected a JSON object at the top level, got " + describe_node(root));
+  if (!root.IsMap())
+    fail(path_ + ":1: expected a JSON object at the top level, got " + describe_node(root));
 
   for (const auto& entry : root) {
     const std::string name = entry.first.Scalar();
     const YAML::Node& v = entry.second;
     std::string where = prefix(entry.first, name);
-    if (name == "zero_optimization")
-      import_zero(require_map(v, where));
-    else if (name == "train_batch_size")
-      read_batch_key(train_batch_, v, where);
-    else if (name == "train_micro_batch_size_per_gpu")
-      read_batch_key(micro_batch_, v, where);
-    else if (name == "gradient_accumulation_steps")
-      read_batch_key(accumulation_, v, where);
+    if (name == "zero_optimization") import_zero(require_map(v, where));
+    else if (name == "train_batch_size") read_batch_key(train_batch_, v, where);
+    else if (name == "train_micro_batch_size_per_gpu") read_batch_key(micro_batch_, v, where);
+    else if (name == "gradient_accumulation_steps") read_batch_key(accumulation_, v, where);
     else if (name == "gradient_clipping") {
       if (!is_auto(v)) set_key("train.grad_clip", v, where);
     } else if (name == "bf16" || name == "bfloat16" || name == "fp16")
       import_precision(name, require_map(v, where), where);
-    else if (name == "data_types")
-      import_data_types(require_map(v, where));
-    else
-      warnings_.push_back(where + ignore_reason(name));
+    else if (name == "data_types") import_data_types(require_map(v, where));
+    else warnings_.push_back(where + ignore_reason(name));
   }
   import_batch();
   if (!c_.zero.overlap_comm_set) c_.zero.overlap_comm = c_.zero.stage == 3;
@@ -141,7 +140,8 @@ void DeepSpeedImporter::run() {
   validate_config(c_);
 }
 
-const YAML::Node& DeepSpeedImporter::require_map(const YAML::Node& v, const std::string& prefix) const {
+const YAML::Node& DeepSpeedImporter::require_map(const YAML::Node& v,
+                                                 const std::string& prefix) const {
   if (!v.IsMap()) fail(prefix + "expected a JSON object, got " + describe_node(v));
   return v;
 }
@@ -150,13 +150,15 @@ const YAML::Node& DeepSpeedImporter::require_map(const YAML::Node& v, const std:
 void DeepSpeedImporter::set_key(const std::string& zerotrain_path, const YAML::Node& v,
                                 const std::string& prefix) {
   size_t dot = zerotrain_path.find('.');
-  const ConfigKey* key = find_config_key(zerotrain_path.substr(0, dot), zerotrain_path.substr(dot + 1));
+  const ConfigKey* key =
+      find_config_key(zerotrain_path.substr(0, dot), zerotrain_path.substr(dot + 1));
   std::string problem = assign_from_yaml(*key, c_, v);
   if (problem.empty()) problem = check_range(*key, c_);
   if (!problem.empty()) fail(prefix + problem);
 }
 
-bool DeepSpeedImporter::read_enabled(const YAML::Node& v, const std::string& prefix, bool auto_value) const {
+bool DeepSpeedImporter::read_enabled(const YAML::Node& v, const std::string& prefix,
+                                     bool auto_value) const {
   if (is_auto(v)) return auto_value;
   bool enabled = false;
   if (!v.IsScalar() || !parse_bool(v.Scalar(), enabled))
@@ -164,7 +166,8 @@ bool DeepSpeedImporter::read_enabled(const YAML::Node& v, const std::string& pre
   return enabled;
 }
 
-void DeepSpeedImporter::read_batch_key(BatchKey& key, const YAML::Node& v, const std::string& prefix) const {
+void DeepSpeedImporter::read_batch_key(BatchKey& key, const YAML::Node& v,
+                                       const std::string& prefix) const {
   key.present = true;
   key.prefix = prefix;
   if (is_auto(v)) {
@@ -194,8 +197,7 @@ void DeepSpeedImporter::import_zero(const YAML::Node& block) {
     }
     const std::string& target = honoured->second;
     if (is_auto(v)) {
-      if (target == "reduce_bucket_size")
-        c_.zero.reduce_bucket_size = hidden * hidden;
+      if (target == "reduce_bucket_size") c_.zero.reduce_bucket_size = hidden * hidden;
       else if (target == "stage3_prefetch_bucket_size")
         c_.zero.stage3_prefetch_bucket_size = int64_t(0.9 * double(hidden * hidden));
       else if (target == "stage3_param_persistence_threshold")
@@ -246,8 +248,7 @@ void DeepSpeedImporter::import_data_types(const YAML::Node& block) {
       grad_accum_dtype_ = DType::bf16;
     else if (text == "fp16" || text == "float16" || text == "half" || text == "torch.float16")
       grad_accum_dtype_ = DType::fp16;
-    else
-      fail(where + "expected one of fp32, bf16, fp16, got " + describe_node(entry.second));
+    else fail(where + "expected one of fp32, bf16, fp16, got " + describe_node(entry.second));
     dtype_prefix_ = where;
   }
 }
@@ -279,14 +280,15 @@ void DeepSpeedImporter::import_batch() {
             : "train_micro_batch_size_per_gpu * world size = " + text(micro, world);
     bool ok = accumulation_.present ? batch == step : batch % step == 0;
     if (!ok)
-      fail(train_batch_.prefix + "expected " + (accumulation_.present ? "" : "a multiple of ") + factors +
-           " = " + std::to_string(step) + ", got " + std::to_string(batch));
+      fail(train_batch_.prefix + "expected " + (accumulation_.present ? "" : "a multiple of ") +
+           factors + " = " + std::to_string(step) + ", got " + std::to_string(batch));
   } else if (train_batch_.present) {
     int64_t step = accumulation * world;
     if (batch % step != 0)
       fail(train_batch_.prefix + "expected a multiple of " +
-           (accumulation_.present ? "gradient_accumulation_steps * world size = " + text(accumulation, world)
-                                  : std::string("the world size")) +
+           (accumulation_.present
+                ? "gradient_accumulation_steps * world size = " + text(accumulation, world)
+                : std::string("the world size")) +
            " = " + std::to_string(step) + ", got " + std::to_string(batch));
     micro = batch / step;
   } else {
@@ -301,15 +303,17 @@ void DeepSpeedImporter::import_batch() {
 }
 
 void DeepSpeedImporter::check_precision() {
-  if (fp16_ && bf16_) fail(fp16_prefix_ + "fp16 and bf16 are both enabled; DeepSpeed accepts only one");
+  if (fp16_ && bf16_)
+    fail(fp16_prefix_ + "fp16 and bf16 are both enabled; DeepSpeed accepts only one");
   if (fp16_)
     warnings_.push_back(fp16_prefix_ +
                         "zerotrain has no fp16 mode (nor loss scaling): it trains in bf16 on the "
                         "GPU and fp32 on the CPU; the fp16 block is ignored");
   else if (!bf16_)
-    warnings_.push_back(path_ +
-                        ": key 'bf16.enabled': not enabled, so DeepSpeed would train in fp32; zerotrain "
-                        "trains in bf16 on the GPU and fp32 on the CPU");
+    warnings_.push_back(
+        path_ +
+        ": key 'bf16.enabled': not enabled, so DeepSpeed would train in fp32; zerotrain "
+        "trains in bf16 on the GPU and fp32 on the CPU");
   if (grad_accum_dtype_ == DType::unset) return;
   if (bf16_ && grad_accum_dtype_ == DType::fp32 && c_.zero.stage == 1 && !optimizer_offload_to_cpu_)
     warnings_.push_back(
@@ -325,9 +329,10 @@ void DeepSpeedImporter::check_precision() {
 
 }  // namespace
 
-void apply_deepspeed_config(const std::string& json_path, Config& c, std::vector<std::string>& warnings,
-                            int world_size) {
-  if (world_size < 1) fail("world size: expected an integer >= 1, got " + std::to_string(world_size));
+void apply_deepspeed_config(const std::string& json_path, Config& c,
+                            std::vector<std::string>& warnings, int world_size) {
+  if (world_size < 1)
+    fail("world size: expected an integer >= 1, got " + std::to_string(world_size));
   DeepSpeedImporter(json_path, world_size, c, warnings).run();
 }
 

@@ -46,8 +46,8 @@ namespace zt {
 // Applies the JSON file to `c` (which holds the model shape that "auto" needs)
 // for a run on `world_size` ranks; appends one line per ignored or
 // approximated key to `warnings`. Leaves model, data and system untouched.
-void apply_deepspeed_config(const std::string& json_path, Config& c, std::vector<std::string>& warnings,
-                            int world_size);
+void apply_deepspeed_config(const std::string& json_path, Config& c,
+                            std::vector<std::string>& warnings, int world_size);
 
 // Checks a Config changed after load_config (as by the import above) with
 // load_config's rules: every key's range and the cross-key rules; messages

@@ -87,13 +87,15 @@ int run_plan_command(const std::vector<std::string>& args) {
   const int A = grad_accum_steps(cfg, world);
   const DType t = cfg.system.device == "cuda" ? DType::BF16 : DType::F32;
   ParamTable table(cfg.model);
-  std::printf("plan: %s, %zu parameters, W = %d, %d micro-steps per step, %s gradients and "
-              "parameters, reduce_bucket_size %lld, allgather %s\n",
-              path.c_str(), table.total(), world, A, dtype_name(t),
-              static_cast<long long>(cfg.zero.reduce_bucket_size),
-              cfg.zero.allgather_bucketed ? "bucketed" : "one call per partition group");
-  std::printf("bytes are per rank per optimizer step; payload as nccl-tests counts it, bus = "
-              "payload x bus factor\n\n");
+  std::printf(
+      "plan: %s, %zu parameters, W = %d, %d micro-steps per step, %s gradients and "
+      "parameters, reduce_bucket_size %lld, allgather %s\n",
+      path.c_str(), table.total(), world, A, dtype_name(t),
+      static_cast<long long>(cfg.zero.reduce_bucket_size),
+      cfg.zero.allgather_bucketed ? "bucketed" : "one call per partition group");
+  std::printf(
+      "bytes are per rank per optimizer step; payload as nccl-tests counts it, bus = "
+      "payload x bus factor\n\n");
   std::printf("  %-30s %14s %14s %14s %14s | %-14s %6s %16s %18s\n", "configuration", "params B",
               "grads B", "optimizer B", "model states B", "primitive", "calls", "payload B",
               "bus B");
@@ -105,16 +107,16 @@ int run_plan_command(const std::vector<std::string>& args) {
       const PlannedPrimitive& c = p.per_step[i];
       if (c.calls == 0) continue;
       if (first)
-        std::printf("%s %-30s %14llu %14llu %14llu %14llu | ", mark, v.label.c_str(),
-                    static_cast<unsigned long long>(p.params_bytes),
-                    static_cast<unsigned long long>(p.grads_bytes),
-                    static_cast<unsigned long long>(p.optimizer_bytes),
-                    static_cast<unsigned long long>(p.params_bytes + p.grads_bytes + p.optimizer_bytes));
-      else
-        std::printf("  %-30s %14s %14s %14s %14s | ", "", "", "", "", "");
+        std::printf(
+            "%s %-30s %14llu %14llu %14llu %14llu | ", mark, v.label.c_str(),
+            static_cast<unsigned long long>(p.params_bytes),
+            static_cast<unsigned long long>(p.grads_bytes),
+            static_cast<unsigned long long>(p.optimizer_bytes),
+            static_cast<unsigned long long>(p.params_bytes + p.grads_bytes + p.optimizer_bytes));
+      else std::printf("  %-30s %14s %14s %14s %14s | ", "", "", "", "", "");
       std::printf("%-14s %6llu %16llu %18.0f\n", primitive_name(static_cast<Primitive>(i)),
-                  static_cast<unsigned long long>(c.calls), static_cast<unsigned long long>(c.bytes),
-                  c.bus_bytes);
+                  static_cast<unsigned long long>(c.calls),
+                  static_cast<unsigned long long>(c.bytes), c.bus_bytes);
       first = false;
     }
     // Stage 3 traces the unit order in its first micro-step, gathering at every use.
@@ -123,13 +125,14 @@ int run_plan_command(const std::vector<std::string>& args) {
       if (f.calls == p.per_step[i].calls) continue;
       std::printf("  %-30s %14s %14s %14s %14s | %-14s %6llu %16llu %18.0f  (first step)\n", "", "",
                   "", "", "", primitive_name(static_cast<Primitive>(i)),
-                  static_cast<unsigned long long>(f.calls), static_cast<unsigned long long>(f.bytes),
-                  f.bus_bytes);
+                  static_cast<unsigned long long>(f.calls),
+                  static_cast<unsigned long long>(f.bytes), f.bus_bytes);
     }
   }
-  std::printf("\nstage 3 rows: stage3_param_persistence_threshold %lld keeps tensors of at most that "
-              "many elements whole on every rank\n",
-              static_cast<long long>(cfg.zero.stage3_param_persistence_threshold));
+  std::printf(
+      "\nstage 3 rows: stage3_param_persistence_threshold %lld keeps tensors of at most that "
+      "many elements whole on every rank\n",
+      static_cast<long long>(cfg.zero.stage3_param_persistence_threshold));
   return 0;
 }
 

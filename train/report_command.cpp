@@ -101,7 +101,9 @@ std::string plots_section(const ReportArgs& a, const fs::path& csv) {
   } else if (run_program({kPython, "-c", "import matplotlib"}, true) != 0) {
     skipped = std::string(kPython) + " has no matplotlib (`import matplotlib` failed)";
   } else if ((script = find_plot_script()).empty()) {
-    skipped = "scripts/plot_report.py not found (looked under the current directory and beside the binary)";
+    skipped =
+        "scripts/plot_report.py not found (looked under the current directory and beside the "
+        "binary)";
   }
   std::string md = "## Plots\n\n";
   if (!skipped.empty()) {
@@ -114,7 +116,8 @@ std::string plots_section(const ReportArgs& a, const fs::path& csv) {
     return md + "Plots failed: " + script + " exited with status " + std::to_string(rc) +
            " (its message went to stderr). report.csv holds every number.\n";
   }
-  return md + "Tokens per second per configuration:\n\n![tok/s per configuration](throughput.png)\n\n" +
+  return md +
+         "Tokens per second per configuration:\n\n![tok/s per configuration](throughput.png)\n\n" +
          "Bus bytes per rank per step, stacked by primitive (gradients, and the parameter "
          "all-gather; norm all-reduce excluded):\n\n"
          "![bus bytes per primitive per configuration](bytes_per_primitive.png)\n";
@@ -127,8 +130,8 @@ void write_file(const fs::path& path, const std::string& text) {
 }
 
 std::string markdown_document(const ReportArgs& a, const RunsDir& runs, const std::string& plots) {
-  std::string md = "# zerotrain report\n\n" + std::to_string(runs.rows.size()) +
-                   " runs from `" + a.runs_dir + "` (every `RUN/summary.json`).\n\n";
+  std::string md = "# zerotrain report\n\n" + std::to_string(runs.rows.size()) + " runs from `" +
+                   a.runs_dir + "` (every `RUN/summary.json`).\n\n";
   md += report_markdown_table(runs.rows) + "\n" + report_caption() + "\n\n";
   if (!runs.without_summary.empty()) {
     md += "Directories without summary.json (failed, unfinished or not runs):";
@@ -157,7 +160,8 @@ int run_report_command(const std::vector<std::string>& args) {
     std::printf("report: %zu runs -> %s, %s\n", runs.rows.size(), md.string().c_str(),
                 csv.string().c_str());
     if (!runs.without_summary.empty())
-      std::printf("report: %zu directories without summary.json left out\n", runs.without_summary.size());
+      std::printf("report: %zu directories without summary.json left out\n",
+                  runs.without_summary.size());
   } catch (const std::runtime_error& e) {
     std::fprintf(stderr, "zerotrain: %s\n", e.what());
     return 2;

@@ -1,10 +1,10 @@
 #include "train/report_table.h"
 
-#include <cstdint>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -51,7 +51,8 @@ class SummaryFile {
   }
   int64_t integer(const std::string& dotted) const {
     const double v = number(dotted);
-    if (v != std::floor(v)) fail("key '" + dotted + "': expected an integer, got '" + text(at(dotted)) + "'");
+    if (v != std::floor(v))
+      fail("key '" + dotted + "': expected an integer, got '" + text(at(dotted)) + "'");
     return static_cast<int64_t>(v);
   }
   bool boolean(const std::string& dotted) const {
@@ -82,7 +83,9 @@ class SummaryFile {
     if (!n.IsDefined()) fail("missing key '" + dotted + "'");
     return n;
   }
-  static std::string text(const YAML::Node& n) { return n.IsScalar() ? n.Scalar() : "(not a scalar)"; }
+  static std::string text(const YAML::Node& n) {
+    return n.IsScalar() ? n.Scalar() : "(not a scalar)";
+  }
 
   std::string path_;
   YAML::Node root_;
@@ -100,7 +103,8 @@ PrimitiveBytes without_norm_all_reduce(PrimitiveBytes all_reduce, int stage, int
   if (stage == 0) return all_reduce;
   const double norm_bytes = 4;
   all_reduce.payload = std::max(0.0, all_reduce.payload - norm_bytes);
-  all_reduce.bus = std::max(0.0, all_reduce.bus - norm_bytes * bus_factor(Primitive::AllReduce, world));
+  all_reduce.bus =
+      std::max(0.0, all_reduce.bus - norm_bytes * bus_factor(Primitive::AllReduce, world));
   return all_reduce;
 }
 
@@ -144,8 +148,8 @@ std::string human_bytes(double b) {
     u++;
   }
   const char* f = u == 0 || std::fabs(b) >= 99.5 ? "%.0f "
-                  : std::fabs(b) >= 9.995         ? "%.1f "
-                                                  : "%.2f ";
+                  : std::fabs(b) >= 9.995        ? "%.1f "
+                                                 : "%.2f ";
   return fmt(f, b) + units[u];
 }
 
@@ -203,8 +207,8 @@ ReportRow read_summary(const std::string& path, const std::string& run_name) {
   r.params = s.integer("params");
 
   r.tokens_per_second = s.number("tokens_per_second");
-  r.tflops_per_gpu =
-      r.tokens_per_second * flops_per_token(r.params, r.n_layer, r.n_embd, r.seq_len) / r.world / 1e12;
+  r.tflops_per_gpu = r.tokens_per_second *
+                     flops_per_token(r.params, r.n_layer, r.n_embd, r.seq_len) / r.world / 1e12;
   r.step_ms = s.number("step_ms_median");
   r.exposed_comm_ms_per_step = s.number("comm.exposed_seconds_per_step") * 1e3;
   r.grad_all_reduce = without_norm_all_reduce(per_step(s, "all_reduce"), r.stage, r.world);
@@ -243,12 +247,14 @@ RunsDir load_runs_dir(const std::string& runs_dir) {
   RunsDir out;
   for (const fs::path& d : dirs) {
     const fs::path summary = d / "summary.json";
-    if (fs::exists(summary)) out.rows.push_back(read_summary(summary.string(), d.filename().string()));
+    if (fs::exists(summary))
+      out.rows.push_back(read_summary(summary.string(), d.filename().string()));
     else out.without_summary.push_back(d.filename().string());
   }
   if (out.rows.empty())
-    throw std::runtime_error("report: no summary.json in any subdirectory of " + runs_dir +
-                             " (expected RUNS_DIR/RUN/summary.json, as scripts/sweep.sh --out writes)");
+    throw std::runtime_error(
+        "report: no summary.json in any subdirectory of " + runs_dir +
+        " (expected RUNS_DIR/RUN/summary.json, as scripts/sweep.sh --out writes)");
   std::stable_sort(out.rows.begin(), out.rows.end(), [](const ReportRow& a, const ReportRow& b) {
     return std::make_tuple(a.stage, path_rank(a.grad_path), a.grad_path, !a.reduce_scatter,
                            a.reduce_bucket_size, a.overlap_comm, a.micro_batch, a.world, a.run) <
@@ -268,16 +274,32 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
       "param_all_gather_bus_bytes,model_states_bytes,peak_total_bytes,speedup_vs_ds_default,"
       "baseline_run\n";
   for (const ReportRow& r : rows) {
-    const std::vector<std::string> f = {
-        csv_field(r.run), csv_field(r.device), std::to_string(r.stage), csv_field(r.grad_path),
-        std::to_string(r.reduce_bucket_size), r.overlap_comm ? "true" : "false",
-        std::to_string(r.micro_batch), std::to_string(r.accum_steps), std::to_string(r.world),
-        std::to_string(r.params), g12(r.tokens_per_second), g12(r.tflops_per_gpu), g12(r.step_ms),
-        g12(r.exposed_comm_ms_per_step), g12(r.grad_all_reduce.payload), g12(r.grad_all_reduce.bus),
-        g12(r.grad_reduce.payload), g12(r.grad_reduce.bus), g12(r.grad_reduce_scatter.payload),
-        g12(r.grad_reduce_scatter.bus), g12(r.param_all_gather.payload), g12(r.param_all_gather.bus),
-        g12(r.model_states_bytes), g12(r.peak_total_bytes), r.has_baseline ? g12(r.speedup) : "",
-        csv_field(r.baseline_run)};
+    const std::vector<std::string> f = {csv_field(r.run),
+                                        csv_field(r.device),
+                                        std::to_string(r.stage),
+                                        csv_field(r.grad_path),
+                                        std::to_string(r.reduce_bucket_size),
+                                        r.overlap_comm ? "true" : "false",
+                                        std::to_string(r.micro_batch),
+                                        std::to_string(r.accum_steps),
+                                        std::to_string(r.world),
+                                        std::to_string(r.params),
+                                        g12(r.tokens_per_second),
+                                        g12(r.tflops_per_gpu),
+                                        g12(r.step_ms),
+                                        g12(r.exposed_comm_ms_per_step),
+                                        g12(r.grad_all_reduce.payload),
+                                        g12(r.grad_all_reduce.bus),
+                                        g12(r.grad_reduce.payload),
+                                        g12(r.grad_reduce.bus),
+                                        g12(r.grad_reduce_scatter.payload),
+                                        g12(r.grad_reduce_scatter.bus),
+                                        g12(r.param_all_gather.payload),
+                                        g12(r.param_all_gather.bus),
+                                        g12(r.model_states_bytes),
+                                        g12(r.peak_total_bytes),
+                                        r.has_baseline ? g12(r.speedup) : "",
+                                        csv_field(r.baseline_run)};
     for (size_t i = 0; i < f.size(); i++) s += (i ? "," : "") + f[i];
     s += "\n";
   }
@@ -288,21 +310,32 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
   std::string s =
       "| run | stage | grad path | bucket | overlap | micro-batch | accum | world | tok/s | "
       "TFLOP/s per GPU | step ms | exposed comm ms/step | grad all_reduce | grad reduce | "
-      "grad reduce_scatter | param all_gather | model states | peak total | speed-up vs DS default |\n"
+      "grad reduce_scatter | param all_gather | model states | peak total | speed-up vs DS default "
+      "|\n"
       "| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
       "---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const ReportRow& r : rows) {
     std::string path = r.grad_path;
     if (r.stage > 0 && is_deepspeed_default(r)) path += " (DS default)";
-    const std::vector<std::string> f = {
-        r.run, std::to_string(r.stage), path, bucket_label(r.reduce_bucket_size),
-        r.overlap_comm ? "on" : "off", std::to_string(r.micro_batch), std::to_string(r.accum_steps),
-        std::to_string(r.world), fmt("%.0f", r.tokens_per_second), fmt("%.3g", r.tflops_per_gpu),
-        fmt("%.1f", r.step_ms), fmt("%.2f", r.exposed_comm_ms_per_step),
-        human_bytes(r.grad_all_reduce.bus), human_bytes(r.grad_reduce.bus),
-        human_bytes(r.grad_reduce_scatter.bus), human_bytes(r.param_all_gather.bus),
-        human_bytes(r.model_states_bytes), human_bytes(r.peak_total_bytes),
-        r.has_baseline ? fmt("%.2fx", r.speedup) : "—"};
+    const std::vector<std::string> f = {r.run,
+                                        std::to_string(r.stage),
+                                        path,
+                                        bucket_label(r.reduce_bucket_size),
+                                        r.overlap_comm ? "on" : "off",
+                                        std::to_string(r.micro_batch),
+                                        std::to_string(r.accum_steps),
+                                        std::to_string(r.world),
+                                        fmt("%.0f", r.tokens_per_second),
+                                        fmt("%.3g", r.tflops_per_gpu),
+                                        fmt("%.1f", r.step_ms),
+                                        fmt("%.2f", r.exposed_comm_ms_per_step),
+                                        human_bytes(r.grad_all_reduce.bus),
+                                        human_bytes(r.grad_reduce.bus),
+                                        human_bytes(r.grad_reduce_scatter.bus),
+                                        human_bytes(r.param_all_gather.bus),
+                                        human_bytes(r.model_states_bytes),
+                                        human_bytes(r.peak_total_bytes),
+                                        r.has_baseline ? fmt("%.2fx", r.speedup) : "—"};
     s += "|";
     for (const std::string& x : f) s += " " + x + " |";
     s += "\n";

@@ -4,8 +4,8 @@
 // default path of the same stage and settings. The rendering to CSV and to a
 // Markdown table lives here too, so that tests can check what users read.
 #pragma once
-#include <stdexcept>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -42,7 +42,7 @@ struct ReportRow {
 };
 
 struct RunsDir {
-  std::vector<ReportRow> rows;              // sorted: stage, path, settings, name
+  std::vector<ReportRow> rows;               // sorted: stage, path, settings, name
   std::vector<std::string> without_summary;  // subdirectories with no summary.json
 };
 

@@ -1,9 +1,9 @@
 #include "train/run_outputs.h"
 
-#include <cstdint>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -69,7 +69,8 @@ void RunOutputs::open_metrics(int64_t start_step) {
     std::string line;
     while (std::getline(in, line)) {
       const size_t p = line.find("\"step\":");
-      if (p != std::string::npos && std::stoll(line.substr(p + 7)) <= start_step) kept += line + "\n";
+      if (p != std::string::npos && std::stoll(line.substr(p + 7)) <= start_step)
+        kept += line + "\n";
     }
   }
   metrics_ = std::fopen(path.c_str(), "w");
@@ -85,15 +86,18 @@ void RunOutputs::step(const StepRecord& r, int total, double tok_s, double elaps
   const bool print = r.val_loss >= 0 || r.step == total || r.step == 1 ||
                      (log_every > 0 && r.step % log_every == 0);
   if (print) {
-  std::printf("step %5lld/%d | loss %.4f | norm %.4f | lr %.2e | %.1f ms | %.0f tok/s | ETA %s",
-              static_cast<long long>(r.step), total, r.loss, r.grad_norm, r.lr, r.ms, tok_s,
-              format_duration(eta).c_str());
-  if (r.val_loss >= 0) std::printf(" | val %.4f", r.val_loss);
-  std::printf("\n");
-  std::fflush(stdout);
+    std::printf("step %5lld/%d | loss %.4f | norm %.4f | lr %.2e | %.1f ms | %.0f tok/s | ETA %s",
+                static_cast<long long>(r.step), total, r.loss, r.grad_norm, r.lr, r.ms, tok_s,
+                format_duration(eta).c_str());
+    if (r.val_loss >= 0) std::printf(" | val %.4f", r.val_loss);
+    std::printf("\n");
+    std::fflush(stdout);
   }
   JsonObject o;
-  o.add("step", r.step).add("loss", r.loss).add("lr", r.lr).add("grad_norm", r.grad_norm)
+  o.add("step", r.step)
+      .add("loss", r.loss)
+      .add("lr", r.lr)
+      .add("grad_norm", r.grad_norm)
       .add("ms", r.ms);
   if (r.val_loss >= 0) o.add("val_loss", r.val_loss);
   std::fprintf(metrics_, "%s\n", o.str().c_str());
@@ -102,7 +106,8 @@ void RunOutputs::step(const StepRecord& r, int total, double tok_s, double elaps
 
 void RunOutputs::sample(int64_t step, const std::string& text) {
   if (!writer_) return;
-  std::printf("---- sample at step %lld ----\n%s\n----\n", static_cast<long long>(step), text.c_str());
+  std::printf("---- sample at step %lld ----\n%s\n----\n", static_cast<long long>(step),
+              text.c_str());
   std::fflush(stdout);
 }
 
@@ -148,19 +153,22 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("stage3_persistent_params", s.persistent_bytes)
       .add("stage3_live_params_peak", s.live_params_peak_bytes)
       .add("peak_total", L.peak_total())
-      .add("note", "bytes per rank from the allocator; params/grads/optimizer held at the end, "
-                   "activations/comm_buffers at their peak; formulas on the padded parameter count, "
-                   "stage 3's plus its persistent parameters");
+      .add("note",
+           "bytes per rank from the allocator; params/grads/optimizer held at the end, "
+           "activations/comm_buffers at their peak; formulas on the padded parameter count, "
+           "stage 3's plus its persistent parameters");
 
   JsonObject zero;
-  zero.add("stage", s.stage).add("grad_path", s.grad_path)
+  zero.add("stage", s.stage)
+      .add("grad_path", s.grad_path)
       .add("reduce_bucket_size", static_cast<int64_t>(s.zero.reduce_bucket_size))
       .add("allgather_bucket_size", static_cast<int64_t>(s.zero.allgather_bucket_size))
       .add("overlap_comm", s.zero.overlap_comm)
       .add("allgather_bucketed", s.zero.allgather_bucketed);
 
   JsonObject o;
-  o.add("world_size", s.world).add("steps", s.steps_done)
+  o.add("world_size", s.world)
+      .add("steps", s.steps_done)
       .add("steps_this_run", s.steps_this_run)
       .add("final_train_loss", s.final_train_loss);
   if (s.final_val_loss >= 0) o.add("final_val_loss", s.final_val_loss);

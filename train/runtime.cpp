@@ -1,10 +1,10 @@
 #include "train/runtime.h"
 
-#include <stdexcept>
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <thread>
 
 #include "model/cpu/cpu_matmul.h"
@@ -37,21 +37,19 @@ Runtime make_runtime(const SystemConfig& sys) {
     use_cuda = true;
   } else if (sys.device == "auto") {
     use_cuda = cuda_available(&why);
-    if (!use_cuda) rt.device_note = "system.device auto: no usable GPU (" + why + "), using the CPU";
+    if (!use_cuda)
+      rt.device_note = "system.device auto: no usable GPU (" + why + "), using the CPU";
   }
   rt.ops = use_cuda ? make_cuda_ops(rt.local_rank) : make_cpu_ops();
 
   std::unique_ptr<Communicator> inner;
-  const bool want_nccl = use_cuda && rt.world > 1 &&
-                         (sys.communicator == "nccl" || sys.communicator == "auto");
+  const bool want_nccl =
+      use_cuda && rt.world > 1 && (sys.communicator == "nccl" || sys.communicator == "auto");
   if (sys.communicator == "nccl" && !use_cuda)
     throw std::runtime_error("system.communicator: nccl needs system.device cuda");
-  if (rt.world == 1 && sys.communicator != "nccl")
-    inner = make_single_communicator(*rt.ops);
-  else if (want_nccl || (sys.communicator == "nccl"))
-    inner = make_nccl_communicator(*rt.ops);
-  else
-    inner = make_mpi_communicator(*rt.ops);
+  if (rt.world == 1 && sys.communicator != "nccl") inner = make_single_communicator(*rt.ops);
+  else if (want_nccl || (sys.communicator == "nccl")) inner = make_nccl_communicator(*rt.ops);
+  else inner = make_mpi_communicator(*rt.ops);
   rt.comm.reset(new CountingCommunicator(std::move(inner)));
   return rt;
 }

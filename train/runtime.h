@@ -2,8 +2,8 @@
 // rank (which GPU, how many BLAS threads), the Ops backend for system.device and
 // the counting communicator ZeRO talks through.
 #pragma once
-#include <stdexcept>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "model/ops.h"

@@ -1,8 +1,8 @@
 #include "train/sampler.h"
 
-#include <cstdint>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <numeric>
 
 namespace zt {
@@ -30,8 +30,9 @@ std::vector<int> sample_tokens(GPT& model, UnitHooks& hooks, std::vector<int> to
     std::vector<int> idx(V);
     std::iota(idx.begin(), idx.end(), 0);
     const int k = s.top_k > 0 ? std::min(s.top_k, V) : V;
-    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(),
-                      [&](int a, int b) { return logits[a] > logits[b] || (logits[a] == logits[b] && a < b); });
+    std::partial_sort(idx.begin(), idx.begin() + k, idx.end(), [&](int a, int b) {
+      return logits[a] > logits[b] || (logits[a] == logits[b] && a < b);
+    });
     std::vector<double> p(k);
     double sum = 0;
     for (int j = 0; j < k; j++) {

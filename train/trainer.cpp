@@ -4,12 +4,12 @@
 // step, metrics, evaluation, samples, checkpoints; finally the run summary.
 #include "train/trainer.h"
 
-#include <cstdint>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -45,7 +45,7 @@ std::string default_run_dir(const std::string& config_path) {
 }
 
 void make_dirs(const std::string& path) {
-  for (size_t p = path.find('/', 1); ; p = path.find('/', p + 1)) {
+  for (size_t p = path.find('/', 1);; p = path.find('/', p + 1)) {
     mkdir(path.substr(0, p).c_str(), 0755);
     if (p == std::string::npos) break;
   }
@@ -84,8 +84,9 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
     else throw ConfigError("train: unexpected argument '" + s + "' (one CONFIG file expected)");
   }
   if (a.config_path.empty())
-    throw ConfigError("usage: zerotrain train CONFIG [--set section.key=value ...] [--run-dir DIR] "
-                      "[--resume] [--init-from MODEL.bin] [--deepspeed ds_config.json]");
+    throw ConfigError(
+        "usage: zerotrain train CONFIG [--set section.key=value ...] [--run-dir DIR] "
+        "[--resume] [--init-from MODEL.bin] [--deepspeed ds_config.json]");
   if (a.run_dir.empty()) a.run_dir = default_run_dir(a.config_path);
   return a;
 }
@@ -132,14 +133,16 @@ int run_train(const TrainArgs& a) {
     for (const auto& w : ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
     if (!rt.device_note.empty()) std::printf("%s\n", rt.device_note.c_str());
     if (!cfg.system.deterministic)
-      std::printf("system.deterministic: false: zerotrain has no faster non-deterministic kernels, "
-                  "so the run is deterministic anyway\n");
+      std::printf(
+          "system.deterministic: false: zerotrain has no faster non-deterministic kernels, "
+          "so the run is deterministic anyway\n");
     std::printf("# effective config (%s)\n%s", a.config_path.c_str(), config_yaml.c_str());
     std::printf("%s\n", engine->describe().c_str());
-    std::printf("model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
-                "of %d x %d per rank per step\n",
-                table.total(), engine->partition().padded_total(), world,
-                dtype_name(ops.dtype()), ops.name().c_str(), world, accum, B, T);
+    std::printf(
+        "model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
+        "of %d x %d per rank per step\n",
+        table.total(), engine->partition().padded_total(), world, dtype_name(ops.dtype()),
+        ops.name().c_str(), world, accum, B, T);
     std::ofstream(a.run_dir + "/config.yaml") << config_yaml;
     std::fflush(stdout);
   }
@@ -170,8 +173,8 @@ int run_train(const TrainArgs& a) {
       init_gpt2_weights(table, cfg.train.seed, w.data());
     }
     engine->init_weights(w.data());
-    if (rank == 0 && a.resume) std::printf("--resume: no complete checkpoint in %s, starting fresh\n",
-                                           a.run_dir.c_str());
+    if (rank == 0 && a.resume)
+      std::printf("--resume: no complete checkpoint in %s, starting fresh\n", a.run_dir.c_str());
   }
   out.open_metrics(start_step);
 
@@ -189,7 +192,8 @@ int run_train(const TrainArgs& a) {
   double initial_val = -1;
   if (val_data && start_step == 0) {
     initial_val = evaluate(model, *engine, *val_data, cfg.train.eval_batches, B, T, world);
-    if (rank == 0) std::printf("step     0/%d | val %.4f (before training)\n", cfg.train.steps, initial_val);
+    if (rank == 0)
+      std::printf("step     0/%d | val %.4f (before training)\n", cfg.train.steps, initial_val);
   }
   const CommStats comm_at_start = rt.comm->stats();  // training steps only
   int64_t step = start_step;
@@ -198,8 +202,8 @@ int run_train(const TrainArgs& a) {
     fault.maybe_fail(rank, step);
     rt.comm->set_step(step);
     const auto t0 = Clock::now();
-    const double lr = learning_rate(static_cast<int>(step), cfg.train.steps,
-                                    cfg.train.warmup_steps, cfg.train.lr, cfg.train.min_lr);
+    const double lr = learning_rate(static_cast<int>(step), cfg.train.steps, cfg.train.warmup_steps,
+                                    cfg.train.lr, cfg.train.min_lr);
     double loss_sum = 0;
     for (int micro = 0; micro < accum; micro++) {
       train_data.micro_batch(step, micro, in.data(), tgt.data());
@@ -224,7 +228,8 @@ int run_train(const TrainArgs& a) {
     StepRecord rec{step + 1, last_loss, lr, norm, ms, -1};
     const bool last = step + 1 == cfg.train.steps;
     if (val_data && ((step + 1) % cfg.train.eval_every == 0 || last)) {
-      rec.val_loss = last_val = evaluate(model, *engine, *val_data, cfg.train.eval_batches, B, T, world);
+      rec.val_loss = last_val =
+          evaluate(model, *engine, *val_data, cfg.train.eval_batches, B, T, world);
     }
     out.step(rec, cfg.train.steps, global_tokens / (ms / 1e3), seconds_since(run_t0),
              static_cast<int>(step + 1 - start_step), cfg.train.log_every);
@@ -263,8 +268,9 @@ int run_train(const TrainArgs& a) {
   s.live_params_peak_bytes = engine->live_params_peak_bytes();
   out.summary(s);
   if (g_stop_signal != 0) {
-    if (rank == 0) std::fprintf(stderr, "zerotrain: stopped by signal %d after step %lld\n",
-                                static_cast<int>(g_stop_signal), static_cast<long long>(step));
+    if (rank == 0)
+      std::fprintf(stderr, "zerotrain: stopped by signal %d after step %lld\n",
+                   static_cast<int>(g_stop_signal), static_cast<long long>(step));
     return 128 + static_cast<int>(g_stop_signal);
   }
   return 0;

@@ -8,10 +8,10 @@ namespace zt {
 struct TrainArgs {
   std::string config_path;
   std::vector<std::string> overrides;
-  std::string run_dir;      // default runs/<config name>
+  std::string run_dir;  // default runs/<config name>
   bool resume = false;
-  std::string init_from;    // llm.c model file
-  std::string deepspeed;    // DeepSpeed JSON config to import
+  std::string init_from;  // llm.c model file
+  std::string deepspeed;  // DeepSpeed JSON config to import
 };
 
 TrainArgs parse_train_args(const std::vector<std::string>& args);

@@ -1,7 +1,7 @@
 #include "zero/bucket_plan.h"
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 
 namespace zt {
 

@@ -1,4 +1,5 @@
 #include "zero/comm_stats.h"
+
 #include <cstdint>
 #include <stdexcept>
 
@@ -102,13 +103,13 @@ Handle CountingCommunicator::record(Primitive p, size_t count, DType t, int root
   return h;
 }
 
-#define ZT_TIMED(prim, count, t, root, call)                                                    \
-  do {                                                                                          \
-    auto t0 = Clock::now();                                                                     \
-    Handle h = call;                                                                            \
-    return record(prim, count, t, root,                                                         \
-                  Handle(new TimedHandle(std::move(h), t0, &stats_[prim].seconds,               \
-                                         &stats_.exposed_seconds)));                            \
+#define ZT_TIMED(prim, count, t, root, call)                                      \
+  do {                                                                            \
+    auto t0 = Clock::now();                                                       \
+    Handle h = call;                                                              \
+    return record(prim, count, t, root,                                           \
+                  Handle(new TimedHandle(std::move(h), t0, &stats_[prim].seconds, \
+                                         &stats_.exposed_seconds)));              \
   } while (0)
 
 Handle CountingCommunicator::all_reduce(void* buf, size_t n, DType t) {

@@ -30,8 +30,8 @@ struct Collective {
 class GradPath {
  public:
   virtual ~GradPath() = default;
-  virtual std::string key() const = 0;        // summary.json's grad_path value
-  virtual std::string describe() const = 0;   // the words rank 0 prints at start
+  virtual std::string key() const = 0;       // summary.json's grad_path value
+  virtual std::string describe() const = 0;  // the words rank 0 prints at start
   // The collectives this path issues for one bucket, in order (what `plan` prints).
   virtual std::vector<Collective> schedule(FlatRange bucket) const = 0;
   // Issues them; the caller waits on the handles.

@@ -4,8 +4,9 @@
 // its own slices. Despite the reduce_scatter switch, the wire sees all-reduces:
 // about 2(W-1)/W of the bucket per rank, not the (W-1)/W of a reduce-scatter.
 // In zerotrain the bucket is already packed in flat order, so packing costs nothing.
-#include "zero/bucket_plan.h"
 #include <cstdint>
+
+#include "zero/bucket_plan.h"
 #include "zero/grad_path.h"
 
 namespace zt {
@@ -29,7 +30,8 @@ class MultiRankAllReducePath : public GradPath {
     std::vector<Handle> h;
     const size_t es = dtype_size(t);
     for (FlatRange c : split_range(packed(b), chunk_))
-      h.push_back(comm_.all_reduce(static_cast<char*>(data) + (c.begin - b.begin) * es, c.size(), t));
+      h.push_back(
+          comm_.all_reduce(static_cast<char*>(data) + (c.begin - b.begin) * es, c.size(), t));
     return h;
   }
 

@@ -3,8 +3,9 @@
 // that owner's slice, chunked by reduce_bucket_size. Each slice crosses the wire
 // once (bus bytes = payload), which is the ZeRO paper's gradient volume, but as
 // W rooted reduces rather than one reduce-scatter.
-#include "zero/bucket_plan.h"
 #include <cstdint>
+
+#include "zero/bucket_plan.h"
 #include "zero/grad_path.h"
 
 namespace zt {

@@ -3,9 +3,9 @@
 // slices, one per owner, so this path comes with a partition whose groups are
 // the buckets themselves (plan_aligned_buckets): rank r owns slice r of every
 // bucket. Each rank sends (W-1)/W of the bucket: the paper's volume, in one call.
-#include "zero/grad_path.h"
-
 #include <stdexcept>
+
+#include "zero/grad_path.h"
 
 namespace zt {
 namespace {

@@ -3,13 +3,13 @@
 // any kind, are staged: copied to pinned-or-plain host memory, widened to fp32
 // (MPI has no bf16 type), reduced, narrowed and copied back; staged calls
 // complete before they return, since MPI cannot wait on a CUDA stream.
-#include <cstdint>
-#include <stdexcept>
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "zero/bf16_host.h"
@@ -79,9 +79,8 @@ class MpiCommunicator : public Communicator {
       MPI_Request r;
       MPI_Ireduce_scatter_block(send, tmp->data(), count(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
                                 &r);
-      return Handle(new MpiHandle(r, [tmp, recv, n] {
-        std::memcpy(recv, tmp->data(), n * sizeof(float));
-      }));
+      return Handle(
+          new MpiHandle(r, [tmp, recv, n] { std::memcpy(recv, tmp->data(), n * sizeof(float)); }));
     }
     std::vector<float> h = stage_in(send, n * world_, t);
     std::vector<float> out(n);
@@ -95,8 +94,8 @@ class MpiCommunicator : public Communicator {
     const bool in_place = send == static_cast<const char*>(recv) + rank_ * n * es;
     if (direct(t)) {
       MPI_Request r;
-      MPI_Iallgather(in_place ? MPI_IN_PLACE : send, count(n), MPI_FLOAT, recv, count(n),
-                     MPI_FLOAT, MPI_COMM_WORLD, &r);
+      MPI_Iallgather(in_place ? MPI_IN_PLACE : send, count(n), MPI_FLOAT, recv, count(n), MPI_FLOAT,
+                     MPI_COMM_WORLD, &r);
       return Handle(new MpiHandle(r, nullptr));
     }
     // bf16 gathers need no arithmetic: move the raw 2-byte words.

@@ -154,10 +154,8 @@ class NcclCommunicator : public Communicator {
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    if (failed)
-      ncclCommAbort(nccl_);
-    else
-      ncclCommDestroy(nccl_);
+    if (failed) ncclCommAbort(nccl_);
+    else ncclCommDestroy(nccl_);
     cudaEventDestroy(compute_ready_);
     cudaStreamDestroy(comm_stream_);
   }

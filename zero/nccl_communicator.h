@@ -8,10 +8,10 @@
 // for the collective (no host block: later ops, and host copies made through the
 // Ops, are ordered after it); done() tells whether it has finished on the GPU.
 #pragma once
-#include <stdexcept>
 #include <mpi.h>
 
 #include <memory>
+#include <stdexcept>
 
 #include "zero/communicator.h"
 

@@ -7,7 +7,8 @@
 namespace zt {
 
 std::unique_ptr<Communicator> make_nccl_communicator(Ops&) {
-  throw std::runtime_error("system.communicator: nccl requested, but zerotrain was built without CUDA");
+  throw std::runtime_error(
+      "system.communicator: nccl requested, but zerotrain was built without CUDA");
 }
 
 }  // namespace zt

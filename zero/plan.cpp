@@ -43,7 +43,8 @@ class Tally {
     s.calls += times;
     s.bytes += bytes * times;
     s.bus_bytes += bytes * bus_factor(p, world_) * times;
-    if (gradient) plan_.gradient_bus_bytes += static_cast<uint64_t>(bytes * bus_factor(p, world_)) * times;
+    if (gradient)
+      plan_.gradient_bus_bytes += static_cast<uint64_t>(bytes * bus_factor(p, world_)) * times;
   }
   void norm_all_reduce() { add(Primitive::AllReduce, 1, 1, false, DType::F32, true); }
 
@@ -62,7 +63,8 @@ void plan_param_gather(const ZeroConfig& z, const Partition& part, Tally& tally)
       continue;
     }
     const size_t chunk = std::max<size_t>(1, static_cast<size_t>(z.allgather_bucket_size) / W);
-    for (size_t c = 0; c < slice; c += chunk) tally.add(Primitive::AllGather, std::min(chunk, slice - c));
+    for (size_t c = 0; c < slice; c += chunk)
+      tally.add(Primitive::AllGather, std::min(chunk, slice - c));
   }
 }
 

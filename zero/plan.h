@@ -26,8 +26,8 @@ struct StepPlan {
   std::array<PlannedPrimitive, static_cast<int>(Primitive::kCount)> per_step{}, first_step{};
   uint64_t padded_params = 0;
   uint64_t params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;  // per rank
-  uint64_t gradient_bus_bytes = 0;  // the part of bus bytes that moves gradients
-  uint64_t persistent_bytes = 0;      // stage 3: parameters kept whole on every rank
+  uint64_t gradient_bus_bytes = 0;      // the part of bus bytes that moves gradients
+  uint64_t persistent_bytes = 0;        // stage 3: parameters kept whole on every rank
   uint64_t live_params_peak_bytes = 0;  // stage 3: most parameter bytes gathered at once
   const PlannedPrimitive& operator[](Primitive p) const { return per_step[static_cast<int>(p)]; }
 };

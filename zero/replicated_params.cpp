@@ -9,8 +9,8 @@ namespace zt {
 
 ReplicatedParams::ReplicatedParams(const ParamTable& table, const Partition& partition, Ops& ops,
                                    Communicator& comm, const ZeroConfig& z)
-    : table_(table), partition_(partition), ops_(ops), comm_(comm),
-      bucketed_(z.allgather_bucketed), bucket_size_(z.allgather_bucket_size) {
+    : table_(table), partition_(partition), ops_(ops), comm_(comm), bucketed_(z.allgather_bucketed),
+      bucket_size_(z.allgather_bucket_size) {
   params_ = ops_.alloc(partition.padded_total() * dtype_size(ops.dtype()), MemCategory::Params);
 }
 

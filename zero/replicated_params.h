@@ -5,6 +5,7 @@
 // by allgather_bucket_size through a staging buffer (older DeepSpeed).
 #pragma once
 #include <cstdint>
+
 #include "zero/engine.h"
 
 namespace zt {

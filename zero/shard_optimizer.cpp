@@ -34,7 +34,8 @@ ShardOptimizer::~ShardOptimizer() {
 void ShardOptimizer::init_master(const float* full_host) {
   std::vector<float> host(shard_, 0.0f);
   for (const OptimPiece& p : pieces_)
-    std::copy(full_host + p.flat_begin, full_host + p.flat_begin + p.n, host.begin() + p.shard_offset);
+    std::copy(full_host + p.flat_begin, full_host + p.flat_begin + p.n,
+              host.begin() + p.shard_offset);
   ops_.from_host(master_, host.data(), shard_ * sizeof(float));
   ops_.memzero(m_, shard_ * sizeof(float));
   ops_.memzero(v_, shard_ * sizeof(float));

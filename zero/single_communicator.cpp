@@ -1,7 +1,7 @@
 // W = 1: every collective is the identity, so no copies and no calls.
-#include <cstring>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include "zero/communicators.h"
 

@@ -49,8 +49,8 @@ class Stage0 : public ZeroEngine {
     const DType dt = ops_.dtype();
     std::vector<Handle> pending;
     for (FlatRange c : split_range({0, table_.total()}, z_.reduce_bucket_size)) {
-      pending.push_back(comm_.all_reduce(static_cast<char*>(grads_) + c.begin * dtype_size(dt),
-                                         c.size(), dt));
+      pending.push_back(
+          comm_.all_reduce(static_cast<char*>(grads_) + c.begin * dtype_size(dt), c.size(), dt));
       if (!z_.overlap_comm) pending.back()->wait();
     }
     for (auto& h : pending) h->wait();

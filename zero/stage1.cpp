@@ -15,8 +15,7 @@ class Stage1 : public ZeroEngine {
   Stage1(const ZeroConfig& z, const ParamTable& table, Ops& ops, Communicator& comm)
       : z_(z), table_(table), ops_(ops), comm_(comm),
         partition_(stage12_partition(z, table, comm.world())),
-        buckets_(stage12_buckets(z, table, partition_)),
-        path_(make_grad_path(z, partition_, comm)),
+        buckets_(stage12_buckets(z, table, partition_)), path_(make_grad_path(z, partition_, comm)),
         params_(table, partition_, ops, comm, z),
         optimizer_(partition_pieces(table, partition_, comm.rank()), partition_.shard_size(), ops) {
     grads_ = ops_.alloc(partition_.padded_total() * dtype_size(ops.dtype()), MemCategory::Grads);
@@ -27,7 +26,8 @@ class Stage1 : public ZeroEngine {
   std::string grad_path_key() const override { return path_->key(); }
   std::string describe() const override {
     return "zero: stage 1, gradients: " + path_->describe() + ", bucket " +
-           std::to_string(z_.reduce_bucket_size) + " elements, reduced at the accumulation boundary";
+           std::to_string(z_.reduce_bucket_size) +
+           " elements, reduced at the accumulation boundary";
   }
   void init_weights(const float* full_host) override {
     optimizer_.init_master(full_host);

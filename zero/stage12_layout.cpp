@@ -7,8 +7,8 @@ namespace zt {
 Partition stage12_partition(const ZeroConfig& z, const ParamTable& table, int world) {
   if (!z.native_reduce_scatter) return Partition::contiguous(table.total(), world);
   // One partition group per aligned bucket, in flat order.
-  auto buckets = plan_aligned_buckets(Partition::pad(table.total(), world), world,
-                                      z.reduce_bucket_size);
+  auto buckets =
+      plan_aligned_buckets(Partition::pad(table.total(), world), world, z.reduce_bucket_size);
   std::vector<size_t> sizes;
   for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) sizes.push_back(it->size());
   return Partition(sizes, world);

@@ -6,9 +6,9 @@
 // into its gradient shard (model dtype, as DeepSpeed accumulates) and recycles
 // the bucket and the staging space, so no full-size gradient buffer ever exists.
 // With overlap_comm two buckets alternate: one is reduced while the next fills.
-#include <stdexcept>
 #include <deque>
 #include <map>
+#include <stdexcept>
 
 #include "zero/grad_path.h"
 #include "zero/grad_staging.h"
@@ -23,12 +23,10 @@ class Stage2 : public ZeroEngine {
   Stage2(const ZeroConfig& z, const ParamTable& table, Ops& ops, Communicator& comm)
       : z_(z), table_(table), ops_(ops), comm_(comm), es_(dtype_size(ops.dtype())),
         partition_(stage12_partition(z, table, comm.world())),
-        buckets_(stage12_buckets(z, table, partition_)),
-        path_(make_grad_path(z, partition_, comm)),
+        buckets_(stage12_buckets(z, table, partition_)), path_(make_grad_path(z, partition_, comm)),
         params_(table, partition_, ops, comm, z),
         optimizer_(partition_pieces(table, partition_, comm.rank()), partition_.shard_size(), ops),
-        segments_(partition_.segments(comm.rank())),
-        staging_(ops) {
+        segments_(partition_.segments(comm.rank())), staging_(ops) {
     shard_grads_ = ops_.alloc(partition_.shard_size() * es_, MemCategory::Grads);
     size_t largest = 0;
     for (FlatRange b : buckets_) largest = std::max(largest, b.size());
@@ -60,9 +58,7 @@ class Stage2 : public ZeroEngine {
   const void* acquire_params(int u) override { return params_.unit(u); }
   void release_params(int) override {}
 
-  void* acquire_grads(int u) override {
-    return staging_.acquire(u, table_.units()[u].numel * es_);
-  }
+  void* acquire_grads(int u) override { return staging_.acquire(u, table_.units()[u].numel * es_); }
 
   // Units complete in descending flat order, so buckets (also descending) fill in
   // order: copy the unit into the open bucket(s), reduce each that is now full.
@@ -76,8 +72,8 @@ class Stage2 : public ZeroEngine {
       if (!open_) open_ = take_slot(b.size());
       const size_t lo = std::max(b.begin, unit.begin), hi = std::min(b.end, unit.end);
       if (lo < hi)
-        ops_.copy(static_cast<char*>(open_) + (lo - b.begin) * es_,
-                  src + (lo - unit.begin) * es_, (hi - lo) * es_);
+        ops_.copy(static_cast<char*>(open_) + (lo - b.begin) * es_, src + (lo - unit.begin) * es_,
+                  (hi - lo) * es_);
       if (b.begin < unit.begin) break;  // the rest of this bucket comes with later units
       in_flight_.push_back({b, open_, path_->reduce(b, open_, ops_.dtype())});
       open_ = nullptr;
@@ -142,7 +138,8 @@ class Stage2 : public ZeroEngine {
 
   size_t shard_offset(size_t flat) const {
     for (const ShardSegment& s : segments_)
-      if (flat >= s.flat_begin && flat < s.flat_begin + s.n) return s.shard_offset + (flat - s.flat_begin);
+      if (flat >= s.flat_begin && flat < s.flat_begin + s.n)
+        return s.shard_offset + (flat - s.flat_begin);
     throw std::logic_error("flat offset not owned by this rank");
   }
 

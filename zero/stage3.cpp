@@ -8,9 +8,9 @@
 // reduce-scatter each (an all-reduce when reduce_scatter is false), every
 // micro-step, and each rank adds its slices into its gradient shard.
 #include <cstdint>
-#include <stdexcept>
 #include <deque>
 #include <map>
+#include <stdexcept>
 
 #include "zero/grad_staging.h"
 #include "zero/replicated_params.h"
@@ -26,8 +26,7 @@ class Stage3 : public ZeroEngine {
       : z_(z), table_(table), ops_(ops), comm_(comm), dt_(ops.dtype()), es_(dtype_size(dt_)),
         W_(comm.world()), layout_(table, comm.world(), z),
         partition_(Partition({layout_.padded_total()}, comm.world())),
-        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops),
-        staging_(ops) {
+        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops), staging_(ops) {
     shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
     persistent_ = layout_.persistent_elems() > 0
                       ? ops_.alloc(layout_.persistent_elems() * es_, MemCategory::Params)
@@ -56,13 +55,18 @@ class Stage3 : public ZeroEngine {
   }
 
   int stage() const override { return 3; }
-  std::string grad_path_key() const override { return z_.reduce_scatter ? "reduce_scatter" : "allreduce"; }
+  std::string grad_path_key() const override {
+    return z_.reduce_scatter ? "reduce_scatter" : "allreduce";
+  }
   std::string describe() const override {
     return std::string("zero: stage 3, gradients: ") +
-           (z_.reduce_scatter ? "one reduce-scatter per bucket" : "all-reduce of each bucket (reduce_scatter: false)") +
-           ", bucket " + std::to_string(z_.reduce_bucket_size) + " elements; parameters gathered per unit, " +
+           (z_.reduce_scatter ? "one reduce-scatter per bucket"
+                              : "all-reduce of each bucket (reduce_scatter: false)") +
+           ", bucket " + std::to_string(z_.reduce_bucket_size) +
+           " elements; parameters gathered per unit, " +
            std::to_string(layout_.persistent_elems()) + " persistent elements, prefetch " +
-           (z_.overlap_comm ? std::to_string(z_.stage3_prefetch_bucket_size) + " elements ahead" : "off") +
+           (z_.overlap_comm ? std::to_string(z_.stage3_prefetch_bucket_size) + " elements ahead"
+                            : "off") +
            ", max reuse distance " + std::to_string(z_.stage3_max_reuse_distance) + ", max live " +
            std::to_string(z_.stage3_max_live_parameters);
   }
@@ -85,7 +89,8 @@ class Stage3 : public ZeroEngine {
     if (scheduled) {
       pos = pos_++;
       if (pos >= static_cast<int>(trace_.size()) || trace_[pos] != u)
-        throw std::logic_error("stage 3: the unit order differs from the one traced at the first step");
+        throw std::logic_error(
+            "stage 3: the unit order differs from the one traced at the first step");
     }
     use_pos_[u] = pos;
     if (!resident_[u]) {
@@ -104,9 +109,7 @@ class Stage3 : public ZeroEngine {
   }
 
   // ---- gradients ----
-  void* acquire_grads(int u) override {
-    return staging_.acquire(u, table_.units()[u].numel * es_);
-  }
+  void* acquire_grads(int u) override { return staging_.acquire(u, table_.units()[u].numel * es_); }
   // Tensors complete in descending order, which is the buckets' order: copy each
   // tensor's W slices into its bucket; a bucket whose last tensor arrived is reduced.
   void grads_ready(int u) override {
@@ -124,7 +127,8 @@ class Stage3 : public ZeroEngine {
         const size_t begin = r * slice;
         if (begin >= info.numel) break;
         const size_t n = std::min(slice, info.numel - begin);
-        ops_.copy(static_cast<char*>(open_.data) + (r * bucket.slice_total + bucket.slice_offset[k]) * es_,
+        ops_.copy(static_cast<char*>(open_.data) +
+                      (r * bucket.slice_total + bucket.slice_offset[k]) * es_,
                   src + (table_.offset_in_unit(p) + begin) * es_, n * es_);
       }
       if (k + 1 == bucket.params.size()) {
@@ -146,7 +150,8 @@ class Stage3 : public ZeroEngine {
     while (!pending_.empty()) finish_gather(pending_.begin()->first);
     for (int u = 0; u < table_.num_units(); u++) free_unit(u);
     in_micro_ = false;
-    if (schedule_.gather.empty() && !trace_.empty()) schedule_ = stage3_schedule(trace_, layout_, z_);
+    if (schedule_.gather.empty() && !trace_.empty())
+      schedule_ = stage3_schedule(trace_, layout_, z_);
   }
 
   double step(const OptimSettings& s, double grad_clip, int t) override {
@@ -181,7 +186,8 @@ class Stage3 : public ZeroEngine {
     Gather g{nullptr, nullptr};
     if (r.size() > 0) {
       g.staging = ops_.alloc(r.size() * W_ * es_, MemCategory::CommBuffers);
-      g.handle = comm_.all_gather(static_cast<char*>(shard_params_) + r.begin * es_, g.staging, r.size(), dt_);
+      g.handle = comm_.all_gather(static_cast<char*>(shard_params_) + r.begin * es_, g.staging,
+                                  r.size(), dt_);
     }
     pending_[u] = std::move(g);
   }
@@ -200,7 +206,8 @@ class Stage3 : public ZeroEngine {
       const ParamInfo& info = table_.params()[p];
       char* dst = buf + table_.offset_in_unit(p) * es_;
       if (st.persistent) {
-        ops_.copy(dst, static_cast<char*>(persistent_) + st.persistent_offset * es_, info.numel * es_);
+        ops_.copy(dst, static_cast<char*>(persistent_) + st.persistent_offset * es_,
+                  info.numel * es_);
         continue;
       }
       for (int r = 0; r < W_; r++) {
@@ -208,7 +215,8 @@ class Stage3 : public ZeroEngine {
         if (begin >= info.numel) break;
         const size_t n = std::min(st.slice, info.numel - begin);
         ops_.copy(dst + begin * es_,
-                  static_cast<char*>(g.staging) + (r * range.size() + st.shard_offset - range.begin) * es_,
+                  static_cast<char*>(g.staging) +
+                      (r * range.size() + st.shard_offset - range.begin) * es_,
                   n * es_);
       }
     }
@@ -230,7 +238,8 @@ class Stage3 : public ZeroEngine {
     const FlatRange r = layout_.persistent_range();
     if (r.size() == 0) return;
     void* staging = ops_.alloc(r.size() * W_ * es_, MemCategory::CommBuffers);
-    comm_.all_gather(static_cast<char*>(shard_params_) + r.begin * es_, staging, r.size(), dt_)->wait();
+    comm_.all_gather(static_cast<char*>(shard_params_) + r.begin * es_, staging, r.size(), dt_)
+        ->wait();
     for (size_t p = 0; p < layout_.tensors().size(); p++) {
       const Stage3Tensor& st = layout_.tensors()[p];
       if (!st.persistent) continue;
@@ -267,9 +276,9 @@ class Stage3 : public ZeroEngine {
     in_flight_.pop_front();
     for (auto& h : f.handles) h->wait();
     const Stage3Bucket& b = layout_.buckets()[f.bucket];
-    const char* mine = z_.reduce_scatter
-                           ? static_cast<const char*>(f.slot.recv)
-                           : static_cast<const char*>(f.slot.data) + comm_.rank() * b.slice_total * es_;
+    const char* mine = z_.reduce_scatter ? static_cast<const char*>(f.slot.recv)
+                                         : static_cast<const char*>(f.slot.data) +
+                                               comm_.rank() * b.slice_total * es_;
     for (size_t k = 0; k < b.params.size(); k++) {
       const Stage3Tensor& st = layout_.tensors()[b.params[k]];
       ops_.add_inplace(static_cast<char*>(shard_grads_) + st.shard_offset * es_,

@@ -1,7 +1,7 @@
 #include "zero/stage3_layout.h"
 
-#include <cstdint>
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 namespace zt {
@@ -67,8 +67,9 @@ std::vector<OptimPiece> Stage3Layout::pieces(const ParamTable& table, int rank) 
     const size_t n = std::min(tensors_[p].slice, info.numel - begin);
     out.push_back({info.offset + begin, tensors_[p].shard_offset, n, info.decay});
   }
-  std::sort(out.begin(), out.end(),
-            [](const OptimPiece& a, const OptimPiece& b) { return a.shard_offset < b.shard_offset; });
+  std::sort(out.begin(), out.end(), [](const OptimPiece& a, const OptimPiece& b) {
+    return a.shard_offset < b.shard_offset;
+  });
   return out;
 }
 
@@ -157,7 +158,8 @@ StepPlan plan_stage3_step(const ZeroConfig& z, const ParamTable& table, int W, i
   for (const Stage3Bucket& b : layout.buckets()) {
     const Primitive p = z.reduce_scatter ? Primitive::ReduceScatter : Primitive::AllReduce;
     const size_t count = z.reduce_scatter ? b.slice_total : b.slice_total * W;
-    plan.gradient_bus_bytes += static_cast<uint64_t>(payload_bytes(p, count, t, W) * bus_factor(p, W)) * A;
+    plan.gradient_bus_bytes +=
+        static_cast<uint64_t>(payload_bytes(p, count, t, W) * bus_factor(p, W)) * A;
   }
   const uint64_t es = dtype_size(t);
   plan.padded_params = layout.padded_total();

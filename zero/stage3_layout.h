@@ -26,8 +26,8 @@ namespace zt {
 
 struct Stage3Tensor {
   bool persistent = false;
-  size_t slice = 0;         // elements per rank (padded numel / W)
-  size_t shard_offset = 0;  // of every rank's slice in its shard
+  size_t slice = 0;              // elements per rank (padded numel / W)
+  size_t shard_offset = 0;       // of every rank's slice in its shard
   size_t persistent_offset = 0;  // in the persistent store (persistent tensors only)
 };
 
@@ -68,9 +68,9 @@ class Stage3Layout {
 
 // What happens at each position of a traced unit order within one micro-step.
 struct Stage3Schedule {
-  std::vector<bool> gather;                 // a gather serves this position
-  std::vector<bool> keep;                   // the unit stays gathered after this use
-  std::vector<std::vector<int>> prefetch;   // positions whose gathers are issued here
+  std::vector<bool> gather;                // a gather serves this position
+  std::vector<bool> keep;                  // the unit stays gathered after this use
+  std::vector<std::vector<int>> prefetch;  // positions whose gathers are issued here
   uint64_t live_peak_elems = 0;
 };
 Stage3Schedule stage3_schedule(const std::vector<int>& trace, const Stage3Layout& layout,

@@ -12,7 +12,7 @@ struct ZeroConfig {
   bool reduce_scatter = true;
   bool use_multi_rank_bucket_allreduce = true;
   bool contiguous_gradients = true;
-  bool overlap_comm = false;  // DeepSpeed: false for stages 1/2, true for stage 3 when unset
+  bool overlap_comm = false;      // DeepSpeed: false for stages 1/2, true for stage 3 when unset
   bool overlap_comm_set = false;  // whether the config set overlap_comm explicitly
   int64_t stage3_prefetch_bucket_size = 50000000;
   int64_t stage3_param_persistence_threshold = 100000;
@@ -20,7 +20,8 @@ struct ZeroConfig {
   int64_t stage3_max_reuse_distance = 1000000000;
   // zerotrain's own:
   bool native_reduce_scatter = false;  // stages 1/2: one true reduce-scatter per bucket
-  bool allgather_bucketed = false;     // old DeepSpeed: param all-gather chunked by allgather_bucket_size
+  bool allgather_bucketed =
+      false;  // old DeepSpeed: param all-gather chunked by allgather_bucket_size
 };
 
 }  // namespace zt

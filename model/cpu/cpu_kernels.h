@@ -347,8 +347,8 @@ void attention_backward(Real* dqkv, const Real* dout, const Real* qkv, const Rea
 // [0, V) is an error (the data pipeline produced a token the vocabulary lacks).
 inline void check_target(int target, int row, int V) {
   if (target < 0 || target >= V) {
-    throw std::runtime_error("cross_entropy: targets[" + std::to_string(row) + "] = " +
-                             std::to_string(target) + ", expected a token id in [0, " +
+    throw std::runtime_error("cross_entropy: targets[" + std::to_string(row) +
+                             "] = " + std::to_string(target) + ", expected a token id in [0, " +
                              std::to_string(V) + ")");
   }
 }

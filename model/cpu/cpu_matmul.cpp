@@ -26,8 +26,8 @@ const char* cpu_matmul_backend() {
 #endif
 }
 
-void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
-          const float* B, int ldb, bool accumulate, float* C, int ldc) {
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda, const float* B,
+          int ldb, bool accumulate, float* C, int ldc) {
 #ifdef ZT_HAVE_BLAS
   if (M <= 0 || N <= 0) return;
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,

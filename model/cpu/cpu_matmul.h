@@ -23,8 +23,8 @@ namespace cpu {
 // "openblas" or "blocked loop": what the float GEMM runs on, for run summaries.
 const char* cpu_matmul_backend();
 
-void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda,
-          const float* B, int ldb, bool accumulate, float* C, int ldc);
+void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int lda, const float* B,
+          int ldb, bool accumulate, float* C, int ldc);
 
 // Cache-blocked GEMM (GotoBLAS-style, single-threaded, deterministic).
 // Strategy: the K x N problem is cut into kKc x kNc blocks of op(B) and each block
@@ -37,7 +37,7 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K, const float* A, int l
 // only the store back to C clips. The order of the additions into each C element
 // depends on the shapes alone, so equal inputs give bit-identical outputs.
 namespace blocked {
-constexpr int kMr = 4, kNr = 8;        // register tile
+constexpr int kMr = 4, kNr = 8;                // register tile
 constexpr int kMc = 64, kKc = 128, kNc = 256;  // cache blocks (A block in L1, B block in L2)
 
 // Copies rows [i0, i0+rows) x columns [k0, k0+depth) of op(A) into panels of kMr
@@ -49,7 +49,7 @@ void pack_a(Real* dst, const Real* A, int lda, bool trans_a, int i0, int rows, i
       for (int r = 0; r < kMr; ++r) {
         int i = i0 + p + r;
         bool inside = p + r < rows;
-        *dst++ = !inside ? Real(0)
+        *dst++ = !inside   ? Real(0)
                  : trans_a ? A[static_cast<size_t>(k0 + k) * lda + i]
                            : A[static_cast<size_t>(i) * lda + k0 + k];
       }
@@ -66,7 +66,7 @@ void pack_b(Real* dst, const Real* B, int ldb, bool trans_b, int k0, int depth, 
       for (int u = 0; u < kNr; ++u) {
         int j = j0 + p + u;
         bool inside = p + u < cols;
-        *dst++ = !inside ? Real(0)
+        *dst++ = !inside   ? Real(0)
                  : trans_b ? B[static_cast<size_t>(j) * ldb + k0 + k]
                            : B[static_cast<size_t>(k0 + k) * ldb + j];
       }

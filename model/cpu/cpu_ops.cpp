@@ -29,8 +29,8 @@ class CpuOps : public Ops {
     size_t padded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
     void* p = std::aligned_alloc(kAlignment, padded);
     if (!p) {
-      throw std::runtime_error("cpu alloc: out of host memory allocating " +
-                               std::to_string(bytes) + " bytes for " + mem_category_name(cat));
+      throw std::runtime_error("cpu alloc: out of host memory allocating " + std::to_string(bytes) +
+                               " bytes for " + mem_category_name(cat));
     }
     std::memset(p, 0, padded);
     ledger().on_alloc(p, bytes, cat);
@@ -88,8 +88,8 @@ class CpuOps : public Ops {
   void layernorm_backward(void* dinp, void* dw, void* db, const void* dout, const void* inp,
                           const void* w, const float* mean, const float* rstd, int N,
                           int C) override {
-    cpu::layernorm_backward(f32(dinp), f32(dw), f32(db), f32(dout), f32(inp), f32(w), mean, rstd,
-                            N, C);
+    cpu::layernorm_backward(f32(dinp), f32(dw), f32(db), f32(dout), f32(inp), f32(w), mean, rstd, N,
+                            C);
   }
   void matmul_forward(void* out, void* pre_gelu, const void* inp, const void* w, const void* bias,
                       int N, int C, int OC) override {
@@ -110,8 +110,8 @@ class CpuOps : public Ops {
     check_heads(C, NH);
     cpu::attention_backward(f32(dqkv), f32(dout), f32(qkv), f32(out), lse, B, T, C, NH);
   }
-  void cross_entropy_forward_backward(float* losses, void* logits, const int* targets, int N,
-                                      int V, float dloss) override {
+  void cross_entropy_forward_backward(float* losses, void* logits, const int* targets, int N, int V,
+                                      float dloss) override {
     cpu::cross_entropy_forward_backward(losses, f32(logits), targets, N, V, dloss);
   }
   void cross_entropy_forward(float* losses, const void* logits, const int* targets, int N,
@@ -128,8 +128,8 @@ class CpuOps : public Ops {
  private:
   static void check_heads(int C, int NH) {
     if (NH <= 0 || C % NH != 0) {
-      throw std::runtime_error("cpu attention: C = " + std::to_string(C) + " with NH = " +
-                               std::to_string(NH) + ", expected C divisible by NH");
+      throw std::runtime_error("cpu attention: C = " + std::to_string(C) +
+                               " with NH = " + std::to_string(NH) + ", expected C divisible by NH");
     }
   }
 };

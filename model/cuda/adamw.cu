@@ -4,9 +4,9 @@
 // Memory-bound: grid-stride over groups of VEC = 4 elements (16-byte fp32 and
 // 8-byte bf16 accesses) when every pointer allows it; the remainder, or a
 // misaligned segment (ZeRO shards start anywhere), goes element by element.
-#include <stdexcept>
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 
 #include "model/cuda/cuda_kernels.cuh"
 

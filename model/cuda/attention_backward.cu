@@ -16,9 +16,9 @@
 //     chunk: S = Q K^T, P, dP = dO V^T, dS, then dQ += dS K.
 // Each gradient element is summed by one thread in a fixed order, so results are
 // bit-identical between runs; the price is recomputing S and dP in kernel 3.
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
-#include <cmath>
 
 #include "model/cuda/attention_common.cuh"
 #include "model/cuda/cuda_kernels.cuh"
@@ -373,15 +373,9 @@ void launch_attention_backward(CudaContext& ctx, bf16* dqkv, const bf16* dout, c
     throw std::runtime_error("attention_backward: B * NH = " + std::to_string(B * NH) +
                              " exceeds the grid limit 65535");
   switch (C / NH) {
-    case 32:
-      launch<32>(ctx, dqkv, dout, qkv, out, lse, B, T, NH);
-      break;
-    case 64:
-      launch<64>(ctx, dqkv, dout, qkv, out, lse, B, T, NH);
-      break;
-    case 128:
-      launch<128>(ctx, dqkv, dout, qkv, out, lse, B, T, NH);
-      break;
+    case 32: launch<32>(ctx, dqkv, dout, qkv, out, lse, B, T, NH); break;
+    case 64: launch<64>(ctx, dqkv, dout, qkv, out, lse, B, T, NH); break;
+    case 128: launch<128>(ctx, dqkv, dout, qkv, out, lse, B, T, NH); break;
     default:
       throw std::runtime_error("attention_backward: head size C/NH = " + std::to_string(C / NH) +
                                " is not supported (32, 64 or 128)");

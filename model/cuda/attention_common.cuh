@@ -11,6 +11,7 @@
 // once packed to bf16, which is how P and dS feed the next product.
 #pragma once
 #include <cstdint>
+
 #include "model/cuda/cuda_common.cuh"
 
 namespace zt {

@@ -11,9 +11,9 @@
 // online softmax (running max m and sum l per row, in the log2 domain), packs
 // P to bf16 and accumulates O += P V. The T x T scores never leave registers.
 // Blocks are launched heaviest first (last query tiles see the most keys).
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
-#include <cmath>
 
 #include "model/cuda/attention_common.cuh"
 #include "model/cuda/cuda_kernels.cuh"
@@ -206,15 +206,9 @@ void launch_attention_forward(CudaContext& ctx, bf16* out, float* lse, const bf1
     throw std::runtime_error("attention_forward: B * NH = " + std::to_string(B * NH) +
                              " exceeds the grid limit 65535");
   switch (C / NH) {
-    case 32:
-      launch<32>(ctx, out, lse, qkv, B, T, NH);
-      break;
-    case 64:
-      launch<64>(ctx, out, lse, qkv, B, T, NH);
-      break;
-    case 128:
-      launch<128>(ctx, out, lse, qkv, B, T, NH);
-      break;
+    case 32: launch<32>(ctx, out, lse, qkv, B, T, NH); break;
+    case 64: launch<64>(ctx, out, lse, qkv, B, T, NH); break;
+    case 128: launch<128>(ctx, out, lse, qkv, B, T, NH); break;
     default:
       throw std::runtime_error("attention_forward: head size C/NH = " + std::to_string(C / NH) +
                                " is not supported (32, 64 or 128)");

@@ -7,8 +7,8 @@
 // rewrites the row as dloss * (softmax - onehot(target)) in bf16. The target
 // logit is read before the block-wide merge, so before pass 2 overwrites it.
 // An out-of-range target yields a NaN loss (visible, never an out-of-bounds read).
-#include <stdexcept>
 #include <cmath>
+#include <stdexcept>
 
 #include "model/cuda/cuda_kernels.cuh"
 

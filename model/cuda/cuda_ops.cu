@@ -2,11 +2,11 @@
 // selection, the one compute stream every op is enqueued on, device memory
 // (cudaMalloc, zeroed, counted in the ledger), the scratch buffer and the
 // cuBLASLt state; the kernels live in the other files of this folder.
-#include <stdexcept>
 #include <map>
 #include <memory>
-#include <unordered_map>
+#include <stdexcept>
 #include <string>
+#include <unordered_map>
 
 #include "model/cuda/cuda_kernels.cuh"
 #include "model/cuda/cuda_stream.h"
@@ -198,13 +198,17 @@ class CudaOps final : public Ops {
   }
   void matmul_forward(void* out, void* pre_gelu, const void* inp, const void* w, const void* bias,
                       int N, int C, int OC) override {
-    OpProfiler::Scope timed(&profiler_, ctx_.stream, profiler_.enabled() ? shape_name("matmul_forward", C, OC, pre_gelu != nullptr) : "");
+    OpProfiler::Scope timed(
+        &profiler_, ctx_.stream,
+        profiler_.enabled() ? shape_name("matmul_forward", C, OC, pre_gelu != nullptr) : "");
     require(N >= 0 && C > 0 && OC >= 0, dims("matmul_forward", {{"N", N}, {"C", C}, {"OC", OC}}));
     matmul_->forward(bf(out), bf(pre_gelu), bf(inp), bf(w), bf(bias), N, C, OC);
   }
   void matmul_backward(void* dinp, void* dw, void* dbias, const void* dout, const void* inp,
                        const void* w, const void* inp_pre_gelu, int N, int C, int OC) override {
-    OpProfiler::Scope timed(&profiler_, ctx_.stream, profiler_.enabled() ? shape_name("matmul_backward", C, OC, inp_pre_gelu != nullptr) : "");
+    OpProfiler::Scope timed(
+        &profiler_, ctx_.stream,
+        profiler_.enabled() ? shape_name("matmul_backward", C, OC, inp_pre_gelu != nullptr) : "");
     require(N >= 0 && C > 0 && OC >= 0, dims("matmul_backward", {{"N", N}, {"C", C}, {"OC", OC}}));
     matmul_->backward(bf(dinp), bf(dw), bf(dbias), bf(dout), bf(inp), bf(w), bf(inp_pre_gelu), N, C,
                       OC);
@@ -242,7 +246,8 @@ class CudaOps final : public Ops {
 
  private:
   static std::string shape_name(const char* op, int C, int OC, bool gelu) {
-    return std::string(op) + " " + std::to_string(C) + "->" + std::to_string(OC) + (gelu ? " +gelu" : "");
+    return std::string(op) + " " + std::to_string(C) + "->" + std::to_string(OC) +
+           (gelu ? " +gelu" : "");
   }
   void drop_cache() {
     cudaDeviceSynchronize();

@@ -2,8 +2,8 @@
 // include CUDA headers (the NCCL communicator's users, the benchmark). Defined
 // in model/cuda/cuda_ops.cu, so only available in builds with nvcc (ZT_HAVE_CUDA).
 #pragma once
-#include <stdexcept>
 #include <cstddef>
+#include <stdexcept>
 #include <string>
 
 #include "model/ops.h"

@@ -1,7 +1,7 @@
 // LayerNorm over rows of C channels: forward, fused residual-add + forward,
 // and a deterministic backward (no float atomics anywhere).
-#include <stdexcept>
 #include <algorithm>
+#include <stdexcept>
 
 #include "model/cuda/cuda_kernels.cuh"
 

@@ -104,7 +104,8 @@ TEST_CASE("NCCL at W = 1 gives exactly the single-process results", "[gpu]") {
     RunResult r[2];
     for (int use_nccl = 0; use_nccl < 2; use_nccl++) {
       auto ops = make_cuda_ops(0);
-      CountingCommunicator comm(use_nccl ? make_nccl_communicator(*ops) : make_single_communicator(*ops));
+      CountingCommunicator comm(use_nccl ? make_nccl_communicator(*ops)
+                                         : make_single_communicator(*ops));
       r[use_nccl] = train(z, comm, *ops, gpu_shape());
     }
     INFO("stage " << stage);
@@ -136,18 +137,21 @@ TEST_CASE("every stage on 2 ranks of one GPU (MPI communicator) matches 1 rank",
       z.reduce_bucket_size = 5000;
       z.stage3_param_persistence_threshold = 0;
       auto ops = make_cuda_ops(0);
-      CountingCommunicator comm(W == 1 ? make_single_communicator(*ops) : make_mpi_communicator(*ops));
+      CountingCommunicator comm(W == 1 ? make_single_communicator(*ops)
+                                       : make_mpi_communicator(*ops));
       const RunResult got = train(z, comm, *ops, gpu_shape());
       INFO("W = " << W << ", stage " << stage << (native ? " native reduce-scatter" : ""));
       bool ok = true;
-      for (int s = 0; s < kSteps; s++) ok = ok && std::abs(got.losses[s] - ref.losses[s]) <= 2e-2 * ref.losses[s];
+      for (int s = 0; s < kSteps; s++)
+        ok = ok && std::abs(got.losses[s] - ref.losses[s]) <= 2e-2 * ref.losses[s];
       CHECK(all_ranks(ok));
       const double perr = rel_l2(got.master, ref.master);
       INFO("parameters: relative L2 error " << perr);
       CHECK(all_ranks(perr < 5e-2));
       const StepPlan plan = plan_step(z, table, W, kSeqPerStep / (kB * W), DType::BF16,
                                       GPT::training_unit_order(table.config().n_layer));
-      CHECK(all_ranks(got.model_states == model_states_bytes(stage, got.padded, W, 2, 2) + plan.persistent_bytes));
+      CHECK(all_ranks(got.model_states ==
+                      model_states_bytes(stage, got.padded, W, 2, 2) + plan.persistent_bytes));
     }
   }
 }
