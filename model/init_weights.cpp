@@ -3,22 +3,17 @@
 #include <cmath>
 #include <cstdint>
 
+#include "data/splitmix64.h"
 #include "model/gpt.h"
 
 namespace zt {
 namespace {
 
-uint64_t splitmix64(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 
 // Box-Muller over two uniforms in (0, 1].
-double normal(uint64_t& s) {
-  double u1 = (static_cast<double>(splitmix64(s) >> 11) + 1.0) / 9007199254740993.0;
-  double u2 = static_cast<double>(splitmix64(s) >> 11) / 9007199254740992.0;
+double normal(SplitMix64& rng) {
+  double u1 = (static_cast<double>(rng.next() >> 11) + 1.0) / 9007199254740993.0;
+  double u2 = rng.uniform();
   return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
 }
 
@@ -39,8 +34,8 @@ void init_gpt2_weights(const ParamTable& table, uint64_t seed, float* out) {
       const bool resid = p.name.find("c_proj.weight") != std::string::npos;
       const double std = resid ? resid_std : 0.02;
       // One stream per tensor keeps tensors independent of each other's sizes.
-      uint64_t s = seed * 0x100000001B3ull + i;
-      for (size_t j = 0; j < p.numel; j++) w[j] = static_cast<float>(normal(s) * std);
+      SplitMix64 rng(seed * 0x100000001B3ull + i);
+      for (size_t j = 0; j < p.numel; j++) w[j] = static_cast<float>(normal(rng) * std);
     }
   }
 }

@@ -5,21 +5,13 @@
 #include <cstdint>
 #include <numeric>
 
+#include "data/splitmix64.h"
+
 namespace zt {
-namespace {
-
-double uniform(uint64_t& s) {
-  uint64_t z = (s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return static_cast<double>((z ^ (z >> 31)) >> 11) / 9007199254740992.0;
-}
-
-}  // namespace
 
 std::vector<int> sample_tokens(GPT& model, UnitHooks& hooks, std::vector<int> tokens,
                                const SampleSettings& s) {
-  uint64_t rng = s.seed;
+  SplitMix64 rng(s.seed);
   if (tokens.empty()) tokens.push_back(0);
   const int window = model.T();
   for (int i = 0; i < s.tokens; i++) {
@@ -39,7 +31,7 @@ std::vector<int> sample_tokens(GPT& model, UnitHooks& hooks, std::vector<int> to
       p[j] = std::exp((logits[idx[j]] - logits[idx[0]]) / s.temperature);
       sum += p[j];
     }
-    double u = uniform(rng) * sum;
+    double u = rng.uniform() * sum;
     int pick = idx[k - 1];
     for (int j = 0; j < k; j++) {
       if ((u -= p[j]) <= 0) {

@@ -49,6 +49,11 @@ void ReplicatedParams::all_gather_shards() {
   }
 }
 
+void ReplicatedParams::refresh_from(ShardOptimizer& optimizer) {
+  optimizer.write_params(params_, Indexing::Flat);
+  all_gather_shards();
+}
+
 double global_grad_norm(double local_sum_squares, bool all_reduce, Ops& ops, Communicator& comm) {
   if (!all_reduce) return std::sqrt(local_sum_squares);
   float host = static_cast<float>(local_sum_squares);

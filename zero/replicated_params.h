@@ -22,6 +22,8 @@ class ReplicatedParams {
   const void* unit(int u) const;
   // Brings every rank's owned slices to all ranks (in place).
   void all_gather_shards();
+  // Writes round(master) of this rank's pieces, then gathers everyone's.
+  void refresh_from(ShardOptimizer& optimizer);
 
  private:
   const ParamTable& table_;

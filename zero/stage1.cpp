@@ -33,10 +33,7 @@ class Stage1 : public ZeroEngine {
     optimizer_.init_master(full_host);
     refresh_params_from_master();
   }
-  void refresh_params_from_master() override {
-    optimizer_.write_params(params_.data(), Indexing::Flat);
-    params_.all_gather_shards();
-  }
+  void refresh_params_from_master() override { params_.refresh_from(optimizer_); }
   const void* acquire_params(int u) override { return params_.unit(u); }
   void release_params(int) override {}
   void* acquire_grads(int u) override { return flat(table_.units()[u].offset); }
