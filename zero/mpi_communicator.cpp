@@ -1,15 +1,25 @@
-// MPI communicator. Host fp32 buffers go straight to MPI's non-blocking
-// collectives (the handle holds the MPI_Request). Device buffers, and bf16 of
-// any kind, are staged: copied to pinned-or-plain host memory, widened to fp32
-// (MPI has no bf16 type), reduced, narrowed and copied back; staged calls
-// complete before they return, since MPI cannot wait on a CUDA stream.
+// MPI communicator, on its own duplicate of MPI_COMM_WORLD. Host fp32 buffers
+// go straight to MPI's non-blocking collectives (the handle holds the
+// MPI_Request). MPI advances a non-blocking collective only inside MPI calls,
+// so while any is outstanding a progress thread pokes MPI (MPI_Iprobe) every
+// 100 us: that is what lets overlap_comm hide reductions behind backward
+// (it needs MPI_THREAD_MULTIPLE; without it, collectives progress at wait()).
+// Device buffers, and bf16 of any kind, are staged: copied to host memory,
+// widened to fp32 (MPI has no bf16 type), reduced, narrowed and copied back;
+// staged calls complete before they return, since MPI cannot wait on a CUDA
+// stream.
 #include <mpi.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <mutex>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "zero/bf16_host.h"
@@ -18,9 +28,62 @@
 namespace zt {
 namespace {
 
+// Keeps MPI progressing while non-blocking collectives are outstanding.
+class ProgressThread {
+ public:
+  explicit ProgressThread(MPI_Comm comm) : comm_(comm) {
+    int level = 0;
+    MPI_Query_thread(&level);
+    if (level == MPI_THREAD_MULTIPLE) thread_ = std::thread([this] { run(); });
+  }
+  ~ProgressThread() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    if (thread_.joinable()) thread_.join();
+  }
+  void started() {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      outstanding_++;
+    }
+    cv_.notify_one();
+  }
+  void finished() {
+    std::lock_guard<std::mutex> g(mu_);
+    outstanding_--;
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return stop_ || outstanding_ > 0; });
+      if (stop_) return;
+      lock.unlock();
+      int flag = 0;
+      MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm_, &flag, MPI_STATUS_IGNORE);
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      lock.lock();
+    }
+  }
+  MPI_Comm comm_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int outstanding_ = 0;
+  bool stop_ = false;
+};
+
 class MpiHandle : public CommHandle {
  public:
-  MpiHandle(MPI_Request r, std::function<void()> after) : req_(r), after_(std::move(after)) {}
+  MpiHandle(MPI_Request r, std::function<void()> after, ProgressThread* progress)
+      : req_(r), after_(std::move(after)), progress_(progress) {
+    progress_->started();
+  }
+  ~MpiHandle() override { wait(); }
   void wait() override {
     if (finished_) return;
     MPI_Wait(&req_, MPI_STATUS_IGNORE);
@@ -37,10 +100,12 @@ class MpiHandle : public CommHandle {
  private:
   void finish() {
     finished_ = true;
+    progress_->finished();
     if (after_) after_();
   }
   MPI_Request req_;
   std::function<void()> after_;
+  ProgressThread* progress_;
   bool finished_ = false;
 };
 
@@ -53,8 +118,14 @@ class DoneHandle : public CommHandle {
 class MpiCommunicator : public Communicator {
  public:
   explicit MpiCommunicator(Ops& ops) : ops_(ops) {
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &world_);
+    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &world_);
+    progress_.reset(new ProgressThread(comm_));
+  }
+  ~MpiCommunicator() override {
+    progress_.reset();
+    MPI_Comm_free(&comm_);
   }
   int rank() const override { return rank_; }
   int world() const override { return world_; }
@@ -63,11 +134,11 @@ class MpiCommunicator : public Communicator {
   Handle all_reduce(void* buf, size_t n, DType t) override {
     if (direct(t)) {
       MPI_Request r;
-      MPI_Iallreduce(MPI_IN_PLACE, buf, count(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &r);
-      return Handle(new MpiHandle(r, nullptr));
+      MPI_Iallreduce(MPI_IN_PLACE, buf, count(n), MPI_FLOAT, MPI_SUM, comm_, &r);
+      return Handle(new MpiHandle(r, nullptr, progress_.get()));
     }
     std::vector<float> h = stage_in(buf, n, t);
-    MPI_Allreduce(MPI_IN_PLACE, h.data(), count(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(MPI_IN_PLACE, h.data(), count(n), MPI_FLOAT, MPI_SUM, comm_);
     stage_out(buf, h.data(), n, t);
     return done();
   }
@@ -77,14 +148,14 @@ class MpiCommunicator : public Communicator {
       // A separate receive buffer keeps in-place calls (recv inside send) legal for MPI.
       auto tmp = std::make_shared<std::vector<float>>(n);
       MPI_Request r;
-      MPI_Ireduce_scatter_block(send, tmp->data(), count(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                                &r);
-      return Handle(
-          new MpiHandle(r, [tmp, recv, n] { std::memcpy(recv, tmp->data(), n * sizeof(float)); }));
+      MPI_Ireduce_scatter_block(send, tmp->data(), count(n), MPI_FLOAT, MPI_SUM, comm_, &r);
+      return Handle(new MpiHandle(
+          r, [tmp, recv, n] { std::memcpy(recv, tmp->data(), n * sizeof(float)); },
+          progress_.get()));
     }
     std::vector<float> h = stage_in(send, n * world_, t);
     std::vector<float> out(n);
-    MPI_Reduce_scatter_block(h.data(), out.data(), count(n), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Reduce_scatter_block(h.data(), out.data(), count(n), MPI_FLOAT, MPI_SUM, comm_);
     stage_out(recv, out.data(), n, t);
     return done();
   }
@@ -95,14 +166,14 @@ class MpiCommunicator : public Communicator {
     if (direct(t)) {
       MPI_Request r;
       MPI_Iallgather(in_place ? MPI_IN_PLACE : send, count(n), MPI_FLOAT, recv, count(n), MPI_FLOAT,
-                     MPI_COMM_WORLD, &r);
-      return Handle(new MpiHandle(r, nullptr));
+                     comm_, &r);
+      return Handle(new MpiHandle(r, nullptr, progress_.get()));
     }
     // bf16 gathers need no arithmetic: move the raw 2-byte words.
     std::vector<char> mine(n * es), all(n * es * world_);
     ops_.to_host(mine.data(), send, n * es);
     MPI_Allgather(mine.data(), count(n * es), MPI_BYTE, all.data(), count(n * es), MPI_BYTE,
-                  MPI_COMM_WORLD);
+                  comm_);
     ops_.from_host(recv, all.data(), all.size());
     return done();
   }
@@ -112,13 +183,13 @@ class MpiCommunicator : public Communicator {
       MPI_Request r;
       const bool in_place = rank_ == root && send == recv;
       MPI_Ireduce(in_place ? MPI_IN_PLACE : send, recv, count(n), MPI_FLOAT, MPI_SUM, root,
-                  MPI_COMM_WORLD, &r);
-      return Handle(new MpiHandle(r, nullptr));
+                  comm_, &r);
+      return Handle(new MpiHandle(r, nullptr, progress_.get()));
     }
     std::vector<float> h = stage_in(send, n, t);
     std::vector<float> out(rank_ == root ? n : 0);
     MPI_Reduce(h.data(), rank_ == root ? out.data() : nullptr, count(n), MPI_FLOAT, MPI_SUM, root,
-               MPI_COMM_WORLD);
+               comm_);
     if (rank_ == root) stage_out(recv, out.data(), n, t);
     return done();
   }
@@ -127,17 +198,17 @@ class MpiCommunicator : public Communicator {
     const size_t bytes = n * dtype_size(t);
     if (direct(t)) {
       MPI_Request r;
-      MPI_Ibcast(buf, count(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &r);
-      return Handle(new MpiHandle(r, nullptr));
+      MPI_Ibcast(buf, count(bytes), MPI_BYTE, root, comm_, &r);
+      return Handle(new MpiHandle(r, nullptr, progress_.get()));
     }
     std::vector<char> h(bytes);
     ops_.to_host(h.data(), buf, bytes);
-    MPI_Bcast(h.data(), count(bytes), MPI_BYTE, root, MPI_COMM_WORLD);
+    MPI_Bcast(h.data(), count(bytes), MPI_BYTE, root, comm_);
     ops_.from_host(buf, h.data(), bytes);
     return done();
   }
 
-  void barrier() override { MPI_Barrier(MPI_COMM_WORLD); }
+  void barrier() override { MPI_Barrier(comm_); }
 
   [[noreturn]] void abort(const std::string& why) override {
     std::fprintf(stderr, "zerotrain: rank %d: %s\n", rank_, why.c_str());
@@ -178,7 +249,9 @@ class MpiCommunicator : public Communicator {
   }
 
   Ops& ops_;
+  MPI_Comm comm_;
   int rank_ = 0, world_ = 1;
+  std::unique_ptr<ProgressThread> progress_;
 };
 
 }  // namespace
