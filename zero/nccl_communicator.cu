@@ -1,7 +1,9 @@
 // NCCL communicator (see nccl_communicator.h for the stream semantics).
-// Errors of NCCL and CUDA calls throw with the call, file and line; an
-// asynchronous NCCL failure seen while polling (done(), shutdown) takes the job
-// down through abort() with the message instead of leaving the ranks hanging.
+// Errors of NCCL and CUDA calls throw with the call, file and line. Since
+// waits never block the host, a watchdog thread polls every 10 ms: an
+// asynchronous NCCL failure (a dead peer), or a collective still unfinished
+// after ZT_NCCL_TIMEOUT_S seconds (default 600: a stuck peer), takes the job
+// down through abort() with a message instead of leaving the ranks hanging.
 // Open MPI's C++ bindings are not needed and do not compile warning-free here.
 #ifndef OMPI_SKIP_MPICXX
 #define OMPI_SKIP_MPICXX 1
@@ -10,8 +12,10 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <deque>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -131,6 +135,7 @@ class NcclCommunicator : public Communicator {
                                (id_error.empty() ? std::string() : ": " + id_error));
     MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_);
 
+    ZT_CUDA(cudaGetDevice(&device_));
     ZT_CUDA(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
     ZT_CUDA(cudaEventCreateWithFlags(&compute_ready_, cudaEventDisableTiming));
     const ncclResult_t init = ncclCommInitRank(&nccl_, world_, id, rank_);
@@ -143,6 +148,9 @@ class NcclCommunicator : public Communicator {
   }
 
   ~NcclCommunicator() override {
+    stop_watchdog_ = true;
+    if (watchdog_.joinable()) watchdog_.join();
+    for (auto& p : pending_) cudaEventDestroy(p.first);
     // Let queued collectives finish, watching for a failed peer meanwhile.
     bool failed = false;
     while (true) {
@@ -221,7 +229,39 @@ class NcclCommunicator : public Communicator {
   Handle after_collective() {
     cudaEvent_t done = pool_->get();
     ZT_CUDA(cudaEventRecord(done, comm_stream_));
+    cudaEvent_t watched;
+    ZT_CUDA(cudaEventCreateWithFlags(&watched, cudaEventDisableTiming));
+    ZT_CUDA(cudaEventRecord(watched, comm_stream_));
+    {
+      std::lock_guard<std::mutex> g(watch_mu_);
+      pending_.push_back({watched, std::chrono::steady_clock::now()});
+    }
+    if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch(); });
     return Handle(new NcclHandle(pool_, done, compute_, this));
+  }
+
+  // The watchdog: failed or stuck collectives end the job with a message.
+  void watch() {
+    cudaSetDevice(device_);
+    const char* env = std::getenv("ZT_NCCL_TIMEOUT_S");
+    const double timeout_s = env ? std::atof(env) : 600.0;
+    while (!stop_watchdog_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      check_async();
+      std::lock_guard<std::mutex> g(watch_mu_);
+      while (!pending_.empty() && cudaEventQuery(pending_.front().first) == cudaSuccess) {
+        cudaEventDestroy(pending_.front().first);
+        pending_.pop_front();
+      }
+      if (!pending_.empty()) {
+        const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                                            pending_.front().second)
+                                  .count();
+        if (waited > timeout_s)
+          abort("an NCCL collective has not finished after " + std::to_string(int(waited)) +
+                " s (ZT_NCCL_TIMEOUT_S): a peer is stuck or dead");
+      }
+    }
   }
 
   // NCCL refuses two ranks on one GPU; say so up front, identically on every rank.
@@ -254,6 +294,11 @@ class NcclCommunicator : public Communicator {
   cudaStream_t comm_stream_ = nullptr;
   cudaEvent_t compute_ready_ = nullptr;
   ncclComm_t nccl_ = nullptr;
+  int device_ = 0;
+  std::thread watchdog_;
+  std::atomic<bool> stop_watchdog_{false};
+  std::mutex watch_mu_;
+  std::deque<std::pair<cudaEvent_t, std::chrono::steady_clock::time_point>> pending_;
   std::shared_ptr<EventPool> pool_;
 };
 
