@@ -39,7 +39,15 @@ grep -h '^SKIPPED' "$logdir/unit.log" | sort -u | sed 's/^/  /'
 
 for w in 1 2 3 4; do
   echo "== [mpi] tests, W = $w"
-  timeout 900 mpirun -np "$w" "$BUILD/tests" '[mpi]' >"$logdir/mpi_w$w.log" 2>&1
+  # Under `make test-asan`, LeakSanitizer's stop-the-world tracer crashes at exit
+  # in 4-rank oversubscribed jobs (signal 11 in the tracer, after every test
+  # passed); multi-rank runs keep the address and UB checks, without leak checks.
+  extra_env=()
+  if [ "$w" -gt 1 ] && [ -n "${LSAN_OPTIONS:-}" ]; then
+    extra_env=("ASAN_OPTIONS=${ASAN_OPTIONS:-}:detect_leaks=0")
+  fi
+  env "${extra_env[@]+"${extra_env[@]}"}" timeout 900 mpirun -np "$w" "$BUILD/tests" '[mpi]' \
+    >"$logdir/mpi_w$w.log" 2>&1
   count_catch "mpi W=$w" "$logdir/mpi_w$w.log" $?
 done
 

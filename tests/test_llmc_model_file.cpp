@@ -1,0 +1,89 @@
+// llm.c's model file: fp32 (version 3) round trip through zerotrain's layout,
+// bf16 (version 5) reading, and one-line errors for wrong files.
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "model/param_table.h"
+#include "tests/catch.h"
+#include "train/llmc_model_file.h"
+#include "zero/bf16_host.h"
+
+namespace zt {
+namespace {
+
+GPTConfig small_shape() {
+  GPTConfig c;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 16;
+  c.vocab_size = 37;
+  c.seq_len = 9;
+  return c;
+}
+
+std::string temp_path(const char* name) {
+  char dir[] = "/tmp/zt_llmc_XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  return std::string(dir) + "/" + name;
+}
+
+std::string error_of(const std::string& path, const ParamTable& table) {
+  try {
+    read_llmc_model(path, table);
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("llm.c model files: fp32 round trip, bf16 read, errors", "[llmc]") {
+  const ParamTable table(small_shape());
+  std::mt19937 rng(std::random_device{}());
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> w(table.total());
+  for (float& x : w) x = normal(rng);
+
+  const std::string v3 = temp_path("model_v3.bin");
+  write_llmc_model(v3, table, w);
+  CHECK(read_llmc_model(v3, table) == w);
+
+  // Version 5: the same header with bf16 tensors in the same order.
+  FILE* in = std::fopen(v3.c_str(), "rb");
+  REQUIRE(in);
+  int32_t header[256];
+  REQUIRE(std::fread(header, sizeof header, 1, in) == 1);
+  std::vector<float> file_order(table.total());
+  REQUIRE(std::fread(file_order.data(), sizeof(float), file_order.size(), in) == file_order.size());
+  std::fclose(in);
+  header[1] = 5;
+  const std::string v5 = temp_path("model_v5.bin");
+  FILE* out = std::fopen(v5.c_str(), "wb");
+  REQUIRE(out);
+  std::fwrite(header, sizeof header, 1, out);
+  for (float x : file_order) {
+    const uint16_t b = float_to_bf16(x);
+    std::fwrite(&b, 2, 1, out);
+  }
+  std::fclose(out);
+  const std::vector<float> from_bf16 = read_llmc_model(v5, table);
+  for (size_t i = 0; i < w.size(); i++) REQUIRE(from_bf16[i] == bf16_to_float(float_to_bf16(w[i])));
+
+  GPTConfig other = small_shape();
+  other.n_layer = 3;
+  const std::string shape_error = error_of(v3, ParamTable(other));
+  CHECK(shape_error.find("model.n_layer is 2 in the file but 3 in the config") != std::string::npos);
+  header[0] = 1234;
+  const std::string bad = temp_path("bad_magic.bin");
+  out = std::fopen(bad.c_str(), "wb");
+  std::fwrite(header, sizeof header, 1, out);
+  std::fclose(out);
+  CHECK(error_of(bad, table).find("bad magic 1234") != std::string::npos);
+  CHECK(error_of("/nonexistent/model.bin", table).find("cannot open") != std::string::npos);
+}
+
+}  // namespace zt
