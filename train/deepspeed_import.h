@@ -49,10 +49,4 @@ namespace zt {
 void apply_deepspeed_config(const std::string& json_path, Config& c,
                             std::vector<std::string>& warnings, int world_size);
 
-// Checks a Config changed after load_config (as by the import above) with
-// load_config's rules: every key's range and the cross-key rules; messages
-// start "SOURCE: key 'train.lr': ". (Defined in train/config.cpp; it belongs
-// in train/config.h next to load_config.)
-void validate_config(const Config& c);
-
 }  // namespace zt
