@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "tests/catch.h"
+#include "tests/test_support.h"
 #include "train/config.h"
 #include "train/config_schema.h"
 
@@ -61,13 +62,6 @@ std::string load_error(const std::string& path, const std::vector<std::string>& 
   return "";
 }
 
-void require_parts(const std::string& message, const std::vector<std::string>& parts) {
-  INFO("message: " << message);
-  for (const std::string& part : parts) {
-    INFO("expected part: " << part);
-    CHECK(message.find(part) != std::string::npos);
-  }
-}
 
 // Every key of `a` equals the same key of `b`, bit for bit for doubles.
 void require_same_config(Config a, Config b) {

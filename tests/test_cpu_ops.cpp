@@ -21,30 +21,19 @@
 #include "model/cpu/cpu_matmul.h"
 #include "model/ops.h"
 #include "tests/catch.h"
+#include "tests/test_support.h"
 
 namespace zt {
 namespace {
 
 using Vec = std::vector<double>;
 
-uint64_t run_seed() {
-  static const uint64_t seed = [] {
-    const char* env = std::getenv("ZT_TEST_SEED");
-    std::random_device entropy;
-    uint64_t s = env ? std::strtoull(env, nullptr, 10)
-                     : (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
-    std::printf("[cpu_ops] seed %llu (replay with ZT_TEST_SEED=%llu)\n",
-                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
-}
 
 // One stream per test (salt), all derived from the run's seed. Values are rounded
 // to float so that float and double runs start from identical inputs.
 struct Rng {
   std::mt19937_64 gen;
-  explicit Rng(uint64_t salt) : gen(run_seed() + 0x9E3779B97F4A7C15ull * salt) {}
+  explicit Rng(uint64_t salt) : gen(test_seed() + 0x9E3779B97F4A7C15ull * salt) {}
   Vec uniform(size_t n, double lo = -1, double hi = 1) {
     std::uniform_real_distribution<double> d(lo, hi);
     Vec v(n);

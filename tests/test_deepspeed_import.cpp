@@ -10,6 +10,7 @@
 #include <random>
 
 #include "tests/catch.h"
+#include "tests/test_support.h"
 #include "train/config.h"
 #include "train/deepspeed_import.h"
 
@@ -73,13 +74,6 @@ std::string import_error(const std::string& json, int world, Config c) {
   return "";
 }
 
-void require_parts(const std::string& message, const std::vector<std::string>& parts) {
-  INFO("message: " << message);
-  for (const std::string& part : parts) {
-    INFO("expected part: " << part);
-    CHECK(message.find(part) != std::string::npos);
-  }
-}
 
 // An HF Trainer style config (the shape of its documented ZeRO-2/3 examples).
 std::string hf_config(int stage) {

@@ -22,6 +22,7 @@
 #include "model/ops.h"
 #include "model/param_table.h"
 #include "tests/catch.h"
+#include "tests/test_support.h"
 #include "tests/flat_hooks.h"
 #include "train/llmc_model_file.h"
 
@@ -32,18 +33,6 @@ namespace fs = std::filesystem;
 
 constexpr const char* kPython = "/usr/bin/python3";
 
-uint64_t run_seed() {
-  static const uint64_t seed = [] {
-    const char* env = std::getenv("ZT_TEST_SEED");
-    std::random_device entropy;
-    uint64_t s = env ? std::strtoull(env, nullptr, 10)
-                     : (static_cast<uint64_t>(entropy()) << 32) ^ entropy();
-    std::printf("[torch] seed %llu (replay with ZT_TEST_SEED=%llu)\n",
-                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
-}
 
 // True (after saying why) when this machine cannot run the PyTorch reference.
 bool skip_without_torch() {
@@ -184,7 +173,7 @@ struct GradientCase {
   explicit GradientCase(uint64_t salt)
       : table(GPTConfig{/*n_layer=*/2, /*n_head=*/2, /*n_embd=*/32, /*vocab_size=*/61,
                         /*seq_len=*/21}) {
-    std::mt19937_64 rng(run_seed() + 0x9E3779B97F4A7C15ull * salt);
+    std::mt19937_64 rng(test_seed() + 0x9E3779B97F4A7C15ull * salt);
     weights = random_weights(table, rng);
     batch = random_batch(/*B=*/3, /*T=*/16, table.config().vocab_size, rng);
     zt = run_zerotrain(table, weights, batch, /*with_grads=*/true);
@@ -213,7 +202,7 @@ TEST_CASE("weights exported as an llm.c file give zerotrain's loss in PyTorch", 
   if (skip_without_torch()) return;
   const ParamTable table(GPTConfig{/*n_layer=*/3, /*n_head=*/4, /*n_embd=*/48,
                                    /*vocab_size=*/97, /*seq_len=*/20});
-  std::mt19937_64 rng(run_seed() + 0x9E3779B97F4A7C15ull * 2);
+  std::mt19937_64 rng(test_seed() + 0x9E3779B97F4A7C15ull * 2);
   const std::vector<float> weights = random_weights(table, rng);
   const Batch batch = random_batch(/*B=*/2, /*T=*/20, table.config().vocab_size, rng);
   const double zt_loss = run_zerotrain(table, weights, batch, /*with_grads=*/false).mean_loss;
@@ -239,7 +228,7 @@ TEST_CASE("the PyTorch comparison rejects a slightly wrong gradient or loss", "[
   TempDir dir;
   std::string expected_culprit;
   SECTION("one tensor's gradient scaled by 1.001") {
-    std::mt19937_64 rng(run_seed() + 0x9E3779B97F4A7C15ull * 4);
+    std::mt19937_64 rng(test_seed() + 0x9E3779B97F4A7C15ull * 4);
     const auto& params = c.table.params();
     const ParamInfo& p = params[std::uniform_int_distribution<size_t>(0, params.size() - 1)(rng)];
     std::vector<float> grads = c.zt.grads;

@@ -19,6 +19,7 @@
 
 #include "model/ops.h"
 #include "tests/catch.h"
+#include "tests/test_support.h"
 
 namespace zt {
 namespace {
@@ -42,18 +43,6 @@ bool no_gpu() {
     return;                           \
   }
 
-uint64_t run_seed() {
-  static const uint64_t seed = [] {
-    const char* env = std::getenv("ZT_TEST_SEED");
-    const uint64_t s =
-        env ? std::strtoull(env, nullptr, 10)
-            : (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-    std::printf("[gpu] seed %llu (replay with ZT_TEST_SEED=%llu)\n",
-                static_cast<unsigned long long>(s), static_cast<unsigned long long>(s));
-    return s;
-  }();
-  return seed;
-}
 
 // Round to nearest even bf16, on the host (finite inputs).
 float round_bf16(float x) {
@@ -67,7 +56,7 @@ float round_bf16(float x) {
 
 struct Rng {
   std::mt19937_64 gen;
-  explicit Rng(uint64_t salt) : gen(run_seed() + 0x9E3779B97F4A7C15ull * salt) {}
+  explicit Rng(uint64_t salt) : gen(test_seed() + 0x9E3779B97F4A7C15ull * salt) {}
   Vec bf16_values(size_t n, float lo, float hi) {
     std::uniform_real_distribution<float> d(lo, hi);
     Vec v(n);
