@@ -146,19 +146,35 @@ __global__ void layernorm_backward_kernel(bf16* dinp, float* partial, const bf16
   }
 }
 
-// Backward, stage 2: one thread per channel sums the G block partials in block
-// order and adds the result into dw and db.
+// Backward, stage 2: the G block partials of each channel, summed in a fixed
+// order. A block takes 32 channels (one per lane, so every load of a warp is one
+// 128-byte line); its warps stride over the partials (warp k takes g = k,
+// k + warps, ...), then warp 0 adds the warps' sums in warp order into dw, db.
+// Many warps per channel keep enough loads in flight to hide memory latency.
+constexpr int kParamGradWarps = 32;
 __global__ void layernorm_param_grad_kernel(bf16* dw, bf16* db, const float* partial, int G,
                                             int C) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
-  if (c >= C) return;
+  __shared__ float sums[2][kParamGradWarps][33];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int c = blockIdx.x * 32 + lane;
   float sw = 0.f, sb = 0.f;
-  for (int g = 0; g < G; ++g) {
-    sw += partial[static_cast<size_t>(g) * 2 * C + c];
-    sb += partial[static_cast<size_t>(g) * 2 * C + C + c];
+  if (c < C) {
+    for (int g = warp; g < G; g += kParamGradWarps) {
+      sw += partial[static_cast<size_t>(g) * 2 * C + c];
+      sb += partial[static_cast<size_t>(g) * 2 * C + C + c];
+    }
   }
-  dw[c] = __float2bfloat16_rn(__bfloat162float(dw[c]) + sw);
-  db[c] = __float2bfloat16_rn(__bfloat162float(db[c]) + sb);
+  sums[0][warp][lane] = sw;
+  sums[1][warp][lane] = sb;
+  __syncthreads();
+  if (warp != 0 || c >= C) return;
+  float tw = 0.f, tb = 0.f;
+  for (int k = 0; k < kParamGradWarps; ++k) {
+    tw += sums[0][k][lane];
+    tb += sums[1][k][lane];
+  }
+  dw[c] = __float2bfloat16_rn(__bfloat162float(dw[c]) + tw);
+  db[c] = __float2bfloat16_rn(__bfloat162float(db[c]) + tb);
 }
 
 template <bool RESIDUAL>
@@ -207,7 +223,9 @@ void launch_layernorm_backward(CudaContext& ctx, bf16* dinp, bf16* dw, bf16* db,
   if (smem > ctx.max_smem_per_block)
     throw std::runtime_error("layernorm_backward: C = " + std::to_string(C) +
                              " needs more shared memory than the device has");
-  const int G = std::max(1, std::min(ceil_div(N, warps), 2 * ctx.num_sms));
+  // Up to eight blocks per multiprocessor: each warp works on one row at a time,
+  // so occupancy is what hides the latency of its loads.
+  const int G = std::max(1, std::min(ceil_div(N, warps), 8 * ctx.num_sms));
   float* partial = static_cast<float*>(
       ctx.scratch->get(static_cast<size_t>(G) * 2 * C * sizeof(float), ctx.stream));
   if (vec) {
@@ -224,7 +242,8 @@ void launch_layernorm_backward(CudaContext& ctx, bf16* dinp, bf16* dw, bf16* db,
         <<<G, 32 * warps, smem, ctx.stream>>>(dinp, partial, dout, inp, w, mean, rstd, N, C);
   }
   CUDA_CHECK_LAUNCH();
-  layernorm_param_grad_kernel<<<ceil_div(C, 256), 256, 0, ctx.stream>>>(dw, db, partial, G, C);
+  layernorm_param_grad_kernel<<<ceil_div(C, 32), 32 * kParamGradWarps, 0, ctx.stream>>>(
+      dw, db, partial, G, C);
   CUDA_CHECK_LAUNCH();
 }
 
