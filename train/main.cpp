@@ -20,12 +20,14 @@ namespace {
 const char* kUsage =
     "usage: zerotrain COMMAND ...\n"
     "  train CONFIG [--set k=v ...] [--run-dir DIR] [--resume] [--init-from F] [--deepspeed J]\n"
-    "  prepare --input FILE --out DIR --tokenizer byte|bpe [--vocab N]\n"
+    "  prepare --input FILE --out DIR --tokenizer byte|bpe [--vocab N] [--val-fraction F]\n"
+    "          [--shard-tokens N]\n"
     "  eval CONFIG [--init-from F | --checkpoint CKPT] [--batches N] [--set k=v ...]\n"
     "  sample --checkpoint CKPT [--prompt TEXT] [--tokens N] [--temperature X] [--top-k K]\n"
+    "          [--seed S]\n"
     "  export --checkpoint CKPT --format llmc OUT.bin\n"
     "  plan CONFIG --world W [--set k=v ...]\n"
-    "  report RUNS_DIR [--out DIR]\n";
+    "  report RUNS_DIR [--out DIR] [--no-plots]\n";
 
 int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "train") return zt::run_train(zt::parse_train_args(args));
