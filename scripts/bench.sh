@@ -69,3 +69,4 @@ for r in "${results[@]}"; do
   printf '%-6s %4s %6s %10s %9s %9s %7s %14s %s\n' "$a" "$b" "$c" "$d" "$e" "$f" "$g" "$h" "$i"
 done
 echo "tok/s over steps 2..$STEPS of T = 1024 random tokens; TFLOP/s = tok/s x (6N + 6LCT); MFU vs $PEAK_TFLOPS TFLOP/s"
+echo "mode: deterministic (every kernel; zerotrain has no non-deterministic variant)"
