@@ -9,7 +9,6 @@
 namespace zt {
 namespace {
 
-
 // Box-Muller over two uniforms in (0, 1].
 double normal(SplitMix64& rng) {
   double u1 = (static_cast<double>(rng.next() >> 11) + 1.0) / 9007199254740993.0;

@@ -62,7 +62,6 @@ std::string load_error(const std::string& path, const std::vector<std::string>& 
   return "";
 }
 
-
 // Every key of `a` equals the same key of `b`, bit for bit for doubles.
 void require_same_config(Config a, Config b) {
   for (const ConfigKey& key : config_keys()) {

@@ -28,7 +28,6 @@ namespace {
 
 using Vec = std::vector<double>;
 
-
 // One stream per test (salt), all derived from the run's seed. Values are rounded
 // to float so that float and double runs start from identical inputs.
 struct Rng {

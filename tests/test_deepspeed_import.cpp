@@ -74,7 +74,6 @@ std::string import_error(const std::string& json, int world, Config c) {
   return "";
 }
 
-
 // An HF Trainer style config (the shape of its documented ZeRO-2/3 examples).
 std::string hf_config(int stage) {
   return R"({

@@ -76,7 +76,8 @@ TEST_CASE("llm.c model files: fp32 round trip, bf16 read, errors", "[llmc]") {
   GPTConfig other = small_shape();
   other.n_layer = 3;
   const std::string shape_error = error_of(v3, ParamTable(other));
-  CHECK(shape_error.find("model.n_layer is 2 in the file but 3 in the config") != std::string::npos);
+  CHECK(shape_error.find("model.n_layer is 2 in the file but 3 in the config") !=
+        std::string::npos);
   header[0] = 1234;
   const std::string bad = temp_path("bad_magic.bin");
   out = std::fopen(bad.c_str(), "wb");

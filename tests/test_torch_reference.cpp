@@ -22,8 +22,8 @@
 #include "model/ops.h"
 #include "model/param_table.h"
 #include "tests/catch.h"
-#include "tests/test_support.h"
 #include "tests/flat_hooks.h"
+#include "tests/test_support.h"
 #include "train/llmc_model_file.h"
 
 namespace zt {
@@ -32,7 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr const char* kPython = "/usr/bin/python3";
-
 
 // True (after saying why) when this machine cannot run the PyTorch reference.
 bool skip_without_torch() {

@@ -11,6 +11,7 @@
 #include "data/tokenizer.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
+#include "train/cli_args.h"
 #include "train/config.h"
 #include "train/llmc_model_file.h"
 #include "train/runtime.h"
@@ -20,49 +21,6 @@
 
 namespace zt {
 namespace {
-
-struct Flags {
-  std::vector<std::string> positional, overrides;
-  std::vector<std::pair<std::string, std::string>> named;
-  std::string get(const std::string& k, const std::string& dflt = "") const {
-    for (auto& [n, v] : named)
-      if (n == k) return v;
-    return dflt;
-  }
-};
-
-Flags parse_flags(const std::string& cmd, const std::vector<std::string>& args,
-                  const std::vector<std::string>& known) {
-  Flags f;
-  for (size_t i = 0; i < args.size(); i++) {
-    const std::string& s = args[i];
-    if (s.rfind("--", 0) != 0) {
-      f.positional.push_back(s);
-      continue;
-    }
-    if (i + 1 >= args.size()) throw ConfigError(cmd + ": " + s + " needs a value");
-    const std::string v = args[++i];
-    if (s == "--set") {
-      f.overrides.push_back(v);
-      continue;
-    }
-    bool ok = false;
-    for (const auto& k : known) ok = ok || k == s;
-    if (!ok) throw ConfigError(cmd + ": unknown option '" + s + "'");
-    f.named.push_back({s, v});
-  }
-  return f;
-}
-
-int to_int(const std::string& cmd, const std::string& flag, const std::string& v) {
-  try {
-    size_t used = 0;
-    int x = std::stoi(v, &used);
-    if (used == v.size()) return x;
-  } catch (const std::exception&) {
-  }
-  throw ConfigError(cmd + ": " + flag + " expects an integer, got '" + v + "'");
-}
 
 // A one-rank stage-0 engine holding `weights`.
 struct LoadedModel {
@@ -96,13 +54,15 @@ std::vector<float> checkpoint_weights(const std::string& ckpt, Config* cfg_out) 
 }  // namespace
 
 int run_eval_command(const std::vector<std::string>& args) {
-  Flags f = parse_flags("eval", args, {"--init-from", "--checkpoint", "--batches"});
-  if (f.positional.size() != 1)
-    throw ConfigError(
-        "usage: zerotrain eval CONFIG [--init-from F | --checkpoint CKPT] [--batches N]");
-  Config cfg = load_config(f.positional[0], f.overrides);
-  const int batches =
-      to_int("eval", "--batches", f.get("--batches", std::to_string(cfg.train.eval_batches)));
+  const CliArgs f("eval",
+                  "usage: zerotrain eval CONFIG [--init-from F | --checkpoint CKPT] [--batches N] "
+                  "[--set k=v ...]",
+                  {{"--init-from"}, {"--checkpoint"}, {"--batches"}, {"--set", true, true}}, args,
+                  1, 1);
+  if (f.has("--init-from") && f.has("--checkpoint"))
+    f.fail("--init-from and --checkpoint exclude each other");
+  Config cfg = load_config(f.positional()[0], f.all("--set"));
+  const int batches = static_cast<int>(f.get_int("--batches", cfg.train.eval_batches, 1, 1 << 30));
   DataLoader val(cfg.data.val, cfg.model.vocab_size, cfg.train.micro_batch, cfg.model.seq_len, 0, 1,
                  1, cfg.train.seed, false);
   ParamTable table(cfg.model);
@@ -113,7 +73,7 @@ int run_eval_command(const std::vector<std::string>& args) {
     Config saved;
     w = checkpoint_weights(f.get("--checkpoint"), &saved);
     if (w.size() != table.total())
-      throw ConfigError("eval: the checkpoint's model shape differs from " + f.positional[0]);
+      throw ConfigError("eval: the checkpoint's model shape differs from " + f.positional()[0]);
   } else {
     w.resize(table.total());
     init_gpt2_weights(table, cfg.train.seed, w.data());
@@ -133,29 +93,23 @@ int run_eval_command(const std::vector<std::string>& args) {
 }
 
 int run_sample_command(const std::vector<std::string>& args) {
-  Flags f =
-      parse_flags("sample", args,
-                  {"--checkpoint", "--prompt", "--tokens", "--temperature", "--top-k", "--seed"});
-  if (f.get("--checkpoint").empty() || !f.positional.empty())
-    throw ConfigError(
-        "usage: zerotrain sample --checkpoint CKPT [--prompt TEXT] [--tokens N] "
-        "[--temperature X] [--top-k K] [--seed S]");
+  const CliArgs f(
+      "sample",
+      "usage: zerotrain sample --checkpoint CKPT [--prompt TEXT] [--tokens N] "
+      "[--temperature X] [--top-k K] [--seed S]",
+      {{"--checkpoint"}, {"--prompt"}, {"--tokens"}, {"--temperature"}, {"--top-k"}, {"--seed"}},
+      args, 0, 0);
+  if (!f.has("--checkpoint")) f.fail("--checkpoint CKPT is required");
   Config cfg;
   std::vector<float> w = checkpoint_weights(f.get("--checkpoint"), &cfg);
   std::unique_ptr<Tokenizer> tok = make_tokenizer(cfg.data.tokenizer);
   LoadedModel m = load_model(cfg, w);
   GPT model(*m.table, *m.ops, 1, cfg.model.seq_len);
   SampleSettings s;
-  s.tokens =
-      to_int("sample", "--tokens", f.get("--tokens", std::to_string(cfg.train.sample_tokens)));
-  s.top_k = to_int("sample", "--top-k", f.get("--top-k", std::to_string(cfg.train.top_k)));
-  s.seed = static_cast<uint64_t>(to_int("sample", "--seed", f.get("--seed", "1")));
-  try {
-    s.temperature = std::stod(f.get("--temperature", std::to_string(cfg.train.temperature)));
-  } catch (const std::exception&) {
-    throw ConfigError("sample: --temperature expects a number");
-  }
-  if (s.temperature <= 0) throw ConfigError("sample: --temperature must be > 0");
+  s.tokens = static_cast<int>(f.get_int("--tokens", cfg.train.sample_tokens, 0, 1 << 24));
+  s.top_k = static_cast<int>(f.get_int("--top-k", cfg.train.top_k, 0, 1 << 30));
+  s.seed = static_cast<uint64_t>(f.get_int("--seed", 1, 0, INT64_MAX));
+  s.temperature = f.get_double("--temperature", cfg.train.temperature, 0, 1e9, true);
   std::vector<int> prompt = tok->encode(f.get("--prompt", "\n"));
   for (int t : prompt)
     if (t >= cfg.model.vocab_size)
@@ -166,18 +120,17 @@ int run_sample_command(const std::vector<std::string>& args) {
 }
 
 int run_export_command(const std::vector<std::string>& args) {
-  Flags f = parse_flags("export", args, {"--checkpoint", "--format"});
-  if (f.get("--checkpoint").empty() || f.positional.size() != 1)
-    throw ConfigError("usage: zerotrain export --checkpoint CKPT --format llmc OUT.bin");
+  const CliArgs f("export", "usage: zerotrain export --checkpoint CKPT --format llmc OUT.bin",
+                  {{"--checkpoint"}, {"--format"}}, args, 1, 1);
+  if (!f.has("--checkpoint")) f.fail("--checkpoint CKPT is required");
   if (f.get("--format", "llmc") != "llmc")
-    throw ConfigError("export: --format '" + f.get("--format") +
-                      "' is not supported (expected llmc)");
+    f.fail("--format '" + f.get("--format") + "' is not supported (expected llmc)");
   Config cfg;
   std::vector<float> w = checkpoint_weights(f.get("--checkpoint"), &cfg);
   ParamTable table(cfg.model);
-  write_llmc_model(f.positional[0], table, w);
+  write_llmc_model(f.positional()[0], table, w);
   std::printf("export: %s -> %s (llm.c fp32 model file, version 3, %zu parameters)\n",
-              f.get("--checkpoint").c_str(), f.positional[0].c_str(), table.total());
+              f.get("--checkpoint").c_str(), f.positional()[0].c_str(), table.total());
   return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "model/gpt.h"
+#include "train/cli_args.h"
 #include "train/commands.h"
 #include "train/config.h"
 #include "zero/plan.h"
@@ -61,27 +62,12 @@ bool same_choice(const ZeroConfig& a, const ZeroConfig& b) {
 }  // namespace
 
 int run_plan_command(const std::vector<std::string>& args) {
-  std::string path;
-  std::vector<std::string> overrides;
-  int world = 0;
-  for (size_t i = 0; i < args.size(); i++) {
-    if ((args[i] == "--world" || args[i] == "--set") && i + 1 < args.size()) {
-      if (args[i] == "--set") overrides.push_back(args[++i]);
-      else {
-        try {
-          world = std::stoi(args[++i]);
-        } catch (const std::exception&) {
-          world = 0;
-        }
-      }
-    } else if (path.empty() && args[i].rfind("--", 0) != 0) {
-      path = args[i];
-    } else {
-      throw ConfigError("plan: unexpected argument '" + args[i] + "'");
-    }
-  }
-  if (path.empty() || world < 1)
-    throw ConfigError("usage: zerotrain plan CONFIG --world W (W >= 1) [--set k=v ...]");
+  const CliArgs f("plan", "usage: zerotrain plan CONFIG --world W [--set k=v ...]",
+                  {{"--world"}, {"--set", true, true}}, args, 1, 1);
+  if (!f.has("--world")) f.fail("--world W is required");
+  const int world = static_cast<int>(f.get_int("--world", 1, 1, 1 << 20));
+  const std::string path = f.positional()[0];
+  const std::vector<std::string> overrides = f.all("--set");
   Config cfg = load_config(path, overrides);
   validate_for_world(cfg, world);
   const int A = grad_accum_steps(cfg, world);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "train/cli_args.h"
 #include "train/commands.h"
 #include "train/config.h"
 #include "train/report_table.h"
@@ -34,22 +35,12 @@ struct ReportArgs {
 };
 
 ReportArgs parse_report_args(const std::vector<std::string>& args) {
-  const std::string usage = "usage: zerotrain report RUNS_DIR [--out DIR] [--no-plots]";
+  const CliArgs f("report", "usage: zerotrain report RUNS_DIR [--out DIR] [--no-plots]",
+                  {{"--out"}, {"--no-plots", false}}, args, 1, 1);
   ReportArgs a;
-  for (size_t i = 0; i < args.size(); i++) {
-    if (args[i] == "--out") {
-      if (i + 1 >= args.size()) throw ConfigError("report: --out needs a directory; " + usage);
-      a.out_dir = args[++i];
-    } else if (args[i] == "--no-plots") {
-      a.plots = false;
-    } else if (args[i].rfind("--", 0) == 0 || !a.runs_dir.empty()) {
-      throw ConfigError("report: unexpected argument '" + args[i] + "'; " + usage);
-    } else {
-      a.runs_dir = args[i];
-    }
-  }
-  if (a.runs_dir.empty()) throw ConfigError(usage);
-  if (a.out_dir.empty()) a.out_dir = a.runs_dir;
+  a.runs_dir = f.positional()[0];
+  a.out_dir = f.get("--out", a.runs_dir);
+  a.plots = !f.has("--no-plots");
   return a;
 }
 

@@ -19,6 +19,7 @@
 #include "data/tokenizer.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
+#include "train/cli_args.h"
 #include "train/deepspeed_import.h"
 #include "train/fault_inject.h"
 #include "train/llmc_model_file.h"
@@ -66,28 +67,19 @@ double evaluate(GPT& model, ZeroEngine& engine, DataLoader& val, int batches, in
 }  // namespace
 
 TrainArgs parse_train_args(const std::vector<std::string>& args) {
+  const CliArgs c(
+      "train",
+      "usage: zerotrain train CONFIG [--set section.key=value ...] [--run-dir DIR] "
+      "[--resume] [--init-from MODEL.bin] [--deepspeed ds_config.json]",
+      {{"--set", true, true}, {"--run-dir"}, {"--resume", false}, {"--init-from"}, {"--deepspeed"}},
+      args, 1, 1);
   TrainArgs a;
-  for (size_t i = 0; i < args.size(); i++) {
-    const std::string& s = args[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= args.size()) throw ConfigError("train: " + s + " needs a value");
-      return args[++i];
-    };
-    if (s == "--set") a.overrides.push_back(value());
-    else if (s.rfind("--set=", 0) == 0) a.overrides.push_back(s.substr(6));
-    else if (s == "--run-dir") a.run_dir = value();
-    else if (s == "--resume") a.resume = true;
-    else if (s == "--init-from") a.init_from = value();
-    else if (s == "--deepspeed") a.deepspeed = value();
-    else if (!s.empty() && s[0] == '-') throw ConfigError("train: unknown option '" + s + "'");
-    else if (a.config_path.empty()) a.config_path = s;
-    else throw ConfigError("train: unexpected argument '" + s + "' (one CONFIG file expected)");
-  }
-  if (a.config_path.empty())
-    throw ConfigError(
-        "usage: zerotrain train CONFIG [--set section.key=value ...] [--run-dir DIR] "
-        "[--resume] [--init-from MODEL.bin] [--deepspeed ds_config.json]");
-  if (a.run_dir.empty()) a.run_dir = default_run_dir(a.config_path);
+  a.config_path = c.positional()[0];
+  a.overrides = c.all("--set");
+  a.run_dir = c.get("--run-dir", default_run_dir(a.config_path));
+  a.resume = c.has("--resume");
+  a.init_from = c.get("--init-from");
+  a.deepspeed = c.get("--deepspeed");
   return a;
 }
 

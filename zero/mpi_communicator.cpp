@@ -172,8 +172,7 @@ class MpiCommunicator : public Communicator {
     // bf16 gathers need no arithmetic: move the raw 2-byte words.
     std::vector<char> mine(n * es), all(n * es * world_);
     ops_.to_host(mine.data(), send, n * es);
-    MPI_Allgather(mine.data(), count(n * es), MPI_BYTE, all.data(), count(n * es), MPI_BYTE,
-                  comm_);
+    MPI_Allgather(mine.data(), count(n * es), MPI_BYTE, all.data(), count(n * es), MPI_BYTE, comm_);
     ops_.from_host(recv, all.data(), all.size());
     return done();
   }
@@ -182,8 +181,8 @@ class MpiCommunicator : public Communicator {
     if (direct(t)) {
       MPI_Request r;
       const bool in_place = rank_ == root && send == recv;
-      MPI_Ireduce(in_place ? MPI_IN_PLACE : send, recv, count(n), MPI_FLOAT, MPI_SUM, root,
-                  comm_, &r);
+      MPI_Ireduce(in_place ? MPI_IN_PLACE : send, recv, count(n), MPI_FLOAT, MPI_SUM, root, comm_,
+                  &r);
       return Handle(new MpiHandle(r, nullptr, progress_.get()));
     }
     std::vector<float> h = stage_in(send, n, t);

@@ -15,9 +15,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <deque>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <stdexcept>

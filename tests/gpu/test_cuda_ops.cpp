@@ -43,7 +43,6 @@ bool no_gpu() {
     return;                           \
   }
 
-
 // Round to nearest even bf16, on the host (finite inputs).
 float round_bf16(float x) {
   uint32_t u;
