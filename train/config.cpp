@@ -231,6 +231,9 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
          format_double(t.min_lr) + " > lr " + format_double(t.lr));
   require_one_of("system.device", c.system.device, {"auto", "cpu", "cuda"});
   require_one_of("system.communicator", c.system.communicator, {"auto", "mpi", "nccl"});
+  require_one_of("train.param_groups", c.train.param_groups, {"two", "one"});
+  require_one_of("zero.communication_data_type", c.zero.communication_data_type,
+                 {"auto", "fp32", "bf16", "fp16"});
   const std::string& fault = c.system.fault_inject;
   if (!fault.empty() && !valid_fault_inject(fault))
     fail(origin("system.fault_inject").prefix +

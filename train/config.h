@@ -39,6 +39,9 @@ struct TrainConfig {
   int keep_checkpoints = 2;
   uint64_t seed = 1337;
   int log_every = 1;
+  // Optimizer parameter groups as ZeRO partitions them: "two" (weights with
+  // decay, biases and norms without, as the HF Trainer builds them) or "one".
+  std::string param_groups = "two";
 };
 
 struct SystemConfig {

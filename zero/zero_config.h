@@ -2,6 +2,7 @@
 // (deepspeed/runtime/zero/config.py), plus zerotrain's own additions.
 #pragma once
 #include <cstdint>
+#include <string>
 
 namespace zt {
 
@@ -18,6 +19,9 @@ struct ZeroConfig {
   int64_t stage3_param_persistence_threshold = 100000;
   int64_t stage3_max_live_parameters = 1000000000;
   int64_t stage3_max_reuse_distance = 1000000000;
+  // Gradient dtype on the wire: "auto" (the model dtype), "fp32", "bf16" or "fp16".
+  std::string communication_data_type = "auto";
+  bool round_robin_gradients = false;  // stages 1/2: reorder tensors across owners
   // zerotrain's own:
   bool native_reduce_scatter = false;  // stages 1/2: one true reduce-scatter per bucket
   bool allgather_bucketed =
