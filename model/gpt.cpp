@@ -43,6 +43,18 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T)
   datty_ = act(N * C);
   dwide_ = act(N * 4 * C);
   host_losses_.resize(N);
+  auto m = [&](const std::string& name) { return table.module_index(name); };
+  root_ = m("");
+  wte_ = m("wte");
+  wpe_ = m("wpe");
+  ln_f_ = m("ln_f");
+  lm_head_ = m("lm_head");
+  for (int l = 0; l < c.n_layer; l++) {
+    const std::string h = "h." + std::to_string(l);
+    block_modules_.push_back({m(h), m(h + ".ln_1"), m(h + ".attn"), m(h + ".attn.c_attn"),
+                              m(h + ".attn.c_proj"), m(h + ".ln_2"), m(h + ".mlp"),
+                              m(h + ".mlp.c_fc"), m(h + ".mlp.c_proj")});
+  }
 }
 
 GPT::~GPT() {
@@ -61,103 +73,138 @@ float* GPT::stat(size_t elems) {
   return static_cast<float*>(p);
 }
 
-const void* GPT::param(const void* unit_base, int i) const {
-  return static_cast<const char*>(unit_base) + table_.offset_in_unit(i) * es_;
-}
-
-void* GPT::grad(void* unit_base, int i) const {
-  return static_cast<char*>(unit_base) + table_.offset_in_unit(i) * es_;
-}
-
 void GPT::upload_tokens(const int* inputs, const int* targets, int n) {
   ops_.from_host(tokens_, inputs, n * sizeof(int));
   if (targets) ops_.from_host(targets_, targets, n * sizeof(int));
 }
 
-// Runs embeddings, all blocks and the final LayerNorm; leaves lnf_ ready for the
-// head. Each unit's parameters are acquired just before use and released after.
-void GPT::forward_to_lnf(int b, int t, UnitHooks& hooks) {
+// The forward from the embeddings to the final LayerNorm, leaving lnf_ ready
+// for the head; every module's parameters are fetched just before it runs and
+// released after. The root module stays open until the head is done.
+void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
   const int N = b * t, C = c.n_embd, NH = c.n_head;
-  const void* p0 = hooks.acquire_params(0);
-  ops_.encoder_forward(embed_, tokens_, param(p0, 0), param(p0, 1), b, t, C);
-  hooks.release_params(0);
+  hooks.fetch(root_, false);
+  // The two embeddings are separate modules, as in PyTorch: lookup, then the
+  // position add in place (bit-identical to one fused add).
+  ops_.encoder_forward(embed_, tokens_, hooks.fetch(wte_, false)[0], nullptr, b, t, C);
+  hooks.release(wte_, false);
+  ops_.encoder_forward(embed_, tokens_, nullptr, hooks.fetch(wpe_, false)[0], b, t, C);
+  hooks.release(wpe_, false);
   for (int l = 0; l < c.n_layer; l++) {
     Block& k = blocks_[l];
-    const void* p = hooks.acquire_params(1 + l);
-    auto W = [&](BlockParam which) { return param(p, table_.block_param(l, which)); };
-    if (l == 0)
-      ops_.layernorm_forward(k.ln1, k.ln1_mean, k.ln1_rstd, k.r_in, W(kLn1W), W(kLn1B), N, C);
+    const BlockModules& m = block_modules_[l];
+    hooks.fetch(m.block, false);
+    const void* const* ln1 = hooks.fetch(m.ln_1, false);
+    if (l == 0) ops_.layernorm_forward(k.ln1, k.ln1_mean, k.ln1_rstd, k.r_in, ln1[0], ln1[1], N, C);
     else
       ops_.residual_layernorm_forward(k.r_in, k.ln1, k.ln1_mean, k.ln1_rstd, blocks_[l - 1].r_mid,
-                                      fcproj_, W(kLn1W), W(kLn1B), N, C);
-    ops_.matmul_forward(k.qkv, nullptr, k.ln1, W(kQkvW), W(kQkvB), N, C, 3 * C);
+                                      fcproj_, ln1[0], ln1[1], N, C);
+    hooks.release(m.ln_1, false);
+    hooks.fetch(m.attn, false);
+    const void* const* qkv = hooks.fetch(m.c_attn, false);
+    ops_.matmul_forward(k.qkv, nullptr, k.ln1, qkv[0], qkv[1], N, C, 3 * C);
+    hooks.release(m.c_attn, false);
     ops_.attention_forward(k.atty, k.lse, k.qkv, b, t, C, NH);
     // fcproj_ doubles as scratch for the attention projection: it is consumed at once.
-    ops_.matmul_forward(fcproj_, nullptr, k.atty, W(kAttProjW), W(kAttProjB), N, C, C);
-    ops_.residual_layernorm_forward(k.r_mid, k.ln2, k.ln2_mean, k.ln2_rstd, k.r_in, fcproj_,
-                                    W(kLn2W), W(kLn2B), N, C);
-    ops_.matmul_forward(k.fcg, k.fch, k.ln2, W(kFcW), W(kFcB), N, C, 4 * C);
-    ops_.matmul_forward(fcproj_, nullptr, k.fcg, W(kFcProjW), W(kFcProjB), N, 4 * C, C);
-    hooks.release_params(1 + l);
+    const void* const* proj = hooks.fetch(m.attn_proj, false);
+    ops_.matmul_forward(fcproj_, nullptr, k.atty, proj[0], proj[1], N, C, C);
+    hooks.release(m.attn_proj, false);
+    hooks.release(m.attn, false);
+    const void* const* ln2 = hooks.fetch(m.ln_2, false);
+    ops_.residual_layernorm_forward(k.r_mid, k.ln2, k.ln2_mean, k.ln2_rstd, k.r_in, fcproj_, ln2[0],
+                                    ln2[1], N, C);
+    hooks.release(m.ln_2, false);
+    hooks.fetch(m.mlp, false);
+    const void* const* fc = hooks.fetch(m.c_fc, false);
+    ops_.matmul_forward(k.fcg, k.fch, k.ln2, fc[0], fc[1], N, C, 4 * C);
+    hooks.release(m.c_fc, false);
+    const void* const* fcp = hooks.fetch(m.mlp_proj, false);
+    ops_.matmul_forward(fcproj_, nullptr, k.fcg, fcp[0], fcp[1], N, 4 * C, C);
+    hooks.release(m.mlp_proj, false);
+    hooks.release(m.mlp, false);
+    hooks.release(m.block, false);
   }
-  const int fu = table_.final_unit();
-  const void* pf = hooks.acquire_params(fu);
-  const int lnf_w = table_.units()[fu].first_param;
+  const void* const* lnf = hooks.fetch(ln_f_, false);
   ops_.residual_layernorm_forward(r_fin_, lnf_, lnf_mean_, lnf_rstd_, blocks_.back().r_mid, fcproj_,
-                                  param(pf, lnf_w), param(pf, lnf_w + 1), N, C);
-  hooks.release_params(fu);
+                                  lnf[0], lnf[1], N, C);
+  hooks.release(ln_f_, false);
 }
 
-double GPT::forward_backward(const int* inputs, const int* targets, float dloss, UnitHooks& hooks) {
+void GPT::forward_head(int n, Head head, float dloss, ModuleHooks& hooks) {
+  const GPTConfig& c = table_.config();
+  const void* const* wte = hooks.fetch(lm_head_, false);
+  ops_.matmul_forward(logits_, nullptr, lnf_, wte[0], nullptr, n, c.n_embd, c.vocab_size);
+  hooks.release(lm_head_, false);
+  if (head == Head::TrainLoss)
+    ops_.cross_entropy_forward_backward(losses_, logits_, targets_, n, c.vocab_size, dloss);
+  else if (head == Head::EvalLoss)
+    ops_.cross_entropy_forward(losses_, logits_, targets_, n, c.vocab_size);
+  hooks.release(root_, false);
+}
+
+double GPT::forward_backward(const int* inputs, const int* targets, float dloss,
+                             ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
   const int N = B_ * T_, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
   upload_tokens(inputs, targets, N);
   forward_to_lnf(B_, T_, hooks);
+  forward_head(N, Head::TrainLoss, dloss, hooks);
 
-  // Head: the LM head reads the tied token embedding of unit 0, and its gradient
-  // goes into unit 0's gradient space, which stays acquired until the embedding
-  // backward completes it at the very end.
-  const void* p0 = hooks.acquire_params(0);
-  void* g0 = hooks.acquire_grads(0);
-  ops_.matmul_forward(logits_, nullptr, lnf_, param(p0, 0), nullptr, N, C, V);
-  ops_.cross_entropy_forward_backward(losses_, logits_, targets_, N, V, dloss);
-  ops_.matmul_backward(dln_, grad(g0, 0), nullptr, logits_, lnf_, param(p0, 0), nullptr, N, C, V);
-  hooks.release_params(0);
-
-  const int fu = table_.final_unit();
-  const int lnf_w = table_.units()[fu].first_param;
-  const void* pf = hooks.acquire_params(fu);
-  void* gf = hooks.acquire_grads(fu);
-  ops_.memzero(dres_, static_cast<size_t>(N) * C * es_);
-  ops_.layernorm_backward(dres_, grad(gf, lnf_w), grad(gf, lnf_w + 1), dln_, r_fin_,
-                          param(pf, lnf_w), lnf_mean_, lnf_rstd_, N, C);
-  hooks.grads_ready(fu);
-  hooks.release_params(fu);
+  hooks.fetch(root_, true);
+  // The LM head adds into wte's gradient, which completes only at the embedding.
+  const void* const* head = hooks.fetch(lm_head_, true);
+  ops_.matmul_backward(dln_, hooks.grad(0), nullptr, logits_, lnf_, head[0], nullptr, N, C, V);
+  hooks.release(lm_head_, true);
 
   // dres_ carries the gradient of the residual stream backwards through the blocks.
+  auto layernorm = [&](int module, void* dout_in, void* inp, const float* mean, const float* rstd) {
+    const void* const* w = hooks.fetch(module, true);
+    const std::vector<int>& p = table_.modules()[module].params;
+    ops_.layernorm_backward(dres_, hooks.grad(p[0]), hooks.grad(p[1]), dout_in, inp, w[0], mean,
+                            rstd, N, C);
+    hooks.grad_ready(p[0]);
+    hooks.grad_ready(p[1]);
+    hooks.release(module, true);
+  };
+  auto linear = [&](int module, void* dinp, const void* dout, const void* inp, const void* pre_gelu,
+                    int in, int out) {
+    const void* const* w = hooks.fetch(module, true);
+    const std::vector<int>& p = table_.modules()[module].params;
+    ops_.matmul_backward(dinp, hooks.grad(p[0]), hooks.grad(p[1]), dout, inp, w[0], pre_gelu, N, in,
+                         out);
+    hooks.grad_ready(p[1]);
+    hooks.grad_ready(p[0]);
+    hooks.release(module, true);
+  };
+  ops_.memzero(dres_, static_cast<size_t>(N) * C * es_);
+  layernorm(ln_f_, dln_, r_fin_, lnf_mean_, lnf_rstd_);
   for (int l = c.n_layer - 1; l >= 0; l--) {
     Block& k = blocks_[l];
-    const void* p = hooks.acquire_params(1 + l);
-    void* g = hooks.acquire_grads(1 + l);
-    auto W = [&](BlockParam which) { return param(p, table_.block_param(l, which)); };
-    auto G = [&](BlockParam which) { return grad(g, table_.block_param(l, which)); };
-    ops_.matmul_backward(dwide_, G(kFcProjW), G(kFcProjB), dres_, k.fcg, W(kFcProjW), k.fch, N,
-                         4 * C, C);
-    ops_.matmul_backward(dln_, G(kFcW), G(kFcB), dwide_, k.ln2, W(kFcW), nullptr, N, C, 4 * C);
-    ops_.layernorm_backward(dres_, G(kLn2W), G(kLn2B), dln_, k.r_mid, W(kLn2W), k.ln2_mean,
-                            k.ln2_rstd, N, C);
-    ops_.matmul_backward(datty_, G(kAttProjW), G(kAttProjB), dres_, k.atty, W(kAttProjW), nullptr,
-                         N, C, C);
+    const BlockModules& m = block_modules_[l];
+    hooks.fetch(m.block, true);
+    hooks.fetch(m.mlp, true);
+    linear(m.mlp_proj, dwide_, dres_, k.fcg, k.fch, 4 * C, C);
+    linear(m.c_fc, dln_, dwide_, k.ln2, nullptr, C, 4 * C);
+    hooks.release(m.mlp, true);
+    layernorm(m.ln_2, dln_, k.r_mid, k.ln2_mean, k.ln2_rstd);
+    hooks.fetch(m.attn, true);
+    linear(m.attn_proj, datty_, dres_, k.atty, nullptr, C, C);
     ops_.attention_backward(dwide_, datty_, k.qkv, k.atty, k.lse, B_, T_, C, NH);
-    ops_.matmul_backward(dln_, G(kQkvW), G(kQkvB), dwide_, k.ln1, W(kQkvW), nullptr, N, C, 3 * C);
-    ops_.layernorm_backward(dres_, G(kLn1W), G(kLn1B), dln_, k.r_in, W(kLn1W), k.ln1_mean,
-                            k.ln1_rstd, N, C);
-    hooks.grads_ready(1 + l);
-    hooks.release_params(1 + l);
+    linear(m.c_attn, dln_, dwide_, k.ln1, nullptr, C, 3 * C);
+    hooks.release(m.attn, true);
+    layernorm(m.ln_1, dln_, k.r_in, k.ln1_mean, k.ln1_rstd);
+    hooks.release(m.block, true);
   }
-  ops_.encoder_backward(grad(g0, 0), grad(g0, 1), dres_, tokens_, B_, T_, C);
-  hooks.grads_ready(0);
+  hooks.fetch(wpe_, true);
+  ops_.encoder_backward(nullptr, hooks.grad(1), dres_, tokens_, B_, T_, C);
+  hooks.grad_ready(1);
+  hooks.release(wpe_, true);
+  hooks.fetch(wte_, true);
+  ops_.encoder_backward(hooks.grad(0), nullptr, dres_, tokens_, B_, T_, C);
+  hooks.grad_ready(0);
+  hooks.release(wte_, true);
+  hooks.release(root_, true);
 
   ops_.to_host(host_losses_.data(), losses_, N * sizeof(float));
   double sum = 0;
@@ -165,38 +212,75 @@ double GPT::forward_backward(const int* inputs, const int* targets, float dloss,
   return sum;
 }
 
-std::vector<int> GPT::training_unit_order(int n_layer) {
-  std::vector<int> order;
-  for (int u = 0; u <= n_layer + 1; u++) order.push_back(u);
-  order.push_back(0);
-  order.push_back(n_layer + 1);
-  for (int u = n_layer; u >= 1; u--) order.push_back(u);
-  return order;
+std::vector<ModuleEvent> GPT::training_events(const ParamTable& table) {
+  std::vector<ModuleEvent> ev;
+  const auto& mods = table.modules();
+  auto fetch = [&](int m, bool bwd) { ev.push_back({ModuleEvent::Fetch, bwd, m}); };
+  auto release = [&](int m, bool bwd) { ev.push_back({ModuleEvent::Release, bwd, m}); };
+  auto ready = [&](int p) { ev.push_back({ModuleEvent::GradReady, true, p}); };
+  // Forward: pre-order, every module released when its subtree is done.
+  std::vector<int> open;
+  for (int m = 0; m < static_cast<int>(mods.size()); m++) {
+    while (!open.empty() && open.back() != mods[m].parent) {
+      release(open.back(), false);
+      open.pop_back();
+    }
+    fetch(m, false);
+    open.push_back(m);
+  }
+  while (!open.empty()) {
+    release(open.back(), false);
+    open.pop_back();
+  }
+  // Backward.
+  auto m = [&](const std::string& name) { return table.module_index(name); };
+  auto leaf = [&](int module, std::vector<int> order) {
+    fetch(module, true);
+    for (int k : order) ready(mods[module].params[k]);
+    release(module, true);
+  };
+  const std::vector<int> linear = {1, 0}, layernorm = {0, 1};
+  fetch(m(""), true);
+  leaf(m("lm_head"), {});
+  leaf(m("ln_f"), layernorm);
+  for (int l = table.config().n_layer - 1; l >= 0; l--) {
+    const std::string h = "h." + std::to_string(l);
+    fetch(m(h), true);
+    fetch(m(h + ".mlp"), true);
+    leaf(m(h + ".mlp.c_proj"), linear);
+    leaf(m(h + ".mlp.c_fc"), linear);
+    release(m(h + ".mlp"), true);
+    leaf(m(h + ".ln_2"), layernorm);
+    fetch(m(h + ".attn"), true);
+    leaf(m(h + ".attn.c_proj"), linear);
+    leaf(m(h + ".attn.c_attn"), linear);
+    release(m(h + ".attn"), true);
+    leaf(m(h + ".ln_1"), layernorm);
+    release(m(h), true);
+  }
+  leaf(m("wpe"), {0});
+  leaf(m("wte"), {0});
+  release(m(""), true);
+  return ev;
 }
 
-double GPT::forward_loss(const int* inputs, const int* targets, UnitHooks& hooks) {
-  const GPTConfig& c = table_.config();
+double GPT::forward_loss(const int* inputs, const int* targets, ModuleHooks& hooks) {
   const int N = B_ * T_;
   upload_tokens(inputs, targets, N);
   forward_to_lnf(B_, T_, hooks);
-  const void* p0 = hooks.acquire_params(0);
-  ops_.matmul_forward(logits_, nullptr, lnf_, param(p0, 0), nullptr, N, c.n_embd, c.vocab_size);
-  hooks.release_params(0);
-  ops_.cross_entropy_forward(losses_, logits_, targets_, N, c.vocab_size);
+  forward_head(N, Head::EvalLoss, 0.0f, hooks);
   ops_.to_host(host_losses_.data(), losses_, N * sizeof(float));
   double sum = 0;
   for (int i = 0; i < N; i++) sum += host_losses_[i];
   return sum;
 }
 
-std::vector<float> GPT::forward_logits(const int* inputs, int b, int t, int pos, UnitHooks& hooks) {
-  const GPTConfig& c = table_.config();
-  const int C = c.n_embd, V = c.vocab_size;
+std::vector<float> GPT::forward_logits(const int* inputs, int b, int t, int pos,
+                                       ModuleHooks& hooks) {
+  const int V = table_.config().vocab_size;
   upload_tokens(inputs, nullptr, b * t);
   forward_to_lnf(b, t, hooks);
-  const void* p0 = hooks.acquire_params(0);
-  ops_.matmul_forward(logits_, nullptr, lnf_, param(p0, 0), nullptr, b * t, C, V);
-  hooks.release_params(0);
+  forward_head(b * t, Head::Logits, 0.0f, hooks);
   std::vector<float> out(static_cast<size_t>(b) * V);
   float* scratch = static_cast<float*>(
       ops_.alloc(static_cast<size_t>(V) * sizeof(float), MemCategory::Activations));

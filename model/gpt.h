@@ -1,6 +1,8 @@
 // The GPT-2 transformer as a sequence of backend ops over one micro-batch.
-// Parameters and gradients are reached only through UnitHooks (ZeRO owns them);
-// the model owns its activations, sized for B x T at construction.
+// Parameters and gradients are reached only through ModuleHooks (ZeRO owns
+// them), module by module in the order PyTorch runs the same GPT-2's modules
+// and gradient hooks (training_events); the model owns its activations, sized
+// for B x T at construction.
 //
 // Block l (pre-LayerNorm):
 //   r_in  = l == 0 ? embed : r_mid[l-1] + fcproj[l-1]   (fused with LN1)
@@ -12,9 +14,9 @@
 #include <cstdint>
 #include <vector>
 
+#include "model/module_hooks.h"
 #include "model/ops.h"
 #include "model/param_table.h"
-#include "model/unit_hooks.h"
 
 namespace zt {
 
@@ -28,16 +30,21 @@ class GPT {
   // Forward, fused loss and backward of one micro-batch of B x T tokens (host int).
   // Each token's loss gradient is scaled by dloss (1 / tokens in the global batch).
   // Returns the SUM of the B*T token losses.
-  double forward_backward(const int* inputs, const int* targets, float dloss, UnitHooks& hooks);
+  double forward_backward(const int* inputs, const int* targets, float dloss, ModuleHooks& hooks);
   // Forward and loss only; returns the sum of the B*T token losses.
-  double forward_loss(const int* inputs, const int* targets, UnitHooks& hooks);
+  double forward_loss(const int* inputs, const int* targets, ModuleHooks& hooks);
   // Forward of b x t tokens (b <= B, t <= T); returns on the host the logits of
   // position pos of each row, [b, vocab_size].
-  std::vector<float> forward_logits(const int* inputs, int b, int t, int pos, UnitHooks& hooks);
+  std::vector<float> forward_logits(const int* inputs, int b, int t, int pos, ModuleHooks& hooks);
 
-  // The order in which forward_backward acquires units' parameters: forward
-  // 0..L+1, the head (0, then L+1 for the final layernorm), backward L..1.
-  static std::vector<int> training_unit_order(int n_layer);
+  // Every hook event of one forward_backward, in order. Forward: each module's
+  // fetch and release, nested (root, wte, wpe, blocks, ln_f, lm_head). Backward:
+  // root, lm_head, ln_f, then each block from the last (mlp.c_proj, mlp.c_fc,
+  // ln_2, attn.c_proj, attn.c_attn, ln_1), then wpe and wte; inside a module's
+  // backward its gradients become ready in PyTorch's order (a Linear's bias
+  // before its weight, a LayerNorm's weight before its bias), wte's only at
+  // the embedding's backward, since the LM head shares it.
+  static std::vector<ModuleEvent> training_events(const ParamTable& table);
 
   int B() const { return B_; }
   int T() const { return T_; }
@@ -47,16 +54,25 @@ class GPT {
     void *r_in, *ln1, *qkv, *atty, *r_mid, *ln2, *fch, *fcg;
     float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd, *lse;
   };
-  void forward_to_lnf(int b, int t, UnitHooks& hooks);
+  struct BlockModules {
+    int block, ln_1, attn, c_attn, attn_proj, ln_2, mlp, c_fc, mlp_proj;
+  };
+  void forward_to_lnf(int b, int t, ModuleHooks& hooks);
+  // What the LM head's forward leaves: the training loss and the logits'
+  // gradient in place of the logits (fused cross-entropy, scaled by dloss), the
+  // evaluation loss, or only the logits.
+  enum class Head { TrainLoss, EvalLoss, Logits };
+  void forward_head(int n, Head head, float dloss, ModuleHooks& hooks);
+
   void upload_tokens(const int* inputs, const int* targets, int n);
-  const void* param(const void* unit_base, int param_index) const;
-  void* grad(void* unit_base, int param_index) const;
   void* act(size_t elems);
   float* stat(size_t elems);
 
   const ParamTable& table_;
   Ops& ops_;
   int B_, T_;
+  int root_, wte_, wpe_, ln_f_, lm_head_;
+  std::vector<BlockModules> block_modules_;
   size_t es_;  // bytes per model-dtype element
   std::vector<void*> allocations_;
   std::vector<Block> blocks_;
@@ -67,10 +83,5 @@ class GPT {
   void *dres_, *dln_, *datty_, *dwide_;
   std::vector<float> host_losses_;
 };
-
-// GPT-2 initialisation of the whole flat layout (fp32, host), a pure function of
-// the seed: N(0, 0.02) weights, residual projections scaled by 1/sqrt(2 L),
-// zero biases, unit LayerNorm gains.
-void init_gpt2_weights(const ParamTable& table, uint64_t seed, float* out);
 
 }  // namespace zt

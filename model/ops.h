@@ -18,9 +18,17 @@
 
 namespace zt {
 
-enum class DType { F32, BF16 };
-inline size_t dtype_size(DType t) { return t == DType::F32 ? 4 : 2; }
-inline const char* dtype_name(DType t) { return t == DType::F32 ? "fp32" : "bf16"; }
+// Model dtypes are F32 (CPU) and BF16 (CUDA); F16 and F64 occur only on the
+// wire (zero.communication_data_type, stage 3's float64 gradient norms), I64
+// only in broadcasts (stage 3's trace check).
+enum class DType { F32, BF16, F16, F64, I64 };
+inline size_t dtype_size(DType t) {
+  return t == DType::F64 || t == DType::I64 ? 8 : t == DType::F32 ? 4 : 2;
+}
+inline const char* dtype_name(DType t) {
+  static const char* names[] = {"fp32", "bf16", "fp16", "fp64", "int64"};
+  return names[static_cast<int>(t)];
+}
 
 struct AdamWArgs {
   float lr, beta1, beta2, eps, weight_decay;
@@ -46,16 +54,22 @@ class Ops {
   virtual void synchronize() = 0;
 
   // ---- elementwise helpers on model-dtype buffers ----
-  virtual void to_f32(float* dst, const void* src, size_t n) = 0;      // widen
-  virtual void from_f32(void* dst, const float* src, size_t n) = 0;    // round to nearest
+  virtual void to_f32(float* dst, const void* src, size_t n) = 0;    // widen
+  virtual void from_f32(void* dst, const float* src, size_t n) = 0;  // round to nearest
+  // dst (dst_t) <- src (src_t), rounding to nearest even; among F32, BF16, F16
+  // (a gradient bucket to and from zero.communication_data_type).
+  virtual void convert(void* dst, DType dst_t, const void* src, DType src_t, size_t n) = 0;
   virtual void add_inplace(void* dst, const void* src, size_t n) = 0;  // dst += src
   virtual void scale_inplace(void* x, float s, size_t n) = 0;
 
   // ---- transformer ops (shapes: N = B*T rows, C channels) ----
-  // out[B,T,C] = wte[tokens] + wpe[t]
+  // out[B,T,C] = wte[tokens] + wpe[t]. Either table may be null: with wpe null
+  // out = wte[tokens]; with wte null out += wpe[t] in place (the two calls in
+  // turn give the fused result bit for bit).
   virtual void encoder_forward(void* out, const int* tokens, const void* wte, const void* wpe,
                                int B, int T, int C) = 0;
-  // dwte[token] += dout, dwpe[t] += sum over batch; deterministic order
+  // dwte[token] += dout, dwpe[t] += sum over batch; deterministic order. Either
+  // gradient may be null, and is then skipped.
   virtual void encoder_backward(void* dwte, void* dwpe, const void* dout, const int* tokens, int B,
                                 int T, int C) = 0;
   // out = (inp - mean) * rstd * w + b; saves mean, rstd [N]

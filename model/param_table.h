@@ -1,9 +1,16 @@
-// The parameter table: every tensor's name, shape and offset in ONE flat layout,
-// grouped by unit so that each unit (embeddings, block i, final layernorm) owns a
-// contiguous range. ZeRO shards this layout; the model only reads it.
+// The parameter table: every tensor's name, shape and offset in ONE flat layout
+// (checkpoints and model files use it), grouped by unit so that each unit
+// (embeddings, block i, final layernorm) owns a contiguous range; and the
+// module tree the model runs as, named and nested as the PyTorch GPT-2 that
+// DeepSpeed users train (HF naming), since ZeRO stage 3 gathers per module.
 //
 // Unit order: 0 = embeddings (wte, wpe), 1..L = blocks, L+1 = final layernorm.
 // The token embedding wte (unit 0) is tied to the LM head, which runs in unit L+1.
+//
+// Modules, in the order their forwards start: the root (""), wte, wpe, then per
+// block h.i, h.i.ln_1, h.i.attn, h.i.attn.c_attn, h.i.attn.c_proj, h.i.ln_2,
+// h.i.mlp, h.i.mlp.c_fc, h.i.mlp.c_proj; then ln_f and lm_head (whose one
+// parameter is wte). Containers (root, h.i, attn, mlp) own no parameters.
 #pragma once
 #include <cstddef>
 #include <string>
@@ -20,6 +27,16 @@ struct ParamInfo {
   size_t numel = 0;
   int unit = 0;
   bool decay = false;  // weight decay applies (2-D matmul/embedding weights only)
+};
+
+struct ModuleInfo {
+  std::string name;         // "h.3.attn.c_attn"; "" for the root
+  std::vector<int> params;  // its own parameters (not its children's), in registration order
+  int parent = -1;          // -1 for the root
+  int unit = -1;            // the unit whose layout range holds its parameters; -1: none
+  // False where the module's inputs carry no gradient (the root and the
+  // embeddings read token ids): PyTorch then runs no hook after its backward.
+  bool inputs_need_grad = true;
 };
 
 struct UnitRange {
@@ -50,6 +67,8 @@ class ParamTable {
   const GPTConfig& config() const { return cfg_; }
   const std::vector<ParamInfo>& params() const { return params_; }
   const std::vector<UnitRange>& units() const { return units_; }
+  const std::vector<ModuleInfo>& modules() const { return modules_; }
+  int module_index(const std::string& name) const;  // -1 if none
   int num_units() const { return static_cast<int>(units_.size()); }
   int final_unit() const { return num_units() - 1; }
   size_t total() const { return total_; }
@@ -66,6 +85,7 @@ class ParamTable {
   GPTConfig cfg_;
   std::vector<ParamInfo> params_;
   std::vector<UnitRange> units_;
+  std::vector<ModuleInfo> modules_;
   size_t total_ = 0;
 };
 

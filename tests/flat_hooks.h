@@ -1,22 +1,27 @@
-// Test-only UnitHooks without ZeRO: one full flat parameter buffer and one full
-// flat gradient buffer in the backend's model dtype and memory space (allocated
-// through the Ops, so zeroed). A unit's pointer is the buffer base plus the unit's
-// offset in the flat layout; releasing and "grads ready" need no work.
+// Test-only ModuleHooks without ZeRO: one full flat parameter buffer and one
+// full flat gradient buffer in the backend's model dtype and memory space
+// (allocated through the Ops, so zeroed). A parameter's pointer is the buffer
+// base plus its offset in the flat layout; releasing and "grad ready" need no
+// work. Every event is recorded, so tests can check the model's event order.
 #pragma once
 #include <vector>
 
+#include "model/module_hooks.h"
 #include "model/ops.h"
 #include "model/param_table.h"
-#include "model/unit_hooks.h"
 
 namespace zt {
 
-class FlatHooks : public UnitHooks {
+class FlatHooks : public ModuleHooks {
  public:
   FlatHooks(const ParamTable& table, Ops& ops)
       : table_(table), ops_(ops), elem_bytes_(dtype_size(ops.dtype())) {
     params_ = static_cast<char*>(ops_.alloc(table_.total() * elem_bytes_, MemCategory::Params));
     grads_ = static_cast<char*>(ops_.alloc(table_.total() * elem_bytes_, MemCategory::Grads));
+    for (const ModuleInfo& m : table_.modules()) {
+      module_params_.emplace_back();
+      for (int p : m.params) module_params_.back().push_back(params_ + offset_bytes(p));
+    }
   }
   ~FlatHooks() override {
     ops_.release(params_);
@@ -25,10 +30,17 @@ class FlatHooks : public UnitHooks {
   FlatHooks(const FlatHooks&) = delete;
   FlatHooks& operator=(const FlatHooks&) = delete;
 
-  const void* acquire_params(int unit) override { return params_ + unit_offset_bytes(unit); }
-  void release_params(int) override {}
-  void* acquire_grads(int unit) override { return grads_ + unit_offset_bytes(unit); }
-  void grads_ready(int) override {}
+  const void* const* fetch(int module, bool backward) override {
+    events.push_back({ModuleEvent::Fetch, backward, module});
+    return module_params_[module].data();
+  }
+  void release(int module, bool backward) override {
+    events.push_back({ModuleEvent::Release, backward, module});
+  }
+  void* grad(int param) override { return grads_ + offset_bytes(param); }
+  void grad_ready(int param) override { events.push_back({ModuleEvent::GradReady, true, param}); }
+
+  std::vector<ModuleEvent> events;
 
   // Host fp32 weights in the flat layout -> the parameter buffer (model dtype).
   void set_params(const std::vector<float>& flat) {
@@ -48,7 +60,7 @@ class FlatHooks : public UnitHooks {
   }
 
  private:
-  size_t unit_offset_bytes(int unit) const { return table_.units()[unit].offset * elem_bytes_; }
+  size_t offset_bytes(int param) const { return table_.params()[param].offset * elem_bytes_; }
   float* f32_staging() {
     return static_cast<float*>(
         ops_.alloc(table_.total() * sizeof(float), MemCategory::Activations));
@@ -59,6 +71,7 @@ class FlatHooks : public UnitHooks {
   size_t elem_bytes_;
   char* params_;
   char* grads_;
+  std::vector<std::vector<const void*>> module_params_;
 };
 
 }  // namespace zt

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "model/host_floats.h"
 #include "model/param_table.h"
 #include "tests/catch.h"
 #include "train/llmc_model_file.h"
-#include "zero/bf16_host.h"
 
 namespace zt {
 namespace {

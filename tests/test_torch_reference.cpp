@@ -24,6 +24,7 @@
 #include "tests/catch.h"
 #include "tests/flat_hooks.h"
 #include "tests/test_support.h"
+#include "train/init_weights.h"
 #include "train/llmc_model_file.h"
 
 namespace zt {

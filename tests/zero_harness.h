@@ -8,12 +8,15 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model/gpt.h"
+#include "train/init_weights.h"
 #include "zero/comm_stats.h"
 #include "zero/communicators.h"
 #include "zero/engine.h"
+#include "zero/param_groups.h"
 
 namespace zt {
 
@@ -49,28 +52,46 @@ struct RunResult {
   std::vector<double> losses;
   std::vector<float> master;
   CommStats comm;
+  std::vector<CallRecord> calls;  // every collective of the training steps, in order
   uint64_t model_states = 0;
   size_t padded = 0;
 };
 
+constexpr double kClip = 1.0;
+
+// The engine's setup the harness trains with (and plans against).
+inline ZeroSetup setup_for(const ZeroConfig& z, const ParamTable& table,
+                           const std::string& groups = "two") {
+  ZeroSetup s;
+  s.z = z;
+  s.groups = make_param_groups(table, groups);
+  s.events = GPT::training_events(table);
+  s.grad_clip = kClip;
+  return s;
+}
+
 // Trains kSteps steps of kSeqPerStep sequences with the loader's indexing:
 // micro-step m of rank r takes sequences (m * W + r) * B.. of the step.
 inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
-                       const GPTConfig& shape = tiny_model()) {
+                       const GPTConfig& shape = tiny_model(), const std::string& groups = "two") {
   const ParamTable table(shape);
   const int W = comm.world(), r = comm.rank();
   const int A = kSeqPerStep / (kB * W);
-  std::unique_ptr<ZeroEngine> engine = make_zero_engine(z, table, ops, comm);
+  std::unique_ptr<ZeroEngine> engine =
+      make_zero_engine(setup_for(z, table, groups), table, ops, comm);
   std::vector<float> w(table.total());
   init_gpt2_weights(table, 7, w.data());
   engine->init_weights(w.data());
   GPT model(table, ops, kB, kT);
   OptimSettings os{3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
   auto* counting = dynamic_cast<CountingCommunicator*>(&comm);
+  if (counting) counting->keep_log();
   const CommStats at_start = counting ? counting->stats() : CommStats();
+  const size_t calls_at_start = counting ? counting->log().size() : 0;
   RunResult res;
   std::vector<int> in(kB * kT), tgt(kB * kT);
   for (int step = 0; step < kSteps; step++) {
+    if (counting) counting->set_step(step);
     double loss = 0;
     for (int m = 0; m < A; m++) {
       sequence(static_cast<int64_t>(step) * kSeqPerStep + (m * W + r) * kB, in.data(), tgt.data(),
@@ -79,17 +100,20 @@ inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
       loss += model.forward_backward(in.data(), tgt.data(), 1.0f / (kSeqPerStep * kT), *engine);
       engine->end_micro_step();
     }
-    engine->step(os, 1.0, step + 1);
+    engine->step(os, step + 1);
     double global = 0;
     MPI_Allreduce(&loss, &global, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     res.losses.push_back(comm.world() == 1 && W == 1 ? loss / (kSeqPerStep * kT)
                                                      : global / (kSeqPerStep * kT));
   }
-  if (counting) res.comm = counting->stats().minus(at_start);
+  if (counting) {
+    res.comm = counting->stats().minus(at_start);
+    res.calls.assign(counting->log().begin() + calls_at_start, counting->log().end());
+  }
   const MemoryLedger& L = ops.ledger();
   res.model_states = L.current(MemCategory::Params) + L.current(MemCategory::Grads) +
                      L.current(MemCategory::Optimizer);
-  res.padded = engine->partition().padded_total();
+  res.padded = engine->padded_params();
   res.master = engine->gather_master(ops, comm, table.total());
   return res;
 }

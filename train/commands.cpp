@@ -13,9 +13,11 @@
 #include "train/checkpoint.h"
 #include "train/cli_args.h"
 #include "train/config.h"
+#include "train/init_weights.h"
 #include "train/llmc_model_file.h"
 #include "train/runtime.h"
 #include "train/sampler.h"
+#include "train/zero_setup.h"
 #include "zero/communicators.h"
 #include "zero/engine.h"
 
@@ -39,7 +41,7 @@ LoadedModel load_model(Config cfg, const std::vector<float>& weights) {
   Runtime rt = make_runtime(cfg.system);
   m.ops = std::move(rt.ops);
   m.comm = make_single_communicator(*m.ops);
-  m.engine = make_zero_engine(m.cfg.zero, *m.table, *m.ops, *m.comm);
+  m.engine = make_zero_engine(zero_setup(m.cfg, *m.table), *m.table, *m.ops, *m.comm);
   m.engine->init_weights(weights.data());
   return m;
 }

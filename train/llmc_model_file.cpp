@@ -7,7 +7,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "zero/bf16_host.h"
+#include "model/host_floats.h"
 
 namespace zt {
 namespace {
@@ -38,20 +38,6 @@ void read_header(std::ifstream& in, const std::string& path, int32_t h[256]) {
 }
 
 }  // namespace
-
-GPTConfig read_llmc_shape(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open model file");
-  int32_t h[256];
-  read_header(in, path, h);
-  GPTConfig c;
-  c.seq_len = h[2];
-  c.n_layer = h[4];
-  c.n_head = h[5];
-  c.n_embd = h[6];
-  c.vocab_size = h[7];
-  return c;
-}
 
 void write_llmc_model(const std::string& path, const ParamTable& table,
                       const std::vector<float>& flat) {

@@ -17,7 +17,5 @@ void write_llmc_model(const std::string& path, const ParamTable& table,
 // Reads version 3 or 5 into zerotrain's flat layout; the file's shape must match
 // the table's config (vocab_size is compared with the padded vocab size).
 std::vector<float> read_llmc_model(const std::string& path, const ParamTable& table);
-// Just the shape stored in a model file.
-GPTConfig read_llmc_shape(const std::string& path);
 
 }  // namespace zt

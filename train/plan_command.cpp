@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "model/gpt.h"
 #include "train/cli_args.h"
 #include "train/commands.h"
 #include "train/config.h"
+#include "train/zero_setup.h"
 #include "zero/plan.h"
 
 namespace zt {
@@ -46,26 +46,29 @@ std::vector<Variant> variants(const ZeroConfig& base) {
   return v;
 }
 
-bool same_choice(const ZeroConfig& a, const ZeroConfig& b) {
-  if (a.stage != b.stage) return false;
-  if (a.stage == 0) return true;
-  if (a.stage == 3) return a.reduce_scatter == b.reduce_scatter;
-  return a.native_reduce_scatter == b.native_reduce_scatter &&
-         (a.native_reduce_scatter ||
-          (a.contiguous_gradients == b.contiguous_gradients &&
-           (!a.contiguous_gradients ||
-            (a.reduce_scatter == b.reduce_scatter &&
-             (!a.reduce_scatter ||
-              a.use_multi_rank_bucket_allreduce == b.use_multi_rank_bucket_allreduce)))));
+void print_calls(const char* title, const std::vector<PlannedCall>& calls) {
+  std::printf("\n%s:\n  %-6s %-5s %-14s %-5s %12s %5s  %s\n", title, "phase", "micro", "primitive",
+              "dtype", "count", "root", "what");
+  for (const PlannedCall& c : calls)
+    std::printf("  %-6s %-5d %-14s %-5s %12zu %5d  %s\n", phase_name(c.phase), c.micro,
+                primitive_name(c.primitive), dtype_name(c.dtype), c.count, c.root, c.what.c_str());
 }
 
 }  // namespace
 
 int run_plan_command(const std::vector<std::string>& args) {
-  const CliArgs f("plan", "usage: zerotrain plan CONFIG --world W [--set k=v ...]",
-                  {{"--world"}, {"--set", true, true}}, args, 1, 1);
+  const CliArgs f("plan",
+                  "usage: zerotrain plan CONFIG --world W [--ranks-per-node G] [--set k=v ...] "
+                  "[--calls]",
+                  {{"--world"}, {"--ranks-per-node"}, {"--set", true, true}, {"--calls", false}},
+                  args, 1, 1);
   if (!f.has("--world")) f.fail("--world W is required");
   const int world = static_cast<int>(f.get_int("--world", 1, 1, 1 << 20));
+  const int per_node = static_cast<int>(f.get_int("--ranks-per-node", world, 1, world));
+  if (world % per_node != 0)
+    f.fail("--ranks-per-node " + std::to_string(per_node) + " does not divide --world " +
+           std::to_string(world));
+  const NodeMap nodes = NodeMap::uniform(world, per_node);
   const std::string path = f.positional()[0];
   const std::vector<std::string> overrides = f.all("--set");
   Config cfg = load_config(path, overrides);
@@ -73,6 +76,8 @@ int run_plan_command(const std::vector<std::string>& args) {
   const int A = grad_accum_steps(cfg, world);
   const DType t = cfg.system.device == "cuda" ? DType::BF16 : DType::F32;
   ParamTable table(cfg.model);
+  const ZeroSetup configured = zero_setup(cfg, table);
+  const StepPlan mine = plan_step(configured, table, world, A, t, nodes);
   std::printf(
       "plan: %s, %zu parameters, W = %d, %d micro-steps per step, %s gradients and "
       "parameters, reduce_bucket_size %lld, allgather %s\n",
@@ -81,13 +86,17 @@ int run_plan_command(const std::vector<std::string>& args) {
       cfg.zero.allgather_bucketed ? "bucketed" : "one call per partition group");
   std::printf(
       "bytes are per rank per optimizer step; payload as nccl-tests counts it, bus = "
-      "payload x bus factor\n\n");
-  std::printf("  %-30s %14s %14s %14s %14s | %-14s %6s %16s %18s\n", "configuration", "params B",
-              "grads B", "optimizer B", "model states B", "primitive", "calls", "payload B",
-              "bus B");
+      "payload x bus factor; inter-node = the bus bytes a ring in rank order sends to another "
+      "node (%d node%s of %d ranks), averaged over the ranks\n\n",
+      nodes.nodes(), nodes.nodes() == 1 ? "" : "s", per_node);
+  std::printf("  %-30s %14s %14s %14s %14s | %-14s %6s %16s %18s %16s\n", "configuration",
+              "params B", "grads B", "optimizer B", "model states B", "primitive", "calls",
+              "payload B", "bus B", "inter-node B");
   for (const Variant& v : variants(cfg.zero)) {
-    StepPlan p = plan_step(v.z, table, world, A, t, GPT::training_unit_order(cfg.model.n_layer));
-    const char* mark = same_choice(v.z, cfg.zero) ? "*" : " ";
+    ZeroSetup setup = configured;
+    setup.z = v.z;
+    const StepPlan p = plan_step(setup, table, world, A, t, nodes);
+    const char* mark = p.stage == mine.stage && p.grad_path == mine.grad_path ? "*" : " ";
     bool first = true;
     for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
       const PlannedPrimitive& c = p.per_step[i];
@@ -100,25 +109,30 @@ int run_plan_command(const std::vector<std::string>& args) {
             static_cast<unsigned long long>(p.optimizer_bytes),
             static_cast<unsigned long long>(p.params_bytes + p.grads_bytes + p.optimizer_bytes));
       else std::printf("  %-30s %14s %14s %14s %14s | ", "", "", "", "", "");
-      std::printf("%-14s %6llu %16llu %18.0f\n", primitive_name(static_cast<Primitive>(i)),
+      std::printf("%-14s %6llu %16llu %18.0f %16.0f\n", primitive_name(static_cast<Primitive>(i)),
                   static_cast<unsigned long long>(c.calls),
-                  static_cast<unsigned long long>(c.bytes), c.bus_bytes);
+                  static_cast<unsigned long long>(c.bytes), c.bus_bytes, c.inter_node_bus_bytes);
       first = false;
     }
     // Stage 3 traces the unit order in its first micro-step, gathering at every use.
     for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
-      const PlannedPrimitive& f = p.first_step[i];
+      const PlannedPrimitive& f = p.first[i];
       if (f.calls == p.per_step[i].calls) continue;
-      std::printf("  %-30s %14s %14s %14s %14s | %-14s %6llu %16llu %18.0f  (first step)\n", "", "",
-                  "", "", "", primitive_name(static_cast<Primitive>(i)),
+      std::printf("  %-30s %14s %14s %14s %14s | %-14s %6llu %16llu %18.0f %16.0f  (first step)\n",
+                  "", "", "", "", "", primitive_name(static_cast<Primitive>(i)),
                   static_cast<unsigned long long>(f.calls),
-                  static_cast<unsigned long long>(f.bytes), f.bus_bytes);
+                  static_cast<unsigned long long>(f.bytes), f.bus_bytes, f.inter_node_bus_bytes);
     }
   }
   std::printf(
       "\nstage 3 rows: stage3_param_persistence_threshold %lld keeps tensors of at most that "
       "many elements whole on every rank\n",
       static_cast<long long>(cfg.zero.stage3_param_persistence_threshold));
+  if (f.has("--calls")) {
+    print_calls("every collective of a steady step, in order (the configured variant)",
+                mine.steady_step);
+    if (mine.stage == 3) print_calls("the first step (stage 3 records its trace)", mine.first_step);
+  }
   return 0;
 }
 

@@ -91,21 +91,12 @@ class SummaryFile {
   YAML::Node root_;
 };
 
-PrimitiveBytes per_step(const SummaryFile& s, const std::string& primitive) {
-  return {s.number("comm.per_step." + primitive + ".bytes"),
-          s.number("comm.per_step." + primitive + ".bus_bytes")};
-}
-
-// Stages that shard gradients (1-3) sum the squared norm of each rank's shard
-// with one fp32 all-reduce per optimizer step (zero/replicated_params.cpp);
-// stage 0 holds the whole all-reduced gradient and takes the norm locally.
-PrimitiveBytes without_norm_all_reduce(PrimitiveBytes all_reduce, int stage, int world) {
-  if (stage == 0) return all_reduce;
-  const double norm_bytes = 4;
-  all_reduce.payload = std::max(0.0, all_reduce.payload - norm_bytes);
-  all_reduce.bus =
-      std::max(0.0, all_reduce.bus - norm_bytes * bus_factor(Primitive::AllReduce, world));
-  return all_reduce;
+// One purpose's bytes per step under one primitive (summary.json splits them:
+// gradients, parameters, scalars such as norms).
+PrimitiveBytes per_step(const SummaryFile& s, const std::string& purpose,
+                        const std::string& primitive) {
+  const std::string k = "comm.per_step_by_purpose." + purpose + "." + primitive;
+  return {s.number(k + ".bytes"), s.number(k + ".bus_bytes")};
 }
 
 // ---- Ordering and baselines.
@@ -211,10 +202,10 @@ ReportRow read_summary(const std::string& path, const std::string& run_name) {
                      flops_per_token(r.params, r.n_layer, r.n_embd, r.seq_len) / r.world / 1e12;
   r.step_ms = s.number("step_ms_median");
   r.exposed_comm_ms_per_step = s.number("comm.exposed_seconds_per_step") * 1e3;
-  r.grad_all_reduce = without_norm_all_reduce(per_step(s, "all_reduce"), r.stage, r.world);
-  r.grad_reduce = per_step(s, "reduce");
-  r.grad_reduce_scatter = per_step(s, "reduce_scatter");
-  r.param_all_gather = per_step(s, "all_gather");
+  r.grad_all_reduce = per_step(s, "gradients", "all_reduce");
+  r.grad_reduce = per_step(s, "gradients", "reduce");
+  r.grad_reduce_scatter = per_step(s, "gradients", "reduce_scatter");
+  r.param_all_gather = per_step(s, "parameters", "all_gather");
   r.model_states_bytes = s.number("memory.model_states");
   r.peak_total_bytes = s.number("memory.peak_total");
   return r;

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "train/json_writer.h"
+#include "zero/memory_formula.h"
 
 namespace zt {
 namespace {
@@ -43,16 +44,6 @@ std::string yaml_to_json(const YAML::Node& n) {
 }
 
 }  // namespace
-
-uint64_t model_states_bytes(int stage, uint64_t n, int W, int p, int g) {
-  const uint64_t K = 12;
-  switch (stage) {
-    case 0: return (p + g + K) * n;
-    case 1: return (p + g) * n + K * n / W;
-    case 2: return p * n + (g + K) * n / W;
-    default: return (p + g + K) * n / W;
-  }
-}
 
 RunOutputs::RunOutputs(const std::string& run_dir, bool writer) : dir_(run_dir), writer_(writer) {}
 
@@ -117,8 +108,15 @@ void RunOutputs::summary(const RunSummary& s) {
   std::sort(ms.begin(), ms.end());
   const double median = ms.empty() ? 0 : ms[ms.size() / 2];
 
-  JsonObject comm, per_step;
+  JsonObject comm, per_step, by_purpose;
   const int64_t n = std::max<int64_t>(1, s.steps_this_run);
+  auto per_step_of = [&](const PrimitiveStats& c) {
+    return JsonObject()
+        .add("calls", static_cast<double>(c.calls) / n)
+        .add("bytes", static_cast<double>(c.bytes) / n)
+        .add("bus_bytes", c.bus_bytes / n)
+        .add("inter_node_bus_bytes", c.inter_node_bus_bytes / n);
+  };
   for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
     const Primitive p = static_cast<Primitive>(i);
     const PrimitiveStats& c = s.comm[p];
@@ -126,15 +124,24 @@ void RunOutputs::summary(const RunSummary& s) {
                                     .add("calls", c.calls)
                                     .add("bytes", c.bytes)
                                     .add("bus_bytes", c.bus_bytes)
+                                    .add("inter_node_bus_bytes", c.inter_node_bus_bytes)
                                     .add("seconds", c.seconds));
-    per_step.add(primitive_name(p), JsonObject()
-                                        .add("calls", static_cast<double>(c.calls) / n)
-                                        .add("bytes", static_cast<double>(c.bytes) / n)
-                                        .add("bus_bytes", c.bus_bytes / n));
+    per_step.add(primitive_name(p), per_step_of(c));
+  }
+  for (int u = 0; u < static_cast<int>(Purpose::kCount); u++) {
+    JsonObject prims;
+    for (int i = 0; i < static_cast<int>(Primitive::kCount); i++)
+      prims.add(primitive_name(static_cast<Primitive>(i)), per_step_of(s.comm.by_purpose[u][i]));
+    by_purpose.add(purpose_name(static_cast<Purpose>(u)), prims);
   }
   comm.add("per_step", per_step);
+  comm.add("per_step_by_purpose", by_purpose);
   comm.add("exposed_seconds", s.comm.exposed_seconds);
   comm.add("exposed_seconds_per_step", s.comm.exposed_seconds / n);
+  comm.add("nodes", s.nodes).add("ranks_per_node", s.ranks_per_node);
+  comm.add("note",
+           "bytes per rank; inter_node_bus_bytes averaged over the ranks: the bus bytes a ring "
+           "in rank order sends to another node");
 
   JsonObject mem;
   const MemoryLedger& L = *s.ledger;
@@ -184,6 +191,8 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("zero", zero)
       .add("comm", comm)
       .add("memory", mem);
+  if (s.cluster_text.empty()) o.raw("cluster", "null");
+  else o.raw("cluster", yaml_to_json(YAML::Load(s.cluster_text)));
   const std::string path = dir_ + "/summary.json", tmp = path + ".tmp";
   {
     std::ofstream f(tmp);

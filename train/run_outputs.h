@@ -33,11 +33,11 @@ struct RunSummary {
   int dtype_bytes = 4;
   uint64_t persistent_bytes = 0, live_params_peak_bytes = 0;  // stage 3
   std::string device;
+  int nodes = 1, ranks_per_node = 1;
+  // The emulated cluster's description (the JSON file ZT_CLUSTER names, written
+  // by scripts/cluster.sh), or "".
+  std::string cluster_text;
 };
-
-// ZeRO paper's model-state bytes per rank for a stage: params p and grads g bytes
-// per element, K = 12 bytes of fp32 optimizer state, on n elements over W ranks.
-uint64_t model_states_bytes(int stage, uint64_t n, int W, int p, int g);
 
 class RunOutputs {
  public:

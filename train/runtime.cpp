@@ -2,10 +2,12 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 #include <thread>
+#include <vector>
 
 #include "model/cpu/cpu_matmul.h"
 #include "zero/communicators.h"
@@ -23,12 +25,34 @@ void mpi_ranks(int* rank, int* world, int* local_rank, int* local_size) {
   MPI_Comm_free(&local);
 }
 
+NodeMap job_nodes() {
+  int rank = 0, world = 1, leader = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local);
+  // A node is named by its lowest world rank; nodes are numbered in that order.
+  MPI_Allreduce(&rank, &leader, 1, MPI_INT, MPI_MIN, local);
+  MPI_Comm_free(&local);
+  std::vector<int> leaders(world);
+  MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  std::vector<int> distinct = leaders;
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  NodeMap m;
+  for (int l : leaders)
+    m.node_of.push_back(
+        static_cast<int>(std::lower_bound(distinct.begin(), distinct.end(), l) - distinct.begin()));
+  return m;
+}
+
 Runtime make_runtime(const SystemConfig& sys) {
   Runtime rt;
-  mpi_ranks(&rt.rank, &rt.world, &rt.local_rank, &rt.local_size);
+  int rank = 0, world = 1, local_rank = 0, local_size = 1;
+  mpi_ranks(&rank, &world, &local_rank, &local_size);
   // Oversubscribed CPU ranks share the cores rather than each taking all of them.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  set_cpu_threads(std::max(1, cores / rt.local_size));
+  set_cpu_threads(std::max(1, cores / local_size));
 
   std::string why;
   bool use_cuda = false;
@@ -40,17 +64,18 @@ Runtime make_runtime(const SystemConfig& sys) {
     if (!use_cuda)
       rt.device_note = "system.device auto: no usable GPU (" + why + "), using the CPU";
   }
-  rt.ops = use_cuda ? make_cuda_ops(rt.local_rank) : make_cpu_ops();
+  rt.ops = use_cuda ? make_cuda_ops(local_rank) : make_cpu_ops();
 
   std::unique_ptr<Communicator> inner;
   const bool want_nccl =
-      use_cuda && rt.world > 1 && (sys.communicator == "nccl" || sys.communicator == "auto");
+      use_cuda && world > 1 && (sys.communicator == "nccl" || sys.communicator == "auto");
   if (sys.communicator == "nccl" && !use_cuda)
     throw std::runtime_error("system.communicator: nccl needs system.device cuda");
-  if (rt.world == 1 && sys.communicator != "nccl") inner = make_single_communicator(*rt.ops);
+  if (world == 1 && sys.communicator != "nccl") inner = make_single_communicator(*rt.ops);
   else if (want_nccl || (sys.communicator == "nccl")) inner = make_nccl_communicator(*rt.ops);
   else inner = make_mpi_communicator(*rt.ops);
   rt.comm.reset(new CountingCommunicator(std::move(inner)));
+  rt.comm->set_nodes(job_nodes());
   return rt;
 }
 

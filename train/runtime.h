@@ -13,7 +13,6 @@
 namespace zt {
 
 struct Runtime {
-  int rank = 0, world = 1, local_rank = 0, local_size = 1;
   std::unique_ptr<Ops> ops;
   std::unique_ptr<CountingCommunicator> comm;
   std::string device_note;  // e.g. "device auto: no GPU (reason), using the CPU"
@@ -22,6 +21,8 @@ struct Runtime {
 // MPI must be initialised. Throws std::runtime_error with one line on failure.
 Runtime make_runtime(const SystemConfig& sys);
 void mpi_ranks(int* rank, int* world, int* local_rank, int* local_size);
+// Which node each rank runs on (ranks sharing memory: MPI_COMM_TYPE_SHARED).
+NodeMap job_nodes();
 // Host-side sums across ranks for metrics (not ZeRO traffic, so not counted).
 double sum_over_ranks(double x);
 void barrier_all();

@@ -9,7 +9,7 @@
 
 namespace zt {
 
-std::vector<int> sample_tokens(GPT& model, UnitHooks& hooks, std::vector<int> tokens,
+std::vector<int> sample_tokens(GPT& model, ModuleHooks& hooks, std::vector<int> tokens,
                                const SampleSettings& s) {
   SplitMix64 rng(s.seed);
   if (tokens.empty()) tokens.push_back(0);

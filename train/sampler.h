@@ -17,7 +17,7 @@ struct SampleSettings {
 
 // `model` must have been built with B >= 1 and T = seq_len. Returns the prompt
 // followed by the generated tokens.
-std::vector<int> sample_tokens(GPT& model, UnitHooks& hooks, std::vector<int> prompt,
+std::vector<int> sample_tokens(GPT& model, ModuleHooks& hooks, std::vector<int> prompt,
                                const SampleSettings& s);
 
 }  // namespace zt

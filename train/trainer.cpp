@@ -4,13 +4,16 @@
 // step, metrics, evaluation, samples, checkpoints; finally the run summary.
 #include "train/trainer.h"
 
+#include <mpi.h>
 #include <sys/stat.h>
+#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -22,11 +25,13 @@
 #include "train/cli_args.h"
 #include "train/deepspeed_import.h"
 #include "train/fault_inject.h"
+#include "train/init_weights.h"
 #include "train/llmc_model_file.h"
 #include "train/lr_schedule.h"
 #include "train/run_outputs.h"
 #include "train/runtime.h"
 #include "train/sampler.h"
+#include "train/zero_setup.h"
 #include "zero/engine.h"
 
 namespace zt {
@@ -83,6 +88,40 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
   return a;
 }
 
+// The emulated cluster the job runs on, as scripts/cluster.sh describes it in
+// the JSON file ZT_CLUSTER names; "" when not set.
+std::string cluster_description() {
+  const char* path = std::getenv("ZT_CLUSTER");
+  if (!path || !*path) return "";
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) throw ConfigError(std::string("ZT_CLUSTER=") + path + ": cannot read the cluster file");
+  try {
+    if (!YAML::Load(text.str()).IsMap()) throw YAML::Exception(YAML::Mark(), "not an object");
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(std::string("ZT_CLUSTER=") + path + ": not a JSON object: " + e.msg);
+  }
+  return text.str();
+}
+
+// This rank's counts, with the inter-node bytes averaged over the ranks
+// (each rank counts what it sends across; the summary speaks for the job).
+CommStats with_job_mean_inter_node(CommStats c, int world) {
+  std::vector<double> v;
+  for (auto& p : c.by_primitive) v.push_back(p.inter_node_bus_bytes);
+  for (auto& u : c.by_purpose)
+    for (auto& p : u) v.push_back(p.inter_node_bus_bytes);
+  std::vector<double> sum(v.size());
+  MPI_Allreduce(v.data(), sum.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM,
+                MPI_COMM_WORLD);
+  size_t i = 0;
+  for (auto& p : c.by_primitive) p.inter_node_bus_bytes = sum[i++] / world;
+  for (auto& u : c.by_purpose)
+    for (auto& p : u) p.inter_node_bus_bytes = sum[i++] / world;
+  return c;
+}
+
 int run_train(const TrainArgs& a) {
   int rank = 0, world = 1, local_rank = 0, local_size = 1;
   mpi_ranks(&rank, &world, &local_rank, &local_size);
@@ -96,6 +135,7 @@ int run_train(const TrainArgs& a) {
   }
   validate_for_world(cfg, world);
   const FaultInjection fault = parse_fault_injection(cfg.system.fault_inject);
+  const std::string cluster = cluster_description();
   const std::string config_yaml = config_to_yaml(cfg);
   const int accum = grad_accum_steps(cfg, world);
   const int B = cfg.train.micro_batch, T = cfg.model.seq_len;
@@ -114,7 +154,8 @@ int run_train(const TrainArgs& a) {
   Runtime rt = make_runtime(cfg.system);
   Ops& ops = *rt.ops;
   ParamTable table(cfg.model);
-  std::unique_ptr<ZeroEngine> engine = make_zero_engine(cfg.zero, table, ops, *rt.comm);
+  std::unique_ptr<ZeroEngine> engine =
+      make_zero_engine(zero_setup(cfg, table), table, ops, *rt.comm);
   GPT model(table, ops, B, T);
   std::unique_ptr<GPT> sampler_model;
   if (cfg.train.sample_every > 0) sampler_model.reset(new GPT(table, ops, 1, T));
@@ -133,8 +174,8 @@ int run_train(const TrainArgs& a) {
     std::printf(
         "model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
         "of %d x %d per rank per step\n",
-        table.total(), engine->partition().padded_total(), world, dtype_name(ops.dtype()),
-        ops.name().c_str(), world, accum, B, T);
+        table.total(), engine->padded_params(), world, dtype_name(ops.dtype()), ops.name().c_str(),
+        world, accum, B, T);
     std::ofstream(a.run_dir + "/config.yaml") << config_yaml;
     std::fflush(stdout);
   }
@@ -207,7 +248,7 @@ int run_train(const TrainArgs& a) {
     OptimSettings os{static_cast<float>(lr), static_cast<float>(cfg.train.beta1),
                      static_cast<float>(cfg.train.beta2), static_cast<float>(cfg.train.eps),
                      static_cast<float>(cfg.train.weight_decay)};
-    const double norm = engine->step(os, cfg.train.grad_clip, static_cast<int>(step) + 1);
+    const double norm = engine->step(os, static_cast<int>(step) + 1);
     ops.synchronize();
     last_loss = sum_over_ranks(loss_sum) / global_tokens;
     const double ms = seconds_since(t0) * 1e3;
@@ -236,7 +277,7 @@ int run_train(const TrainArgs& a) {
   }
 
   // 6. Summary.
-  const CommStats comm = rt.comm->stats().minus(comm_at_start);
+  const CommStats comm = with_job_mean_inter_node(rt.comm->stats().minus(comm_at_start), world);
   RunSummary s;
   s.world = world;
   s.steps_done = step;
@@ -247,7 +288,7 @@ int run_train(const TrainArgs& a) {
   s.tokens_per_second = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;
   s.step_ms = step_ms;
   s.params = table.total();
-  s.padded_params = engine->partition().padded_total();
+  s.padded_params = engine->padded_params();
   s.config_yaml = config_yaml;
   s.stage = engine->stage();
   s.grad_path = engine->grad_path_key();
@@ -258,6 +299,9 @@ int run_train(const TrainArgs& a) {
   s.device = ops.name();
   s.persistent_bytes = engine->persistent_param_bytes();
   s.live_params_peak_bytes = engine->live_params_peak_bytes();
+  s.nodes = rt.comm->nodes().nodes();
+  s.ranks_per_node = rt.comm->nodes().ranks_per_node();
+  s.cluster_text = cluster;
   out.summary(s);
   if (g_stop_signal != 0) {
     if (rank == 0)

@@ -1,5 +1,6 @@
 #include "zero/comm_stats.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 
@@ -8,6 +9,16 @@ namespace zt {
 const char* primitive_name(Primitive p) {
   static const char* names[] = {"all_reduce", "reduce_scatter", "all_gather", "reduce",
                                 "broadcast"};
+  return names[static_cast<int>(p)];
+}
+
+const char* purpose_name(Purpose p) {
+  static const char* names[] = {"gradients", "parameters", "scalars"};
+  return names[static_cast<int>(p)];
+}
+
+const char* phase_name(Phase p) {
+  static const char* names[] = {"fwd", "bwd", "step"};
   return names[static_cast<int>(p)];
 }
 
@@ -25,13 +36,44 @@ uint64_t payload_bytes(Primitive p, size_t count, DType t, int W) {
   return (p == Primitive::ReduceScatter || p == Primitive::AllGather) ? b * W : b;
 }
 
+int NodeMap::nodes() const {
+  int n = 0;
+  for (int x : node_of) n = std::max(n, x + 1);
+  return std::max(n, 1);
+}
+
+int NodeMap::ranks_per_node() const {
+  std::vector<int> count(nodes(), 0);
+  for (int x : node_of) count[x]++;
+  return node_of.empty() ? 1 : *std::max_element(count.begin(), count.end());
+}
+
+bool NodeMap::sends_across(int rank) const {
+  const int W = static_cast<int>(node_of.size());
+  return W > 1 && node_of[rank] != node_of[(rank + 1) % W];
+}
+
+NodeMap NodeMap::uniform(int world, int g) {
+  NodeMap m;
+  for (int r = 0; r < world; r++) m.node_of.push_back(r / std::max(1, g));
+  return m;
+}
+
+namespace {
+
+PrimitiveStats minus(const PrimitiveStats& a, const PrimitiveStats& b) {
+  return {a.calls - b.calls, a.bytes - b.bytes, a.bus_bytes - b.bus_bytes,
+          a.inter_node_bus_bytes - b.inter_node_bus_bytes, a.seconds - b.seconds};
+}
+
+}  // namespace
+
 CommStats CommStats::minus(const CommStats& e) const {
   CommStats d;
   for (size_t i = 0; i < by_primitive.size(); i++) {
-    d.by_primitive[i].calls = by_primitive[i].calls - e.by_primitive[i].calls;
-    d.by_primitive[i].bytes = by_primitive[i].bytes - e.by_primitive[i].bytes;
-    d.by_primitive[i].bus_bytes = by_primitive[i].bus_bytes - e.by_primitive[i].bus_bytes;
-    d.by_primitive[i].seconds = by_primitive[i].seconds - e.by_primitive[i].seconds;
+    d.by_primitive[i] = zt::minus(by_primitive[i], e.by_primitive[i]);
+    for (size_t u = 0; u < by_purpose.size(); u++)
+      d.by_purpose[u][i] = zt::minus(by_purpose[u][i], e.by_purpose[u][i]);
   }
   d.exposed_seconds = exposed_seconds - e.exposed_seconds;
   return d;
@@ -88,17 +130,25 @@ void CountingCommunicator::open_trace(const std::string& path) {
 }
 
 Handle CountingCommunicator::record(Primitive p, size_t count, DType t, int root, Handle h) {
-  PrimitiveStats& s = stats_[p];
   const uint64_t bytes = payload_bytes(p, count, t, world());
-  s.calls++;
-  s.bytes += bytes;
-  s.bus_bytes += bytes * bus_factor(p, world());
+  const double bus = bytes * bus_factor(p, world());
+  const bool across =
+      static_cast<int>(nodes_.node_of.size()) == world() && nodes_.sends_across(rank());
+  for (PrimitiveStats* s :
+       {&stats_[p], &stats_.by_purpose[static_cast<int>(purpose_)][static_cast<int>(p)]}) {
+    s->calls++;
+    s->bytes += bytes;
+    s->bus_bytes += bus;
+    if (across) s->inter_node_bus_bytes += bus;
+  }
+  if (keep_log_) log_.push_back({step_, phase_, purpose_, micro_, p, t, count, root});
   if (trace_) {
     std::fprintf(trace_,
-                 "{\"step\":%lld,\"rank\":%d,\"op\":\"%s\",\"count\":%zu,\"dtype\":\"%s\","
-                 "\"bytes\":%llu,\"root\":%d}\n",
-                 static_cast<long long>(step_), rank(), primitive_name(p), count, dtype_name(t),
-                 static_cast<unsigned long long>(bytes), root);
+                 "{\"step\":%lld,\"phase\":\"%s\",\"micro\":%d,\"rank\":%d,\"op\":\"%s\","
+                 "\"count\":%zu,\"dtype\":\"%s\",\"bytes\":%llu,\"root\":%d,\"purpose\":\"%s\"}\n",
+                 static_cast<long long>(step_), phase_name(phase_), micro_, rank(),
+                 primitive_name(p), count, dtype_name(t), static_cast<unsigned long long>(bytes),
+                 root, purpose_name(purpose_));
   }
   return h;
 }

@@ -1,11 +1,19 @@
 // Counting wrapper around any Communicator: per primitive, the calls, the
-// payload bytes as nccl-tests counts them (the whole buffer: all-reduce and
-// reduce their count, reduce-scatter its input, all-gather its output,
-// broadcast its count), the bus bytes (payload x nccl-tests' bus factor:
-// all-reduce 2(W-1)/W, reduce-scatter and all-gather (W-1)/W, reduce and
-// broadcast 1) and the seconds from issue to completion. Also the exposed
-// time: seconds the caller spent blocked in wait(). Optionally writes one JSON
-// line per collective (system.comm_trace).
+// payload bytes as nccl-tests counts them (the whole buffer: all-reduce,
+// reduce and broadcast their count, reduce-scatter its input, all-gather its
+// output), the bus bytes (payload x nccl-tests' bus factor: all-reduce
+// 2(W-1)/W, reduce-scatter and all-gather (W-1)/W, reduce and broadcast 1) and the seconds from
+// issue to completion. Also the exposed time: seconds the caller spent blocked in wait().
+// Optionally writes one JSON line per collective (system.comm_trace), with the phase and micro-step
+// the engine annotated.
+//
+// Node-aware accounting: the bus bytes are split into intra- and inter-node
+// under one stated assumption for every primitive: it runs as a ring over the
+// ranks in rank order (mpirun places ranks node by node), so each rank sends
+// its bus bytes to the next rank (rank + 1 mod W), and they cross the network
+// exactly when that rank is on another node. NCCL's rings and Open MPI's ring
+// algorithms for large messages move bytes this way; tree and recursive-
+// doubling algorithms (small messages) send fewer bytes across nodes than this.
 #pragma once
 #include <array>
 #include <chrono>
@@ -14,6 +22,7 @@
 #include <cstdlib>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "zero/communicator.h"
 
@@ -23,11 +32,24 @@ struct PrimitiveStats {
   uint64_t calls = 0;
   uint64_t bytes = 0;
   double bus_bytes = 0;
+  double inter_node_bus_bytes = 0;  // the part of bus_bytes sent to another node
   double seconds = 0;
 };
 
+// Which node each rank is on (MPI_COMM_TYPE_SHARED), and the rule above.
+struct NodeMap {
+  std::vector<int> node_of;  // per rank
+  int nodes() const;
+  int ranks_per_node() const;  // the most ranks any node has
+  bool sends_across(int rank) const;
+  // Ranks placed node by node, G per node.
+  static NodeMap uniform(int world, int ranks_per_node);
+};
+
 struct CommStats {
-  std::array<PrimitiveStats, static_cast<int>(Primitive::kCount)> by_primitive{};
+  using PerPrimitive = std::array<PrimitiveStats, static_cast<int>(Primitive::kCount)>;
+  PerPrimitive by_primitive{};  // all purposes
+  std::array<PerPrimitive, static_cast<int>(Purpose::kCount)> by_purpose{};
   double exposed_seconds = 0;  // time blocked in wait()
   PrimitiveStats& operator[](Primitive p) { return by_primitive[static_cast<int>(p)]; }
   const PrimitiveStats& operator[](Primitive p) const { return by_primitive[static_cast<int>(p)]; }
@@ -36,6 +58,18 @@ struct CommStats {
 
 double bus_factor(Primitive p, int world);
 uint64_t payload_bytes(Primitive p, size_t count, DType t, int world);
+
+// One collective as a trace records it.
+struct CallRecord {
+  int64_t step;
+  Phase phase;
+  Purpose purpose;
+  int micro;
+  Primitive primitive;
+  DType dtype;
+  size_t count;
+  int root;
+};
 
 class CountingCommunicator : public Communicator {
  public:
@@ -50,6 +84,11 @@ class CountingCommunicator : public Communicator {
   Handle reduce(const void* send, void* recv, size_t n, DType t, int root) override;
   Handle broadcast(void* buf, size_t n, DType t, int root) override;
   void barrier() override { inner_->barrier(); }
+  void annotate(Phase phase, int micro) override {
+    phase_ = phase;
+    micro_ = micro;
+  }
+  void purpose(Purpose p) override { purpose_ = p; }
   [[noreturn]] void abort(const std::string& why) override {
     inner_->abort(why);
     std::_Exit(1);  // unreachable: every communicator's abort ends the process
@@ -58,6 +97,11 @@ class CountingCommunicator : public Communicator {
   const CommStats& stats() const { return stats_; }
   // One JSON line per collective into this file (rank-local).
   void open_trace(const std::string& path);
+  void set_nodes(const NodeMap& nodes) { nodes_ = nodes; }
+  const NodeMap& nodes() const { return nodes_; }
+  // Keeps every collective in memory too (tests compare it with the plan).
+  void keep_log() { keep_log_ = true; }
+  const std::vector<CallRecord>& log() const { return log_; }
   void set_step(int64_t step) { step_ = step; }
 
  private:
@@ -66,6 +110,12 @@ class CountingCommunicator : public Communicator {
   CommStats stats_;
   FILE* trace_ = nullptr;
   int64_t step_ = 0;
+  Phase phase_ = Phase::Step;
+  int micro_ = 0;
+  Purpose purpose_ = Purpose::Scalars;
+  NodeMap nodes_;
+  bool keep_log_ = false;
+  std::vector<CallRecord> log_;
 };
 
 }  // namespace zt

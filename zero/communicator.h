@@ -25,6 +25,13 @@ using Handle = std::unique_ptr<CommHandle>;
 enum class Primitive { AllReduce, ReduceScatter, AllGather, Reduce, Broadcast, kCount };
 const char* primitive_name(Primitive p);  // "all_reduce", "reduce_scatter", ...
 
+// Where in a step a collective is issued, and what it moves (for traces, plans
+// and the summary's split of the bytes).
+enum class Phase { Forward, Backward, Step };
+const char* phase_name(Phase p);  // "fwd", "bwd", "step"
+enum class Purpose { Gradients, Parameters, Scalars, kCount };
+const char* purpose_name(Purpose p);  // "gradients", "parameters", "scalars"
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -40,8 +47,13 @@ class Communicator {
   virtual Handle all_gather(const void* send, void* recv, size_t send_count, DType t) = 0;
   // recv[count] at root <- sum of send over ranks (recv ignored elsewhere, may be null).
   virtual Handle reduce(const void* send, void* recv, size_t count, DType t, int root) = 0;
+  // buf[count] <- root's buf (stage 3's trace check, int64).
   virtual Handle broadcast(void* buf, size_t count, DType t, int root) = 0;
   virtual void barrier() = 0;
+  // Tell a counting communicator where the caller is and what the next calls
+  // move; others ignore them.
+  virtual void annotate(Phase, int /*micro*/) {}
+  virtual void purpose(Purpose) {}
   // Takes the whole job down with a message (a failed rank must not leave others waiting).
   [[noreturn]] virtual void abort(const std::string& why) = 0;
 };

@@ -1,56 +1,67 @@
 // DeepSpeed's default path (reduce_scatter: true, use_multi_rank_bucket_allreduce:
-// true): the slices of every owner the bucket touches are packed into one buffer
-// and all-reduced together, in chunks of reduce_bucket_size; each rank then keeps
-// its own slices. Despite the reduce_scatter switch, the wire sees all-reduces:
-// about 2(W-1)/W of the bucket per rank, not the (W-1)/W of a reduce-scatter.
-// In zerotrain the bucket is already packed in flat order, so packing costs nothing.
-#include <cstdint>
-
-#include "zero/bucket_plan.h"
+// true; average_tensor -> allreduce_and_scatter): the bucket's owner slices, in
+// arrival order with consecutive slices of one owner merged, are all-reduced
+// together in runs that close once they pass reduce_bucket_size (a slice is
+// never cut); each rank then keeps its own slices. Despite the reduce_scatter
+// switch the wire sees all-reduces: about 2(W-1)/W of the bucket per rank, not
+// the (W-1)/W of a reduce-scatter.
 #include "zero/grad_path.h"
 
 namespace zt {
 namespace {
 
+GradBucket multi_rank(const std::vector<BucketSlice>& pieces, int64_t bucket_size) {
+  GradBucket b;
+  size_t run_begin = 0, run = 0;
+  int prev_owner = -1;
+  for (BucketSlice s : pieces) {
+    s.offset = b.size;
+    b.size += s.n;
+    b.slices.push_back(s);
+    // rank_and_offsets merges a slice into the previous one of the same owner;
+    // the run-closing test sees merged slices.
+    if (s.owner == prev_owner && run > 0) {
+      run += s.n;
+    } else {
+      if (run > static_cast<size_t>(bucket_size)) {
+        b.calls.push_back({Primitive::AllReduce, run_begin, run, -1});
+        run_begin = s.offset;
+        run = 0;
+      }
+      run += s.n;
+    }
+    prev_owner = s.owner;
+  }
+  if (run > 0) b.calls.push_back({Primitive::AllReduce, run_begin, run, -1});
+  return b;
+}
+
 class MultiRankAllReducePath : public GradPath {
  public:
-  MultiRankAllReducePath(const Partition& p, Communicator& comm, int64_t chunk)
-      : partition_(p), comm_(comm), chunk_(chunk) {}
+  MultiRankAllReducePath(const ParamTable& t, const FlatLayout& l, int64_t bucket)
+      : table_(t), layout_(l), bucket_(bucket) {}
   std::string key() const override { return "multi_rank_allreduce"; }
   std::string describe() const override {
     return "all-reduce of packed owner slices (DeepSpeed default)";
   }
-  std::vector<Collective> schedule(FlatRange b) const override {
-    std::vector<Collective> out;
-    for (FlatRange c : split_range(packed(b), chunk_))
-      out.push_back({Primitive::AllReduce, c.size(), -1});
-    return out;
+  std::string chosen_by() const override {
+    return "reduce_scatter: true with use_multi_rank_bucket_allreduce: true (both defaults)";
   }
-  std::vector<Handle> reduce(FlatRange b, void* data, DType t) override {
-    std::vector<Handle> h;
-    const size_t es = dtype_size(t);
-    for (FlatRange c : split_range(packed(b), chunk_))
-      h.push_back(
-          comm_.all_reduce(static_cast<char*>(data) + (c.begin - b.begin) * es, c.size(), t));
-    return h;
+  BucketSchedule schedule(const std::vector<int>& order) const override {
+    return deepspeed_buckets(table_, layout_, order, bucket_, multi_rank);
   }
 
  private:
-  // The owners' slices of the bucket, packed: they tile the bucket exactly.
-  FlatRange packed(FlatRange b) const {
-    auto owners = partition_.owners_of(b);
-    return owners.empty() ? b : FlatRange{owners.front().second.begin, owners.back().second.end};
-  }
-  const Partition& partition_;
-  Communicator& comm_;
-  int64_t chunk_;
+  const ParamTable& table_;
+  const FlatLayout& layout_;
+  int64_t bucket_;
 };
 
 }  // namespace
 
-std::unique_ptr<GradPath> make_multi_rank_allreduce_path(const Partition& p, Communicator& comm,
-                                                         int64_t chunk) {
-  return std::unique_ptr<GradPath>(new MultiRankAllReducePath(p, comm, chunk));
+std::unique_ptr<GradPath> make_multi_rank_allreduce_path(const ParamTable& t, const FlatLayout& l,
+                                                         int64_t bucket) {
+  return std::unique_ptr<GradPath>(new MultiRankAllReducePath(t, l, bucket));
 }
 
 }  // namespace zt

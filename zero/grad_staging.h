@@ -1,7 +1,8 @@
-// Short-lived gradient space for one unit at a time (stages 2 and 3): the model
-// adds a unit's gradients into it, the stage copies them into its buckets when
-// the unit is complete, and the space returns to a free list for the next unit.
-// Counted as comm_buffers: it is gradient staging, not the sharded gradients.
+// Short-lived gradient space for one tensor at a time (stages 2 and 3): the
+// model adds the tensor's gradient into it, the stage copies it into its
+// buckets when it is complete, and the space returns to a free list for the
+// next tensor. Counted as comm_buffers: it is gradient staging, not the
+// sharded gradients.
 #pragma once
 #include <map>
 
@@ -19,8 +20,11 @@ class GradStaging {
   GradStaging(const GradStaging&) = delete;
   GradStaging& operator=(const GradStaging&) = delete;
 
-  // Zeroed space of `bytes` for unit u, reusing a free buffer that is large enough.
+  // Tensor u's space: the live one, or zeroed space of `bytes` (reusing a free
+  // buffer that is large enough).
   void* acquire(int u, size_t bytes) {
+    auto live = live_.find(u);
+    if (live != live_.end()) return live->second.first;
     void* buf = nullptr;
     auto it = free_.lower_bound(bytes);
     if (it != free_.end()) {

@@ -4,10 +4,10 @@
 // so while any is outstanding a progress thread pokes MPI (MPI_Iprobe) every
 // 100 us: that is what lets overlap_comm hide reductions behind backward
 // (it needs MPI_THREAD_MULTIPLE; without it, collectives progress at wait()).
-// Device buffers, and bf16 of any kind, are staged: copied to host memory,
-// widened to fp32 (MPI has no bf16 type), reduced, narrowed and copied back;
-// staged calls complete before they return, since MPI cannot wait on a CUDA
-// stream.
+// Host fp64 goes straight to MPI too. Device buffers, and bf16/fp16 of any
+// kind, are staged: copied to host memory, widened to fp32 (MPI has no 16-bit
+// float types; fp64 stays fp64), reduced, narrowed and copied back; staged
+// calls complete before they return, since MPI cannot wait on a CUDA stream.
 #include <mpi.h>
 
 #include <atomic>
@@ -22,7 +22,7 @@
 #include <thread>
 #include <vector>
 
-#include "zero/bf16_host.h"
+#include "model/host_floats.h"
 #include "zero/communicators.h"
 
 namespace zt {
@@ -134,29 +134,29 @@ class MpiCommunicator : public Communicator {
   Handle all_reduce(void* buf, size_t n, DType t) override {
     if (direct(t)) {
       MPI_Request r;
-      MPI_Iallreduce(MPI_IN_PLACE, buf, count(n), MPI_FLOAT, MPI_SUM, comm_, &r);
+      MPI_Iallreduce(MPI_IN_PLACE, buf, count(n), mpi_type(t), MPI_SUM, comm_, &r);
       return Handle(new MpiHandle(r, nullptr, progress_.get()));
     }
-    std::vector<float> h = stage_in(buf, n, t);
-    MPI_Allreduce(MPI_IN_PLACE, h.data(), count(n), MPI_FLOAT, MPI_SUM, comm_);
-    stage_out(buf, h.data(), n, t);
+    Staged h = stage_in(buf, n, t);
+    MPI_Allreduce(MPI_IN_PLACE, h.data(), count(n), h.type, MPI_SUM, comm_);
+    stage_out(buf, h, n, t);
     return done();
   }
 
   Handle reduce_scatter(const void* send, void* recv, size_t n, DType t) override {
     if (direct(t)) {
       // A separate receive buffer keeps in-place calls (recv inside send) legal for MPI.
-      auto tmp = std::make_shared<std::vector<float>>(n);
+      const size_t bytes = n * dtype_size(t);
+      auto tmp = std::make_shared<std::vector<char>>(bytes);
       MPI_Request r;
-      MPI_Ireduce_scatter_block(send, tmp->data(), count(n), MPI_FLOAT, MPI_SUM, comm_, &r);
+      MPI_Ireduce_scatter_block(send, tmp->data(), count(n), mpi_type(t), MPI_SUM, comm_, &r);
       return Handle(new MpiHandle(
-          r, [tmp, recv, n] { std::memcpy(recv, tmp->data(), n * sizeof(float)); },
-          progress_.get()));
+          r, [tmp, recv, bytes] { std::memcpy(recv, tmp->data(), bytes); }, progress_.get()));
     }
-    std::vector<float> h = stage_in(send, n * world_, t);
-    std::vector<float> out(n);
-    MPI_Reduce_scatter_block(h.data(), out.data(), count(n), MPI_FLOAT, MPI_SUM, comm_);
-    stage_out(recv, out.data(), n, t);
+    Staged h = stage_in(send, n * world_, t);
+    Staged out = staged_buffer(n, t);
+    MPI_Reduce_scatter_block(h.data(), out.data(), count(n), h.type, MPI_SUM, comm_);
+    stage_out(recv, out, n, t);
     return done();
   }
 
@@ -165,11 +165,11 @@ class MpiCommunicator : public Communicator {
     const bool in_place = send == static_cast<const char*>(recv) + rank_ * n * es;
     if (direct(t)) {
       MPI_Request r;
-      MPI_Iallgather(in_place ? MPI_IN_PLACE : send, count(n), MPI_FLOAT, recv, count(n), MPI_FLOAT,
-                     comm_, &r);
+      MPI_Iallgather(in_place ? MPI_IN_PLACE : send, count(n), mpi_type(t), recv, count(n),
+                     mpi_type(t), comm_, &r);
       return Handle(new MpiHandle(r, nullptr, progress_.get()));
     }
-    // bf16 gathers need no arithmetic: move the raw 2-byte words.
+    // Gathers need no arithmetic: move the raw words.
     std::vector<char> mine(n * es), all(n * es * world_);
     ops_.to_host(mine.data(), send, n * es);
     MPI_Allgather(mine.data(), count(n * es), MPI_BYTE, all.data(), count(n * es), MPI_BYTE, comm_);
@@ -181,21 +181,22 @@ class MpiCommunicator : public Communicator {
     if (direct(t)) {
       MPI_Request r;
       const bool in_place = rank_ == root && send == recv;
-      MPI_Ireduce(in_place ? MPI_IN_PLACE : send, recv, count(n), MPI_FLOAT, MPI_SUM, root, comm_,
+      MPI_Ireduce(in_place ? MPI_IN_PLACE : send, recv, count(n), mpi_type(t), MPI_SUM, root, comm_,
                   &r);
       return Handle(new MpiHandle(r, nullptr, progress_.get()));
     }
-    std::vector<float> h = stage_in(send, n, t);
-    std::vector<float> out(rank_ == root ? n : 0);
-    MPI_Reduce(h.data(), rank_ == root ? out.data() : nullptr, count(n), MPI_FLOAT, MPI_SUM, root,
+    Staged h = stage_in(send, n, t);
+    Staged out = staged_buffer(rank_ == root ? n : 0, t);
+    MPI_Reduce(h.data(), rank_ == root ? out.data() : nullptr, count(n), h.type, MPI_SUM, root,
                comm_);
-    if (rank_ == root) stage_out(recv, out.data(), n, t);
+    if (rank_ == root) stage_out(recv, out, n, t);
     return done();
   }
 
+  // Broadcasts need no arithmetic: move the raw words.
   Handle broadcast(void* buf, size_t n, DType t, int root) override {
     const size_t bytes = n * dtype_size(t);
-    if (direct(t)) {
+    if (!ops_.on_device()) {
       MPI_Request r;
       MPI_Ibcast(buf, count(bytes), MPI_BYTE, root, comm_, &r);
       return Handle(new MpiHandle(r, nullptr, progress_.get()));
@@ -217,7 +218,8 @@ class MpiCommunicator : public Communicator {
   }
 
  private:
-  bool direct(DType t) const { return !ops_.on_device() && t == DType::F32; }
+  bool direct(DType t) const { return !ops_.on_device() && (t == DType::F32 || t == DType::F64); }
+  static MPI_Datatype mpi_type(DType t) { return t == DType::F64 ? MPI_DOUBLE : MPI_FLOAT; }
   static int count(size_t n) {
     if (n > static_cast<size_t>(INT32_MAX))
       throw std::runtime_error("MPI collective of " + std::to_string(n) +
@@ -226,25 +228,40 @@ class MpiCommunicator : public Communicator {
   }
   static Handle done() { return Handle(new DoneHandle()); }
 
-  std::vector<float> stage_in(const void* src, size_t n, DType t) {
-    std::vector<float> h(n);
-    if (t == DType::F32) {
-      ops_.to_host(h.data(), src, n * sizeof(float));
-    } else {
-      std::vector<uint16_t> raw(n);
-      ops_.to_host(raw.data(), src, n * sizeof(uint16_t));
-      for (size_t i = 0; i < n; i++) h[i] = bf16_to_float(raw[i]);
-    }
+  // A host copy in the type MPI reduces: fp64 for fp64, fp32 for the rest.
+  struct Staged {
+    MPI_Datatype type;
+    std::vector<double> f64;
+    std::vector<float> f32;
+    void* data() { return type == MPI_DOUBLE ? static_cast<void*>(f64.data()) : f32.data(); }
+  };
+  static Staged staged_buffer(size_t n, DType t) {
+    Staged h{mpi_type(t), {}, {}};
+    if (t == DType::F64) h.f64.resize(n);
+    else h.f32.resize(n);
     return h;
   }
-  void stage_out(void* dst, const float* h, size_t n, DType t) {
-    if (t == DType::F32) {
-      ops_.from_host(dst, h, n * sizeof(float));
-    } else {
-      std::vector<uint16_t> raw(n);
-      for (size_t i = 0; i < n; i++) raw[i] = float_to_bf16(h[i]);
-      ops_.from_host(dst, raw.data(), n * sizeof(uint16_t));
+  Staged stage_in(const void* src, size_t n, DType t) {
+    Staged h = staged_buffer(n, t);
+    if (t == DType::F32 || t == DType::F64) {
+      ops_.to_host(h.data(), src, n * dtype_size(t));
+      return h;
     }
+    std::vector<uint16_t> raw(n);
+    ops_.to_host(raw.data(), src, n * sizeof(uint16_t));
+    for (size_t i = 0; i < n; i++)
+      h.f32[i] = t == DType::BF16 ? bf16_to_float(raw[i]) : fp16_to_float(raw[i]);
+    return h;
+  }
+  void stage_out(void* dst, Staged& h, size_t n, DType t) {
+    if (t == DType::F32 || t == DType::F64) {
+      ops_.from_host(dst, h.data(), n * dtype_size(t));
+      return;
+    }
+    std::vector<uint16_t> raw(n);
+    for (size_t i = 0; i < n; i++)
+      raw[i] = t == DType::BF16 ? float_to_bf16(h.f32[i]) : float_to_fp16(h.f32[i]);
+    ops_.from_host(dst, raw.data(), n * sizeof(uint16_t));
   }
 
   Ops& ops_;

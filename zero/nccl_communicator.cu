@@ -47,7 +47,15 @@ void nccl_check(ncclResult_t res, const char* call, const char* file, int line) 
 #define ZT_CUDA(call) cuda_check((call), #call, __FILE__, __LINE__)
 #define ZT_NCCL(call) nccl_check((call), #call, __FILE__, __LINE__)
 
-ncclDataType_t nccl_type(DType t) { return t == DType::F32 ? ncclFloat32 : ncclBfloat16; }
+ncclDataType_t nccl_type(DType t) {
+  switch (t) {
+    case DType::F32: return ncclFloat32;
+    case DType::BF16: return ncclBfloat16;
+    case DType::F16: return ncclFloat16;
+    case DType::F64: return ncclFloat64;
+    default: return ncclInt64;
+  }
+}
 
 // Completion events, recycled: re-recording an event that a stream already
 // waits on is safe (the wait captured the earlier record). Shared with the
@@ -192,11 +200,13 @@ class NcclCommunicator : public Communicator {
     ZT_NCCL(ncclReduce(send, recv, count, nccl_type(t), ncclSum, root, nccl_, comm_stream_));
     return after_collective();
   }
+
   Handle broadcast(void* buf, size_t count, DType t, int root) override {
     before_collective();
     ZT_NCCL(ncclBroadcast(buf, buf, count, nccl_type(t), root, nccl_, comm_stream_));
     return after_collective();
   }
+
   void barrier() override { MPI_Barrier(mpi_); }
 
   [[noreturn]] void abort(const std::string& why) override {

@@ -6,21 +6,11 @@
 
 namespace zt {
 
-size_t Partition::pad(size_t n, int world) {
-  const size_t q = static_cast<size_t>(world) * kAlign;
-  return (n + q - 1) / q * q;
-}
-
-Partition Partition::contiguous(size_t total, int world) {
-  return Partition({pad(total, world)}, world);
-}
-
 Partition::Partition(const std::vector<size_t>& sizes, int world) : world_(world) {
-  const size_t q = static_cast<size_t>(world) * kAlign;
   for (size_t s : sizes) {
-    if (s == 0 || s % q != 0)
+    if (s == 0 || s % static_cast<size_t>(world) != 0)
       throw std::logic_error("partition group of " + std::to_string(s) +
-                             " elements is not a positive multiple of " + std::to_string(q));
+                             " elements is not a positive multiple of " + std::to_string(world));
     groups_.push_back({padded_, padded_ + s});
     padded_ += s;
   }
@@ -53,6 +43,17 @@ std::vector<std::pair<int, FlatRange>> Partition::owners_of(FlatRange range) con
     }
   }
   return out;
+}
+
+size_t Partition::shard_offset(int r, size_t flat) const {
+  size_t shard = 0;
+  for (size_t g = 0; g < groups_.size(); g++) {
+    const FlatRange s = slice(g, r);
+    if (flat >= s.begin && flat < s.end) return shard + (flat - s.begin);
+    shard += s.size();
+  }
+  throw std::logic_error("flat offset " + std::to_string(flat) + " is not owned by rank " +
+                         std::to_string(r));
 }
 
 }  // namespace zt

@@ -1,18 +1,20 @@
-// How the flat layout is split over W ranks. A partition is a list of groups,
-// each a contiguous flat range [begin, begin + padded) whose padded size is a
-// multiple of W * kAlign; rank r owns slice r of every group (padded / W
-// elements at begin + r * padded / W). Groups are laid out back to back, so the
-// padded flat buffer has no holes and each group can be all-gathered in place.
+// How a flat buffer is split over W ranks. A partition is a list of groups,
+// each a contiguous flat range [begin, begin + size) whose size is a multiple
+// of W; rank r owns slice r of every group (size / W elements at begin + r *
+// size / W). Groups are laid out back to back, so the buffer has no holes and
+// each group can be all-gathered in place.
 //
-//   DeepSpeed stages 1/2: one group, the whole layout (contiguous ranges).
-//   zerotrain's true reduce-scatter: one group per gradient bucket.
+//   DeepSpeed stages 1/2: one group per optimizer parameter group (its flat
+//   buffer padded to 2W, zero/flat_layout.h).
+//   zerotrain's true reduce-scatter: fixed aligned chunks of those buffers.
 #pragma once
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace zt {
 
-constexpr size_t kAlign = 64;  // elements: keeps every slice 128-byte aligned in bf16
+constexpr size_t kAlign = 64;  // elements per rank of zerotrain's aligned chunks
 
 struct FlatRange {
   size_t begin = 0, end = 0;
@@ -26,11 +28,10 @@ struct ShardSegment {
 
 class Partition {
  public:
-  // group_sizes: sizes (already multiples of W*kAlign) of consecutive groups starting at 0.
+  // group_sizes: sizes (multiples of world) of consecutive groups starting at 0.
   Partition(const std::vector<size_t>& group_sizes, int world);
-  // One group covering `total` elements padded to a multiple of W*kAlign.
-  static Partition contiguous(size_t total, int world);
-  static size_t pad(size_t n, int world);  // round n up to a multiple of world*kAlign
+  // n rounded up to a multiple of q.
+  static size_t round_up(size_t n, size_t q) { return (n + q - 1) / q * q; }
 
   int world() const { return world_; }
   size_t padded_total() const { return padded_; }
@@ -42,6 +43,8 @@ class Partition {
   std::vector<ShardSegment> segments(int r) const;
   // The owners' pieces of a flat range: (rank, flat sub-range) in flat order.
   std::vector<std::pair<int, FlatRange>> owners_of(FlatRange range) const;
+  // Rank r's shard offset of a flat element it owns.
+  size_t shard_offset(int r, size_t flat) const;
 
  private:
   std::vector<FlatRange> groups_;

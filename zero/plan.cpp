@@ -1,109 +1,195 @@
 #include "zero/plan.h"
 
-#include <cstdint>
-#include <stdexcept>
+#include <algorithm>
+#include <map>
+#include <set>
 
-#include "zero/bucket_plan.h"
-#include "zero/grad_path.h"
+#include "zero/memory_formula.h"
+#include "zero/param_gatherer.h"
+#include "zero/stage012_schedule.h"
 #include "zero/stage3_layout.h"
-#include "zero/stages.h"
 
 namespace zt {
 namespace {
 
-// Lets the gradient path objects describe their collectives for a world size
-// without a job: planning never issues a call.
-class PlanningCommunicator : public Communicator {
- public:
-  explicit PlanningCommunicator(int world) : world_(world) {}
-  int rank() const override { return 0; }
-  int world() const override { return world_; }
-  std::string name() const override { return "plan"; }
-  Handle all_reduce(void*, size_t, DType) override { return refuse(); }
-  Handle reduce_scatter(const void*, void*, size_t, DType) override { return refuse(); }
-  Handle all_gather(const void*, void*, size_t, DType) override { return refuse(); }
-  Handle reduce(const void*, void*, size_t, DType, int) override { return refuse(); }
-  Handle broadcast(void*, size_t, DType, int) override { return refuse(); }
-  void barrier() override {}
-  [[noreturn]] void abort(const std::string& why) override { throw std::logic_error(why); }
+void add_bucket_calls(const BucketSchedule& g, const std::vector<int>& buckets, Phase phase,
+                      int micro, DType wire, std::vector<PlannedCall>& out) {
+  for (int b : buckets)
+    for (const BucketCall& c : g.buckets[b].calls)
+      out.push_back({phase, micro, Purpose::Gradients, c.primitive, wire, c.count, c.root,
+                     "gradients, bucket " + std::to_string(b)});
+}
 
- private:
-  static Handle refuse() { throw std::logic_error("the planning communicator issues no calls"); }
-  int world_;
-};
-
-class Tally {
- public:
-  Tally(StepPlan& p, int world, DType t) : plan_(p), world_(world), t_(t) {}
-  void add(Primitive p, size_t count, uint64_t times = 1, bool gradient = false,
-           DType t_override = DType::F32, bool use_override = false) {
-    const DType t = use_override ? t_override : t_;
-    PlannedPrimitive& s = plan_.per_step[static_cast<int>(p)];
-    const uint64_t bytes = payload_bytes(p, count, t, world_);
-    s.calls += times;
-    s.bytes += bytes * times;
-    s.bus_bytes += bytes * bus_factor(p, world_) * times;
-    if (gradient)
-      plan_.gradient_bus_bytes += static_cast<uint64_t>(bytes * bus_factor(p, world_)) * times;
+std::vector<PlannedCall> stage012_step(const Stage012Schedule& s, int A) {
+  std::vector<PlannedCall> out;
+  for (int m = 0; m < A; m++) {
+    if (!s.every_micro_step && m + 1 < A) continue;
+    for (const std::vector<int>& at : s.grads.reduce_at)
+      add_bucket_calls(s.grads, at, Phase::Backward, m, s.wire, out);
   }
-  void norm_all_reduce() { add(Primitive::AllReduce, 1, 1, false, DType::F32, true); }
+  for (const StepCall& c : s.step)
+    out.push_back({Phase::Step, A - 1,
+                   c.kind == StepCall::Norm ? Purpose::Scalars : Purpose::Parameters, c.primitive,
+                   c.dtype, c.count, -1, c.what});
+  return out;
+}
 
- private:
-  StepPlan& plan_;
-  int world_;
-  DType t_;
-};
-
-void plan_param_gather(const ZeroConfig& z, const Partition& part, Tally& tally) {
-  const int W = part.world();
-  for (const FlatRange& g : part.groups()) {
-    const size_t slice = g.size() / W;
-    if (!z.allgather_bucketed) {
-      tally.add(Primitive::AllGather, slice);
-      continue;
+// The gatherer's backend for planning: records each call, moves nothing, and
+// tracks what is gathered for the live peak.
+class RecordingBackend : public GatherBackend {
+ public:
+  RecordingBackend(const ParamTable& t, const Stage3Layout& l, DType dtype)
+      : table_(t), layout_(l), dtype_(dtype) {}
+  void gather(const std::vector<int>& params) override {
+    size_t per_rank = 0;
+    for (int p : params) {
+      per_rank += layout_.piece(p);
+      call_of_[p] = next_;
     }
-    const size_t chunk = std::max<size_t>(1, static_cast<size_t>(z.allgather_bucket_size) / W);
-    for (size_t c = 0; c < slice; c += chunk)
-      tally.add(Primitive::AllGather, std::min(chunk, slice - c));
+    members_[next_++] = params;
+    std::string what = "parameters";
+    for (size_t k = 0; k < params.size() && k < 3; k++)
+      what += " " + table_.params()[params[k]].name;
+    if (params.size() > 3) what += " (+" + std::to_string(params.size() - 3) + " more)";
+    out->push_back(
+        {phase, micro, Purpose::Parameters, Primitive::AllGather, dtype_, per_rank, -1, what});
   }
+  void wait(int param) override {
+    const int call = call_of_.at(param);
+    for (int p : members_[call]) {
+      call_of_.erase(p);
+      if (!layout_.persistent(p) && gathered_.insert(p).second) live_ += table_.params()[p].numel;
+    }
+    members_.erase(call);
+    peak = std::max(peak, live_);
+  }
+  void drop(int param) override {
+    if (gathered_.erase(param)) live_ -= table_.params()[param].numel;
+  }
+  std::vector<int64_t> broadcast_from_rank0(const std::vector<int64_t>& mine) override {
+    out->push_back({phase, micro, Purpose::Scalars, Primitive::Broadcast, DType::I64, mine.size(),
+                    0, "stage 3 trace check"});
+    return mine;
+  }
+  std::vector<PlannedCall>* out = nullptr;
+  Phase phase = Phase::Forward;
+  int micro = 0;
+  uint64_t peak = 0;
+
+ private:
+  const ParamTable& table_;
+  const Stage3Layout& layout_;
+  DType dtype_;
+  std::map<int, int> call_of_;
+  std::map<int, std::vector<int>> members_;
+  std::set<int> gathered_;
+  uint64_t live_ = 0;
+  int next_ = 0;
+};
+
+// Two steps of stage 3 through the engine's own gatherer and bucket schedule.
+void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DType model,
+                 StepPlan& plan) {
+  const Stage3Layout layout(table, s.groups, W, s.z);
+  const BucketSchedule grads = layout.grad_buckets(table, grad_ready_order(s.events), s.z);
+  const DType wire = gradient_wire_dtype(s.z, model);
+  RecordingBackend rec(table, layout, model);
+  ParamStates st;
+  const size_t n = table.params().size();
+  st.status.assign(n, ParamStatus::NotAvailable);
+  st.active.assign(n, {});
+  st.call.assign(n, -1);
+  ParamGatherer train(table, layout, s.z, st, rec);
+  for (std::vector<PlannedCall>* out : {&plan.first_step, &plan.steady_step}) {
+    rec.out = out;
+    for (int m = 0; m < A; m++) {
+      rec.micro = m;
+      size_t arrived = 0;
+      for (const ModuleEvent& e : s.events) {
+        const bool root = table.modules()[e.index].parent < 0 && e.kind != ModuleEvent::GradReady;
+        if (e.kind == ModuleEvent::Fetch) {
+          if (root) rec.phase = e.backward ? Phase::Backward : Phase::Forward;
+          train.fetch(e.index, e.backward);
+        } else if (e.kind == ModuleEvent::Release) {
+          train.release(e.index, e.backward);
+          if (root && e.backward) train.end_pass();
+        } else {
+          add_bucket_calls(grads, grads.reduce_at[arrived++], Phase::Backward, m, wire, *out);
+        }
+      }
+      add_bucket_calls(grads, grads.reduce_at[arrived], Phase::Backward, m, wire, *out);
+    }
+    rec.phase = Phase::Step;
+    train.release_all();
+    for (const StepCall& c : layout.norm_calls())
+      out->push_back(
+          {Phase::Step, A - 1, Purpose::Scalars, c.primitive, c.dtype, c.count, -1, c.what});
+    train.gather_persistent();
+  }
+  const uint64_t es = dtype_size(model);
+  plan.grad_path = s.z.reduce_scatter ? "reduce_scatter" : "allreduce";
+  plan.describe = s.z.reduce_scatter
+                      ? "one reduce-scatter per bucket"
+                      : "all-reduce of each bucket that fits (reduce_scatter: false)";
+  plan.chosen_by = s.z.reduce_scatter
+                       ? "stage 3 (reduce_scatter: true, the default)"
+                       : "reduce_scatter: false with contiguous_gradients: true; oversized buckets "
+                         "still reduce-scatter";
+  plan.padded_params = layout.shard_size() * W;
+  plan.params_bytes = es * (layout.shard_size() + layout.persistent_elems());
+  plan.grads_bytes = es * layout.shard_size();
+  plan.optimizer_bytes = 12 * layout.shard_size();
+  plan.persistent_bytes = es * layout.persistent_elems();
+  plan.live_params_peak_bytes = es * rec.peak;
 }
 
 }  // namespace
 
-StepPlan plan_step(const ZeroConfig& z, const ParamTable& table, int W, int A, DType t,
-                   const std::vector<int>& unit_trace) {
-  StepPlan plan;
-  plan.stage = z.stage;
-  Tally tally(plan, W, t);
-  const uint64_t es = dtype_size(t);
-  PlanningCommunicator comm(W);
-
-  if (z.stage == 0) {
-    plan.grad_path = "allreduce";
-    for (FlatRange c : split_range({0, table.total()}, z.reduce_bucket_size))
-      tally.add(Primitive::AllReduce, c.size(), 1, true);
-    plan.padded_params = Partition::pad(table.total(), W);
-    plan.params_bytes = es * plan.padded_params;
-    plan.grads_bytes = es * plan.padded_params;
-    plan.optimizer_bytes = 12 * plan.padded_params;
-    plan.first_step = plan.per_step;
-    return plan;
+PrimitiveTotals totals(const std::vector<PlannedCall>& calls, int W, const NodeMap& nodes,
+                       const Purpose* only) {
+  int across = 0;
+  for (int r = 0; r < W; r++) across += nodes.sends_across(r);
+  PrimitiveTotals t{};
+  for (const PlannedCall& c : calls) {
+    if (only && c.purpose != *only) continue;
+    PlannedPrimitive& x = t[static_cast<int>(c.primitive)];
+    const uint64_t bytes = payload_bytes(c.primitive, c.count, c.dtype, W);
+    x.calls++;
+    x.bytes += bytes;
+    x.bus_bytes += bytes * bus_factor(c.primitive, W);
+    x.inter_node_bus_bytes += bytes * bus_factor(c.primitive, W) * across / W;
   }
-  if (z.stage == 3) return plan_stage3_step(z, table, W, A, t, unit_trace);
+  return t;
+}
 
-  Partition part = stage12_partition(z, table, W);
-  std::unique_ptr<GradPath> path = make_grad_path(z, part, comm);
-  plan.grad_path = path->key();
-  const uint64_t rounds = z.stage == 2 ? static_cast<uint64_t>(A) : 1;
-  for (FlatRange b : stage12_buckets(z, table, part))
-    for (const Collective& c : path->schedule(b)) tally.add(c.primitive, c.count, rounds, true);
-  tally.norm_all_reduce();
-  plan_param_gather(z, part, tally);
-  plan.padded_params = part.padded_total();
-  plan.params_bytes = es * part.padded_total();
-  plan.grads_bytes = es * (z.stage == 1 ? part.padded_total() : part.shard_size());
-  plan.optimizer_bytes = 12 * part.shard_size();
-  plan.first_step = plan.per_step;
+StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DType model,
+                   const NodeMap& nodes) {
+  StepPlan plan;
+  plan.stage = s.z.stage;
+  if (s.z.stage == 3) {
+    plan_stage3(s, table, W, A, model, plan);
+  } else {
+    const Stage012Schedule sched = make_stage012_schedule(s, table, W, model);
+    plan.steady_step = stage012_step(sched, A);
+    plan.first_step = plan.steady_step;
+    plan.grad_path = sched.key;
+    plan.describe = sched.describe;
+    plan.chosen_by = sched.chosen_by;
+    const uint64_t es = dtype_size(model), n = sched.layout->padded_total();
+    const uint64_t shard = s.z.stage == 0 ? n : sched.layout->partition().shard_size();
+    plan.padded_params = n;
+    plan.params_bytes = es * n;
+    plan.grads_bytes = es * (s.z.stage == 2 ? shard : n);
+    plan.optimizer_bytes = 12 * shard;
+  }
+  plan.per_step = totals(plan.steady_step, W, nodes);
+  plan.first = totals(plan.first_step, W, nodes);
+  for (int u = 0; u < static_cast<int>(Purpose::kCount); u++) {
+    const Purpose purpose = static_cast<Purpose>(u);
+    plan.per_step_by_purpose[u] = totals(plan.steady_step, W, nodes, &purpose);
+  }
+  for (const PlannedPrimitive& p : plan.per_step_by_purpose[static_cast<int>(Purpose::Gradients)])
+    plan.gradient_bus_bytes += static_cast<uint64_t>(p.bus_bytes);
   return plan;
 }
 

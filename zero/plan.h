@@ -1,6 +1,8 @@
-// `zerotrain plan`: the exact per-step schedule of collectives and the per-rank
-// model-state bytes of a configuration, computed from the same partition,
-// bucket plan and gradient path objects a run uses, without training.
+// `zerotrain plan` and `explain`: every collective of one optimizer step, in
+// issue order, and the per-rank model-state bytes of a configuration, computed
+// from the same schedules the engines execute (stage012_schedule.h; stage 3's
+// buckets and its gatherer run over the model's events with a recording
+// backend), without training.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -9,33 +11,51 @@
 
 #include "model/param_table.h"
 #include "zero/comm_stats.h"
-#include "zero/zero_config.h"
+#include "zero/engine.h"
 
 namespace zt {
+
+struct PlannedCall {
+  Phase phase;
+  int micro;
+  Purpose purpose;
+  Primitive primitive;
+  DType dtype;
+  size_t count;  // per the Communicator's convention
+  int root;      // -1 unless rooted
+  std::string what;
+};
 
 struct PlannedPrimitive {
   uint64_t calls = 0, bytes = 0;  // payload bytes per rank, nccl-tests convention
   double bus_bytes = 0;
+  double inter_node_bus_bytes = 0;  // per rank, averaged over the ranks (comm_stats.h's rule)
 };
+using PrimitiveTotals = std::array<PlannedPrimitive, static_cast<int>(Primitive::kCount)>;
 
 struct StepPlan {
   int stage = 0;
-  std::string grad_path;
-  // Collectives of a steady-state step, and of the very first step (which differs
-  // only in stage 3, whose first micro-step traces the unit order).
-  std::array<PlannedPrimitive, static_cast<int>(Primitive::kCount)> per_step{}, first_step{};
+  std::string grad_path, describe, chosen_by;
+  // The very first step (stage 3 records its trace there) and a steady one.
+  std::vector<PlannedCall> first_step, steady_step;
+  PrimitiveTotals per_step{}, first{};
+  std::array<PrimitiveTotals, static_cast<int>(Purpose::kCount)> per_step_by_purpose{};
   uint64_t padded_params = 0;
   uint64_t params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;  // per rank
-  uint64_t gradient_bus_bytes = 0;      // the part of bus bytes that moves gradients
-  uint64_t persistent_bytes = 0;        // stage 3: parameters kept whole on every rank
+  uint64_t gradient_bus_bytes = 0;  // the part of a steady step's bus bytes that moves gradients
+  uint64_t persistent_bytes = 0;    // stage 3: parameters kept whole on every rank
   uint64_t live_params_peak_bytes = 0;  // stage 3: most parameter bytes gathered at once
   const PlannedPrimitive& operator[](Primitive p) const { return per_step[static_cast<int>(p)]; }
 };
 
-// One optimizer step of `micro_steps` micro-steps at world size W; dtype is the
-// model dtype (fp32 on the CPU, bf16 on the GPU). unit_trace is the order in
-// which one micro-step acquires units' parameters (stage 3's gathers follow it).
-StepPlan plan_step(const ZeroConfig& z, const ParamTable& table, int world, int micro_steps,
-                   DType dtype, const std::vector<int>& unit_trace);
+// One optimizer step of `micro_steps` micro-steps at world size W, placed on
+// nodes as `nodes` says; `model` is the model dtype (fp32 on the CPU, bf16 on
+// the GPU).
+StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int world, int micro_steps,
+                   DType model, const NodeMap& nodes);
+
+// Per primitive, over the calls (of one purpose, when given).
+PrimitiveTotals totals(const std::vector<PlannedCall>& calls, int world, const NodeMap& nodes,
+                       const Purpose* only = nullptr);
 
 }  // namespace zt

@@ -3,66 +3,64 @@
 #include <algorithm>
 #include <cmath>
 
-#include "zero/bucket_plan.h"
-
 namespace zt {
 
-ReplicatedParams::ReplicatedParams(const ParamTable& table, const Partition& partition, Ops& ops,
-                                   Communicator& comm, const ZeroConfig& z)
-    : table_(table), partition_(partition), ops_(ops), comm_(comm), bucketed_(z.allgather_bucketed),
-      bucket_size_(z.allgather_bucket_size) {
-  params_ = ops_.alloc(partition.padded_total() * dtype_size(ops.dtype()), MemCategory::Params);
+ReplicatedParams::ReplicatedParams(const ParamTable& table, const FlatLayout& layout, Ops& ops,
+                                   Communicator& comm)
+    : layout_(layout), ops_(ops), comm_(comm) {
+  const size_t es = dtype_size(ops.dtype());
+  params_ = ops_.alloc(layout.padded_total() * es, MemCategory::Params);
+  for (const ModuleInfo& m : table.modules()) {
+    module_ptrs_.emplace_back();
+    for (int p : m.params)
+      module_ptrs_.back().push_back(static_cast<char*>(params_) + layout.offset(p) * es);
+  }
 }
 
 ReplicatedParams::~ReplicatedParams() { ops_.release(params_); }
 
-const void* ReplicatedParams::unit(int u) const {
-  return static_cast<const char*>(params_) + table_.units()[u].offset * dtype_size(ops_.dtype());
-}
-
-void ReplicatedParams::all_gather_shards() {
+void ReplicatedParams::all_gather(const StepCall& c) {
   const DType t = ops_.dtype();
   const size_t es = dtype_size(t);
   const int W = comm_.world(), r = comm_.rank();
   char* base = static_cast<char*>(params_);
-  for (size_t g = 0; g < partition_.groups().size(); g++) {
-    const FlatRange group = partition_.groups()[g];
-    const size_t slice = group.size() / W;
-    if (!bucketed_) {
-      comm_.all_gather(base + (group.begin + r * slice) * es, base + group.begin * es, slice, t)
-          ->wait();
-      continue;
-    }
-    // Older DeepSpeed: each call gathers one chunk of every rank's slice, so the
-    // result is strided in the flat buffer and lands in a staging buffer first.
-    const size_t chunk = std::max<size_t>(1, static_cast<size_t>(bucket_size_) / W);
-    void* staging = ops_.alloc(std::min(chunk, slice) * W * es, MemCategory::CommBuffers);
-    for (size_t c = 0; c < slice; c += chunk) {
-      const size_t n = std::min(chunk, slice - c);
-      comm_.all_gather(base + (group.begin + r * slice + c) * es, staging, n, t)->wait();
-      for (int q = 0; q < W; q++)
-        if (q != r)
-          ops_.copy(base + (group.begin + q * slice + c) * es,
-                    static_cast<char*>(staging) + q * n * es, n * es);
-    }
-    ops_.release(staging);
+  const FlatRange group = layout_.partition().groups()[c.group];
+  const size_t slice = group.size() / W;
+  comm_.purpose(Purpose::Parameters);
+  if (c.offset == 0 && c.count == slice) {
+    comm_.all_gather(base + (group.begin + r * slice) * es, base + group.begin * es, slice, t)
+        ->wait();
+    return;
   }
+  // A chunk of every rank's slice: strided in the flat buffer, so it lands in
+  // a staging buffer first.
+  void* staging = ops_.alloc(std::max<size_t>(1, c.count * W) * es, MemCategory::CommBuffers);
+  comm_.all_gather(base + (group.begin + r * slice + c.offset) * es, staging, c.count, t)->wait();
+  for (int q = 0; q < W; q++)
+    if (q != r)
+      ops_.copy(base + (group.begin + q * slice + c.offset) * es,
+                static_cast<char*>(staging) + q * c.count * es, c.count * es);
+  ops_.release(staging);
 }
 
-void ReplicatedParams::refresh_from(ShardOptimizer& optimizer) {
+void ReplicatedParams::refresh_from(ShardOptimizer& optimizer, const std::vector<StepCall>& step) {
   optimizer.write_params(params_, Indexing::Flat);
-  all_gather_shards();
+  for (const StepCall& c : step)
+    if (c.kind == StepCall::ParamGather) all_gather(c);
 }
 
-double global_grad_norm(double local_sum_squares, bool all_reduce, Ops& ops, Communicator& comm) {
-  if (!all_reduce) return std::sqrt(local_sum_squares);
-  float host = static_cast<float>(local_sum_squares);
-  float* dev = static_cast<float*>(ops.alloc(sizeof(float), MemCategory::CommBuffers));
-  ops.from_host(dev, &host, sizeof(float));
-  comm.all_reduce(dev, 1, DType::F32)->wait();
-  ops.to_host(&host, dev, sizeof(float));
+double all_reduce_scalar(double x, DType dtype, Ops& ops, Communicator& comm) {
+  const size_t es = dtype_size(dtype);
+  void* dev = ops.alloc(es, MemCategory::CommBuffers);
+  const float f = static_cast<float>(x);
+  ops.from_host(dev, dtype == DType::F64 ? static_cast<const void*>(&x) : &f, es);
+  comm.purpose(Purpose::Scalars);
+  comm.all_reduce(dev, 1, dtype)->wait();
+  double d = 0;
+  float back = 0;
+  ops.to_host(dtype == DType::F64 ? static_cast<void*>(&d) : &back, dev, es);
   ops.release(dev);
-  return std::sqrt(static_cast<double>(host));
+  return dtype == DType::F64 ? d : static_cast<double>(back);
 }
 
 float clip_scale(double norm, double clip) {
@@ -71,22 +69,22 @@ float clip_scale(double norm, double clip) {
 }
 
 std::vector<float> ZeroEngine::gather_master(Ops& ops, Communicator& comm, size_t total) {
-  // Each rank writes its owned pieces into a zeroed padded buffer; one sum
-  // all-reduce assembles the whole (every element has exactly one owner).
-  const size_t padded = partition().padded_total();
-  std::vector<float> master, m, v, full(padded, 0.0f);
+  // Each rank writes its owned pieces into a zeroed buffer in the model's flat
+  // layout; one sum all-reduce assembles the whole (every element has exactly
+  // one owner). Stage 0 owns everything already.
+  std::vector<float> master, m, v, full(total, 0.0f);
   optimizer().save_state(master, m, v);
   for (const OptimPiece& p : optimizer().pieces())
     std::copy(master.begin() + p.shard_offset, master.begin() + p.shard_offset + p.n,
               full.begin() + p.flat_begin);
-  if (comm.world() > 1 && partition().world() > 1) {
-    float* dev = static_cast<float*>(ops.alloc(padded * sizeof(float), MemCategory::CommBuffers));
-    ops.from_host(dev, full.data(), padded * sizeof(float));
-    comm.all_reduce(dev, padded, DType::F32)->wait();
-    ops.to_host(full.data(), dev, padded * sizeof(float));
+  if (comm.world() > 1 && stage() != 0) {
+    float* dev = static_cast<float*>(ops.alloc(total * sizeof(float), MemCategory::CommBuffers));
+    ops.from_host(dev, full.data(), total * sizeof(float));
+    comm.purpose(Purpose::Parameters);
+    comm.all_reduce(dev, total, DType::F32)->wait();
+    ops.to_host(full.data(), dev, total * sizeof(float));
     ops.release(dev);
   }
-  full.resize(total);
   return full;
 }
 

@@ -4,20 +4,6 @@
 
 namespace zt {
 
-std::vector<OptimPiece> partition_pieces(const ParamTable& table, const Partition& partition,
-                                         int rank) {
-  std::vector<OptimPiece> pieces;
-  for (const ShardSegment& seg : partition.segments(rank)) {
-    const size_t seg_end = seg.flat_begin + seg.n;
-    for (const ParamInfo& p : table.params()) {
-      const size_t b = std::max(seg.flat_begin, p.offset);
-      const size_t e = std::min(seg_end, p.offset + p.numel);
-      if (b < e) pieces.push_back({b, seg.shard_offset + (b - seg.flat_begin), e - b, p.decay});
-    }
-  }
-  return pieces;
-}
-
 ShardOptimizer::ShardOptimizer(std::vector<OptimPiece> pieces, size_t shard_size, Ops& ops)
     : ops_(ops), shard_(shard_size), es_(dtype_size(ops.dtype())), pieces_(std::move(pieces)) {
   master_ = static_cast<float*>(ops_.alloc(shard_ * sizeof(float), MemCategory::Optimizer));
@@ -42,7 +28,7 @@ void ShardOptimizer::init_master(const float* full_host) {
 }
 
 const void* ShardOptimizer::at(const void* base, Indexing how, const OptimPiece& p) const {
-  const size_t off = how == Indexing::Flat ? p.flat_begin : p.shard_offset;
+  const size_t off = how == Indexing::Flat ? p.layout_offset : p.shard_offset;
   return static_cast<const char*>(base) + off * es_;
 }
 
@@ -51,9 +37,10 @@ void ShardOptimizer::write_params(void* params, Indexing where) {
     ops_.from_f32(const_cast<void*>(at(params, where, p)), master_ + p.shard_offset, p.n);
 }
 
-double ShardOptimizer::grad_sum_squares(const void* grads, Indexing where) {
-  double s = 0;
-  for (const OptimPiece& p : pieces_) s += ops_.sum_squares(at(grads, where, p), p.n);
+std::vector<double> ShardOptimizer::grad_sum_squares(const void* grads, Indexing where,
+                                                     int n_groups) {
+  std::vector<double> s(n_groups, 0.0);
+  for (const OptimPiece& p : pieces_) s[p.norm_group] += ops_.sum_squares(at(grads, where, p), p.n);
   return s;
 }
 

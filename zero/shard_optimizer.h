@@ -1,33 +1,32 @@
-// AdamW on the part of the flat layout a rank owns: fp32 master weights, m and v
-// for each owned piece, updated by the backend's adamw op one tensor piece at a
+// AdamW on the part of the model a rank owns: fp32 master weights, m and v for
+// each owned piece, updated by the backend's adamw op one tensor piece at a
 // time (each piece has one weight-decay setting; padding is skipped). The
 // gradient and parameter buffers it reads and writes are addressed either by
-// flat offset (full buffers) or by shard offset (sharded buffers).
+// ZeRO layout offset (full buffers, zero/flat_layout.h) or by shard offset
+// (sharded buffers).
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "model/ops.h"
 #include "model/param_table.h"
-#include "zero/partition.h"
 
 namespace zt {
 
 enum class Indexing { Flat, Shard };
 
 struct OptimPiece {
-  size_t flat_begin, shard_offset, n;  // flat_begin: offset in the model's flat layout
+  size_t flat_begin;     // in the model's flat layout (checkpoints, model files)
+  size_t layout_offset;  // in ZeRO's full buffers (Indexing::Flat)
+  size_t shard_offset;   // in this rank's shard (Indexing::Shard)
+  size_t n;
   bool decay;
+  int norm_group;  // which gradient norm it counts toward (a parameter group, or a sub-group)
 };
 
 struct OptimSettings {
   float lr, beta1, beta2, eps, weight_decay;
 };
-
-// The pieces rank r owns under a flat partition, cut at tensor boundaries so
-// each has one weight-decay setting (stages 0-2).
-std::vector<OptimPiece> partition_pieces(const ParamTable& table, const Partition& partition,
-                                         int rank);
 
 class ShardOptimizer {
  public:
@@ -43,8 +42,8 @@ class ShardOptimizer {
   void init_master(const float* full_host);
   // Writes round(master) of every owned piece into `params`.
   void write_params(void* params, Indexing where);
-  // Sum of squares of the owned gradient pieces.
-  double grad_sum_squares(const void* grads, Indexing where);
+  // Sum of squares of the owned gradient pieces, per norm group (n_groups of them).
+  std::vector<double> grad_sum_squares(const void* grads, Indexing where, int n_groups);
   // One AdamW step (t from 1) with the gradient scaled by grad_scale.
   void step(const void* grads, Indexing grads_at, void* params, Indexing params_at,
             const OptimSettings& s, float grad_scale, int t);

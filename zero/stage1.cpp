@@ -1,89 +1,67 @@
 // Stage 1: optimizer state sharded. Parameters and gradients stay full; the
-// gradients accumulate over the micro-steps in one flat buffer and are reduced
-// bucket by bucket at the accumulation boundary through the selected gradient
-// path, in place, so each rank finds the sum of its owned slices where they lie.
-// It updates its shard and the shards are all-gathered.
-#include "zero/grad_path.h"
-#include "zero/replicated_params.h"
+// gradients accumulate over the micro-steps in one buffer laid out like the
+// parameters, and are reduced through the gradient path once per step: at the
+// accumulation boundary walking the parameter groups in order (DeepSpeed's
+// reduce_gradients), or, with overlap_comm, during the last backward as each
+// gradient completes (DeepSpeed's hooks). Each rank's owned slices of the sums
+// are copied back where they lie; it updates its shard and the shards are
+// all-gathered.
+#include "zero/replicated_engine.h"
 #include "zero/stages.h"
 
 namespace zt {
 namespace {
 
-class Stage1 : public ZeroEngine {
+class Stage1 : public ReplicatedEngine {
  public:
-  Stage1(const ZeroConfig& z, const ParamTable& table, Ops& ops, Communicator& comm)
-      : z_(z), table_(table), ops_(ops), comm_(comm),
-        partition_(stage12_partition(z, table, comm.world())),
-        buckets_(stage12_buckets(z, table, partition_)), path_(make_grad_path(z, partition_, comm)),
-        params_(table, partition_, ops, comm, z),
-        optimizer_(partition_pieces(table, partition_, comm.rank()), partition_.shard_size(), ops) {
-    grads_ = ops_.alloc(partition_.padded_total() * dtype_size(ops.dtype()), MemCategory::Grads);
+  Stage1(const ZeroSetup& s, const ParamTable& table, Ops& ops, Communicator& comm)
+      : ReplicatedEngine(s, table, ops, comm),
+        reducer_(schedule_.grads, ops, comm, schedule_.wire, s.z.overlap_comm,
+                 [this](const BucketSlice& slice, const void* data) {
+                   ops_.copy(at(slice.param, slice.param_offset), data, slice.n * es_);
+                 }) {
+    grads_ = ops_.alloc(schedule_.layout->padded_total() * es_, MemCategory::Grads);
   }
   ~Stage1() override { ops_.release(grads_); }
 
-  int stage() const override { return 1; }
-  std::string grad_path_key() const override { return path_->key(); }
   std::string describe() const override {
-    return "zero: stage 1, gradients: " + path_->describe() + ", bucket " +
-           std::to_string(z_.reduce_bucket_size) +
-           " elements, reduced at the accumulation boundary";
+    return "zero: stage 1, gradients: " + schedule_.describe + ", bucket " +
+           std::to_string(setup_.z.reduce_bucket_size) + " elements, " +
+           dtype_name(schedule_.wire) + " on the wire, reduced " +
+           (schedule_.during_backward ? "during the last backward (overlap_comm)"
+                                      : "at the accumulation boundary");
   }
-  void init_weights(const float* full_host) override {
-    optimizer_.init_master(full_host);
-    refresh_params_from_master();
+  void* grad(int p) override { return at(p, 0); }
+  void grad_ready(int p) override {
+    if (schedule_.during_backward && last_micro()) reducer_.arrive(p, at(p, 0));
   }
-  void refresh_params_from_master() override { params_.refresh_from(optimizer_); }
-  const void* acquire_params(int u) override { return params_.unit(u); }
-  void release_params(int) override {}
-  void* acquire_grads(int u) override { return flat(table_.units()[u].offset); }
-  void grads_ready(int) override {}
-  void begin_micro_step(int micro, int) override {
-    if (micro == 0) ops_.memzero(grads_, partition_.padded_total() * dtype_size(ops_.dtype()));
+  void begin_micro_step(int micro, int n_micro) override {
+    ReplicatedEngine::begin_micro_step(micro, n_micro);
+    if (micro == 0) ops_.memzero(grads_, schedule_.layout->padded_total() * es_);
+    if (last_micro()) reducer_.begin();
   }
-  void end_micro_step() override {}
-
-  double step(const OptimSettings& s, double grad_clip, int t) override {
-    std::vector<Handle> pending;
-    for (FlatRange b : buckets_) {
-      for (Handle& h : path_->reduce(b, flat(b.begin), ops_.dtype())) {
-        if (!z_.overlap_comm) h->wait();
-        pending.push_back(std::move(h));
-      }
-    }
-    for (auto& h : pending) h->wait();
-    const double norm =
-        global_grad_norm(optimizer_.grad_sum_squares(grads_, Indexing::Flat), true, ops_, comm_);
-    optimizer_.step(grads_, Indexing::Flat, params_.data(), Indexing::Flat, s,
-                    clip_scale(norm, grad_clip), t);
-    params_.all_gather_shards();
-    return norm;
+  void end_micro_step() override {
+    if (!last_micro()) return;
+    if (!schedule_.during_backward)
+      for (int p : schedule_.grads.order) reducer_.arrive(p, at(p, 0));
+    reducer_.finish();
   }
-
-  ShardOptimizer& optimizer() override { return optimizer_; }
-  const Partition& partition() const override { return partition_; }
 
  private:
-  void* flat(size_t offset) {
-    return static_cast<char*>(grads_) + offset * dtype_size(ops_.dtype());
+  char* at(int p, size_t elem) const {
+    return static_cast<char*>(grads_) + (schedule_.layout->offset(p) + elem) * es_;
   }
-  ZeroConfig z_;
-  const ParamTable& table_;
-  Ops& ops_;
-  Communicator& comm_;
-  Partition partition_;
-  std::vector<FlatRange> buckets_;
-  std::unique_ptr<GradPath> path_;
-  ReplicatedParams params_;
-  ShardOptimizer optimizer_;
+  const void* step_grads() const override { return grads_; }
+  Indexing step_grads_indexing() const override { return Indexing::Flat; }
+  BucketReducer reducer_;
   void* grads_;
 };
 
 }  // namespace
 
-std::unique_ptr<ZeroEngine> make_stage1(const ZeroConfig& z, const ParamTable& table, Ops& ops,
+std::unique_ptr<ZeroEngine> make_stage1(const ZeroSetup& s, const ParamTable& t, Ops& ops,
                                         Communicator& comm) {
-  return std::unique_ptr<ZeroEngine>(new Stage1(z, table, ops, comm));
+  return std::unique_ptr<ZeroEngine>(new Stage1(s, t, ops, comm));
 }
 
 }  // namespace zt

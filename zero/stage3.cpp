@@ -1,18 +1,21 @@
-// Stage 3: parameters, gradients and optimizer state all sharded (layout and
-// residency rules in stage3_layout.h). A unit's parameters are gathered into a
-// buffer of the unit's own layout just before it runs, with one coalesced
-// all-gather of every rank's slices, and released after it runs unless the
-// traced schedule keeps them; with overlap_comm the next units' gathers are
-// issued ahead and only waited for when used. Gradients: each unit's staging
-// space feeds reduce_bucket_size buckets that are reduced with one true
-// reduce-scatter each (an all-reduce when reduce_scatter is false), every
-// micro-step, and each rank adds its slices into its gradient shard.
-#include <cstdint>
-#include <deque>
+// Stage 3: parameters, gradients and optimizer state all sharded (layout in
+// stage3_layout.h). Parameters are gathered and released at the module events
+// by the gatherer (param_gatherer.h), DeepSpeed's coordinator; this engine
+// moves the data: a coalesced all-gather copies the pieces of every parameter
+// it covers into one send buffer, gathers W of them, and unpacks each tensor
+// into its own buffer. Gradients: each tensor's staging space is packed into
+// DeepSpeed's stage-3 buckets, reduced (one reduce-scatter each, or an
+// all-reduce) as their turn comes, every micro-step; each rank adds its pieces
+// into its gradient shard. The step releases everything, takes one float64
+// norm per sub-group, updates the shard and gathers each persistent tensor.
+#include <cmath>
 #include <map>
+#include <memory>
 #include <stdexcept>
 
+#include "zero/bucket_reducer.h"
 #include "zero/grad_staging.h"
+#include "zero/param_gatherer.h"
 #include "zero/replicated_params.h"
 #include "zero/stage3_layout.h"
 #include "zero/stages.h"
@@ -20,274 +23,204 @@
 namespace zt {
 namespace {
 
-class Stage3 : public ZeroEngine {
+class Stage3 : public ZeroEngine, private GatherBackend {
  public:
-  Stage3(const ZeroConfig& z, const ParamTable& table, Ops& ops, Communicator& comm)
-      : z_(z), table_(table), ops_(ops), comm_(comm), dt_(ops.dtype()), es_(dtype_size(dt_)),
-        W_(comm.world()), layout_(table, comm.world(), z),
-        partition_(Partition({layout_.padded_total()}, comm.world())),
-        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops), staging_(ops) {
+  Stage3(const ZeroSetup& s, const ParamTable& table, Ops& ops, Communicator& comm)
+      : setup_(s), table_(table), ops_(ops), comm_(comm), dt_(ops.dtype()), es_(dtype_size(dt_)),
+        W_(comm.world()), layout_(table, s.groups, comm.world(), s.z),
+        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops),
+        reducer_(layout_.grad_buckets(table, grad_ready_order(s.events), s.z), ops, comm,
+                 gradient_wire_dtype(s.z, ops.dtype()), s.z.overlap_comm,
+                 [this](const BucketSlice& slice, const void* data) {
+                   ops_.add_inplace(
+                       static_cast<char*>(shard_grads_) + layout_.shard_offset(slice.param) * es_,
+                       data, slice.n);
+                 }),
+        train_(table, layout_, setup_.z, states_, *this),
+        eval_(table, layout_, setup_.z, states_, *this), staging_(ops) {
+    const size_t n = table.params().size();
+    states_.status.assign(n, ParamStatus::NotAvailable);
+    states_.active.assign(n, {});
+    states_.call.assign(n, -1);
+    full_.assign(n, nullptr);
+    for (const ModuleInfo& m : table.modules()) module_ptrs_.emplace_back(m.params.size(), nullptr);
     shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
-    persistent_ = layout_.persistent_elems() > 0
-                      ? ops_.alloc(layout_.persistent_elems() * es_, MemCategory::Params)
-                      : nullptr;
     shard_grads_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Grads);
-    size_t largest = 0;
-    for (const Stage3Bucket& b : layout_.buckets()) largest = std::max(largest, b.slice_total);
-    // Each slot: a bucket buffer of W slices and the receive buffer of its reduce-scatter.
-    for (int i = 0; i < (z.overlap_comm ? 2 : 1); i++) {
-      Slot slot{ops_.alloc(largest * W_ * es_, MemCategory::CommBuffers),
-                ops_.alloc(largest * es_, MemCategory::CommBuffers)};
-      slots_.push_back(slot);
-      free_slots_.push_back(slot);
-    }
-    resident_.assign(table.num_units(), nullptr);
-    use_pos_.assign(table.num_units(), -1);
   }
   ~Stage3() override {
-    for (int u = 0; u < table_.num_units(); u++) free_unit(u);
-    for (auto& kv : pending_) ops_.release(kv.second.staging);
-    for (const Slot& s : slots_) {
-      ops_.release(s.data);
-      ops_.release(s.recv);
-    }
-    for (void* p : {shard_params_, persistent_, shard_grads_}) ops_.release(p);
+    for (size_t p = 0; p < full_.size(); p++) drop(static_cast<int>(p));
+    for (auto& kv : pending_) free_call(kv.second);
+    ops_.release(shard_params_);
+    ops_.release(shard_grads_);
   }
 
   int stage() const override { return 3; }
   std::string grad_path_key() const override {
-    return z_.reduce_scatter ? "reduce_scatter" : "allreduce";
+    return setup_.z.reduce_scatter ? "reduce_scatter" : "allreduce";
   }
   std::string describe() const override {
+    const ZeroConfig& z = setup_.z;
     return std::string("zero: stage 3, gradients: ") +
-           (z_.reduce_scatter ? "one reduce-scatter per bucket"
-                              : "all-reduce of each bucket (reduce_scatter: false)") +
-           ", bucket " + std::to_string(z_.reduce_bucket_size) +
-           " elements; parameters gathered per unit, " +
-           std::to_string(layout_.persistent_elems()) + " persistent elements, prefetch " +
-           (z_.overlap_comm ? std::to_string(z_.stage3_prefetch_bucket_size) + " elements ahead"
-                            : "off") +
-           ", max reuse distance " + std::to_string(z_.stage3_max_reuse_distance) + ", max live " +
-           std::to_string(z_.stage3_max_live_parameters);
+           (z.reduce_scatter ? "one reduce-scatter per bucket"
+                             : "all-reduce of each bucket (reduce_scatter: false)") +
+           ", bucket " + std::to_string(z.reduce_bucket_size) + " elements; parameters gathered " +
+           (z.stage3_block_gathers ? "per top-level module (zerotrain stage3_block_gathers)"
+                                   : "per submodule") +
+           ", " + std::to_string(layout_.persistent_elems()) + " persistent elements, prefetch " +
+           (z.stage3_prefetch_bucket_size > 0
+                ? std::to_string(z.stage3_prefetch_bucket_size) + " elements"
+                : "off") +
+           ", max reuse distance " + std::to_string(z.stage3_max_reuse_distance) + ", max live " +
+           std::to_string(z.stage3_max_live_parameters);
   }
+  size_t padded_params() const override { return layout_.shard_size() * W_; }
+  uint64_t persistent_param_bytes() const override { return layout_.persistent_elems() * es_; }
+  uint64_t live_params_peak_bytes() const override { return live_peak_ * es_; }
+  ShardOptimizer& optimizer() override { return optimizer_; }
+
   void init_weights(const float* full_host) override {
     optimizer_.init_master(full_host);
     refresh_params_from_master();
   }
+  // Partitioned afresh, as DeepSpeed starts: nothing gathered.
   void refresh_params_from_master() override {
     optimizer_.write_params(shard_params_, Indexing::Shard);
-    gather_persistent();
-  }
-  uint64_t persistent_param_bytes() const override { return layout_.persistent_elems() * es_; }
-  uint64_t live_params_peak_bytes() const override { return live_peak_ * es_; }
-
-  // ---- parameters ----
-  const void* acquire_params(int u) override {
-    const bool scheduled = in_micro_ && !schedule_.gather.empty();
-    if (in_micro_ && schedule_.gather.empty()) trace_.push_back(u);
-    int pos = -1;
-    if (scheduled) {
-      pos = pos_++;
-      if (pos >= static_cast<int>(trace_.size()) || trace_[pos] != u)
-        throw std::logic_error(
-            "stage 3: the unit order differs from the one traced at the first step");
+    for (size_t p = 0; p < full_.size(); p++) {
+      states_.status[p] = ParamStatus::NotAvailable;
+      states_.active[p].clear();
+      drop(static_cast<int>(p));
     }
-    use_pos_[u] = pos;
-    if (!resident_[u]) {
-      if (!pending_.count(u)) start_gather(u);
-      finish_gather(u);
-    }
-    if (scheduled)
-      for (int j : schedule_.prefetch[pos])
-        if (!resident_[trace_[j]] && !pending_.count(trace_[j])) start_gather(trace_[j]);
-    return resident_[u];
-  }
-  void release_params(int u) override {
-    const int pos = use_pos_[u];
-    if (pos >= 0 && schedule_.keep[pos]) return;
-    free_unit(u);
   }
 
-  // ---- gradients ----
-  void* acquire_grads(int u) override { return staging_.acquire(u, table_.units()[u].numel * es_); }
-  // Tensors complete in descending order, which is the buckets' order: copy each
-  // tensor's W slices into its bucket; a bucket whose last tensor arrived is reduced.
-  void grads_ready(int u) override {
-    const UnitRange& ur = table_.units()[u];
-    const char* src = staging_.get(u);
-    for (int p = ur.first_param + ur.n_params - 1; p >= ur.first_param; p--) {
-      const int b = layout_.bucket_of(p);
-      const Stage3Bucket& bucket = layout_.buckets()[b];
-      if (!open_.data) open_ = take_slot(bucket.slice_total * W_);
-      size_t k = 0;
-      while (bucket.params[k] != p) k++;
-      const ParamInfo& info = table_.params()[p];
-      const size_t slice = layout_.tensors()[p].slice;
-      for (int r = 0; r < W_; r++) {
-        const size_t begin = r * slice;
-        if (begin >= info.numel) break;
-        const size_t n = std::min(slice, info.numel - begin);
-        ops_.copy(static_cast<char*>(open_.data) +
-                      (r * bucket.slice_total + bucket.slice_offset[k]) * es_,
-                  src + (table_.offset_in_unit(p) + begin) * es_, n * es_);
-      }
-      if (k + 1 == bucket.params.size()) {
-        in_flight_.push_back({b, open_, reduce_bucket(bucket, open_)});
-        open_ = Slot();
-        if (!z_.overlap_comm) finish_oldest();
-      }
+  // ---- module hooks ----
+  const void* const* fetch(int module, bool backward) override {
+    const bool root = table_.modules()[module].parent < 0;
+    if (root) comm_.annotate(backward ? Phase::Backward : Phase::Forward, micro_);
+    gatherer().fetch(module, backward);
+    const std::vector<int>& params = table_.modules()[module].params;
+    for (size_t k = 0; k < params.size(); k++) {
+      if (states_.status[params[k]] != ParamStatus::Available)
+        throw std::logic_error("stage 3: " + table_.params()[params[k]].name +
+                               " used while not gathered");
+      module_ptrs_[module][k] = full_[params[k]];
     }
-    staging_.release(u);
+    return module_ptrs_[module].data();
+  }
+  void release(int module, bool backward) override {
+    ParamGatherer& g = gatherer();
+    g.release(module, backward);
+    // The root's release closes a pass: its backward in training, its forward otherwise.
+    if (table_.modules()[module].parent < 0 && (backward || !in_micro_)) g.end_pass();
+  }
+  void* grad(int p) override { return staging_.acquire(p, table_.params()[p].numel * es_); }
+  void grad_ready(int p) override {
+    reducer_.arrive(p, staging_.get(p));
+    staging_.release(p);
   }
 
   void begin_micro_step(int micro, int) override {
     if (micro == 0) ops_.memzero(shard_grads_, layout_.shard_size() * es_);
+    micro_ = micro;
     in_micro_ = true;
-    pos_ = 0;
+    reducer_.begin();
   }
   void end_micro_step() override {
-    while (!in_flight_.empty()) finish_oldest();
-    while (!pending_.empty()) finish_gather(pending_.begin()->first);
-    for (int u = 0; u < table_.num_units(); u++) free_unit(u);
+    reducer_.finish();
     in_micro_ = false;
-    if (schedule_.gather.empty() && !trace_.empty())
-      schedule_ = stage3_schedule(trace_, layout_, z_);
   }
 
-  double step(const OptimSettings& s, double grad_clip, int t) override {
-    const double norm = global_grad_norm(optimizer_.grad_sum_squares(shard_grads_, Indexing::Shard),
-                                         true, ops_, comm_);
+  double step(const OptimSettings& s, int t) override {
+    comm_.annotate(Phase::Step, micro_);
+    train_.release_all();
+    const std::vector<double> sums = optimizer_.grad_sum_squares(
+        shard_grads_, Indexing::Shard, static_cast<int>(layout_.sub_groups().size()));
+    double total = 0;
+    for (const StepCall& c : layout_.norm_calls())
+      total += all_reduce_scalar(sums[c.group], c.dtype, ops_, comm_);
+    const double norm = std::sqrt(total);
     optimizer_.step(shard_grads_, Indexing::Shard, shard_params_, Indexing::Shard, s,
-                    clip_scale(norm, grad_clip), t);
-    gather_persistent();
+                    clip_scale(norm, setup_.grad_clip), t);
+    train_.gather_persistent();
     return norm;
   }
 
-  ShardOptimizer& optimizer() override { return optimizer_; }
-  const Partition& partition() const override { return partition_; }
-
  private:
-  struct Gather {
-    void* staging;
+  struct Call {
+    std::vector<int> params;
+    size_t per_rank = 0;
+    void* send = nullptr;
+    void* recv = nullptr;
     Handle handle;
   };
-  struct Slot {
-    void* data = nullptr;
-    void* recv = nullptr;
-  };
-  struct InFlight {
-    int bucket;
-    Slot slot;
-    std::vector<Handle> handles;
-  };
 
-  void start_gather(int u) {
-    const FlatRange r = layout_.unit_gather_range(u);
-    Gather g{nullptr, nullptr};
-    if (r.size() > 0) {
-      g.staging = ops_.alloc(r.size() * W_ * es_, MemCategory::CommBuffers);
-      g.handle = comm_.all_gather(static_cast<char*>(shard_params_) + r.begin * es_, g.staging,
-                                  r.size(), dt_);
+  ParamGatherer& gatherer() { return in_micro_ ? train_ : eval_; }
+
+  // ---- GatherBackend ----
+  void gather(const std::vector<int>& params) override {
+    const int id = pending_id_++;
+    Call c;
+    c.params = params;
+    for (int p : params) c.per_rank += layout_.piece(p);
+    c.send = ops_.alloc(c.per_rank * es_, MemCategory::CommBuffers);
+    c.recv = ops_.alloc(c.per_rank * W_ * es_, MemCategory::CommBuffers);
+    size_t at = 0;
+    for (int p : params) {
+      ops_.copy(static_cast<char*>(c.send) + at * es_,
+                static_cast<char*>(shard_params_) + layout_.shard_offset(p) * es_,
+                layout_.piece(p) * es_);
+      at += layout_.piece(p);
     }
-    pending_[u] = std::move(g);
+    comm_.purpose(Purpose::Parameters);
+    c.handle = comm_.all_gather(c.send, c.recv, c.per_rank, dt_);
+    for (int p : params) call_of_[p] = id;
+    pending_[id] = std::move(c);
   }
-
-  // The unit's buffer, in the unit's layout: partitioned tensors unpacked from the
-  // gathered slices, persistent tensors copied from the persistent store.
-  void finish_gather(int u) {
-    Gather g = std::move(pending_[u]);
-    pending_.erase(u);
-    const UnitRange& ur = table_.units()[u];
-    char* buf = static_cast<char*>(ops_.alloc(ur.numel * es_, MemCategory::CommBuffers));
-    const FlatRange range = layout_.unit_gather_range(u);
-    if (g.handle) g.handle->wait();
-    for (int p = ur.first_param; p < ur.first_param + ur.n_params; p++) {
-      const Stage3Tensor& st = layout_.tensors()[p];
-      const ParamInfo& info = table_.params()[p];
-      char* dst = buf + table_.offset_in_unit(p) * es_;
-      if (st.persistent) {
-        ops_.copy(dst, static_cast<char*>(persistent_) + st.persistent_offset * es_,
-                  info.numel * es_);
-        continue;
-      }
-      for (int r = 0; r < W_; r++) {
-        const size_t begin = r * st.slice;
-        if (begin >= info.numel) break;
-        const size_t n = std::min(st.slice, info.numel - begin);
-        ops_.copy(dst + begin * es_,
-                  static_cast<char*>(g.staging) +
-                      (r * range.size() + st.shard_offset - range.begin) * es_,
-                  n * es_);
-      }
+  void wait(int param) override {
+    const int id = call_of_.at(param);
+    Call& c = pending_.at(id);
+    c.handle->wait();
+    size_t at = 0;
+    for (int p : c.params) {
+      const size_t numel = table_.params()[p].numel, piece = layout_.piece(p);
+      const MemCategory cat =
+          layout_.persistent(p) ? MemCategory::Params : MemCategory::CommBuffers;
+      char* buf = static_cast<char*>(ops_.alloc(numel * es_, cat));
+      for (int r = 0; r < W_ && static_cast<size_t>(r) * piece < numel; r++)
+        ops_.copy(buf + r * piece * es_, static_cast<char*>(c.recv) + (r * c.per_rank + at) * es_,
+                  std::min(piece, numel - r * piece) * es_);
+      at += piece;
+      full_[p] = buf;
+      call_of_.erase(p);
+      if (!layout_.persistent(p)) live_ += numel;
     }
-    if (g.staging) ops_.release(g.staging);
-    resident_[u] = buf;
-    live_ += layout_.unit_gathered_elems(u);
     live_peak_ = std::max(live_peak_, live_);
+    free_call(c);
+    pending_.erase(id);
+  }
+  void drop(int param) override {
+    if (!full_[param]) return;
+    ops_.release(full_[param]);
+    full_[param] = nullptr;
+    if (!layout_.persistent(param)) live_ -= table_.params()[param].numel;
+  }
+  std::vector<int64_t> broadcast_from_rank0(const std::vector<int64_t>& mine) override {
+    std::vector<int64_t> out = mine;
+    void* dev =
+        ops_.alloc(std::max<size_t>(1, mine.size()) * sizeof(int64_t), MemCategory::CommBuffers);
+    ops_.from_host(dev, mine.data(), mine.size() * sizeof(int64_t));
+    comm_.purpose(Purpose::Scalars);
+    comm_.broadcast(dev, mine.size(), DType::I64, 0)->wait();
+    ops_.to_host(out.data(), dev, mine.size() * sizeof(int64_t));
+    ops_.release(dev);
+    return out;
+  }
+  void free_call(Call& c) {
+    if (c.send) ops_.release(c.send);
+    if (c.recv) ops_.release(c.recv);
+    c.send = c.recv = nullptr;
   }
 
-  void free_unit(int u) {
-    if (!resident_[u]) return;
-    ops_.release(resident_[u]);
-    resident_[u] = nullptr;
-    live_ -= layout_.unit_gathered_elems(u);
-  }
-
-  // The persistent tensors' updated slices, from every rank, into the store.
-  void gather_persistent() {
-    const FlatRange r = layout_.persistent_range();
-    if (r.size() == 0) return;
-    void* staging = ops_.alloc(r.size() * W_ * es_, MemCategory::CommBuffers);
-    comm_.all_gather(static_cast<char*>(shard_params_) + r.begin * es_, staging, r.size(), dt_)
-        ->wait();
-    for (size_t p = 0; p < layout_.tensors().size(); p++) {
-      const Stage3Tensor& st = layout_.tensors()[p];
-      if (!st.persistent) continue;
-      const size_t numel = table_.params()[p].numel;
-      for (int q = 0; q < W_; q++) {
-        const size_t begin = q * st.slice;
-        if (begin >= numel) break;
-        ops_.copy(static_cast<char*>(persistent_) + (st.persistent_offset + begin) * es_,
-                  static_cast<char*>(staging) + (q * r.size() + st.shard_offset - r.begin) * es_,
-                  std::min(st.slice, numel - begin) * es_);
-      }
-    }
-    ops_.release(staging);
-  }
-
-  std::vector<Handle> reduce_bucket(const Stage3Bucket& b, const Slot& s) {
-    std::vector<Handle> h;
-    if (z_.reduce_scatter) h.push_back(comm_.reduce_scatter(s.data, s.recv, b.slice_total, dt_));
-    else h.push_back(comm_.all_reduce(s.data, b.slice_total * W_, dt_));
-    return h;
-  }
-
-  Slot take_slot(size_t elems) {
-    if (free_slots_.empty()) finish_oldest();
-    Slot s = free_slots_.front();
-    free_slots_.pop_front();
-    ops_.memzero(s.data, elems * es_);
-    return s;
-  }
-
-  // Waits for the oldest bucket and adds this rank's slices into the gradient shard.
-  void finish_oldest() {
-    InFlight f = std::move(in_flight_.front());
-    in_flight_.pop_front();
-    for (auto& h : f.handles) h->wait();
-    const Stage3Bucket& b = layout_.buckets()[f.bucket];
-    const char* mine = z_.reduce_scatter ? static_cast<const char*>(f.slot.recv)
-                                         : static_cast<const char*>(f.slot.data) +
-                                               comm_.rank() * b.slice_total * es_;
-    for (size_t k = 0; k < b.params.size(); k++) {
-      const Stage3Tensor& st = layout_.tensors()[b.params[k]];
-      ops_.add_inplace(static_cast<char*>(shard_grads_) + st.shard_offset * es_,
-                       mine + b.slice_offset[k] * es_, st.slice);
-    }
-    free_slots_.push_back(f.slot);
-  }
-
-  ZeroConfig z_;
+  ZeroSetup setup_;
   const ParamTable& table_;
   Ops& ops_;
   Communicator& comm_;
@@ -295,29 +228,28 @@ class Stage3 : public ZeroEngine {
   size_t es_;
   int W_;
   Stage3Layout layout_;
-  Partition partition_;
   ShardOptimizer optimizer_;
-  void *shard_params_, *persistent_, *shard_grads_;
-  std::vector<void*> resident_;
-  std::vector<int> use_pos_;
-  std::map<int, Gather> pending_;
-  uint64_t live_ = 0, live_peak_ = 0;
-  std::vector<int> trace_;
-  Stage3Schedule schedule_;
-  bool in_micro_ = false;
-  int pos_ = 0;
+  void* shard_params_ = nullptr;
+  void* shard_grads_ = nullptr;
+  BucketReducer reducer_;
+  ParamStates states_;
+  ParamGatherer train_, eval_;
   GradStaging staging_;
-  std::vector<Slot> slots_;
-  std::deque<Slot> free_slots_;
-  Slot open_;
-  std::deque<InFlight> in_flight_;
+  std::vector<void*> full_;  // each parameter's gathered copy, when available
+  std::vector<std::vector<const void*>> module_ptrs_;
+  std::map<int, Call> pending_;
+  std::map<int, int> call_of_;
+  int pending_id_ = 0;
+  uint64_t live_ = 0, live_peak_ = 0;
+  int micro_ = 0;
+  bool in_micro_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<ZeroEngine> make_stage3(const ZeroConfig& z, const ParamTable& table, Ops& ops,
+std::unique_ptr<ZeroEngine> make_stage3(const ZeroSetup& s, const ParamTable& t, Ops& ops,
                                         Communicator& comm) {
-  return std::unique_ptr<ZeroEngine>(new Stage3(z, table, ops, comm));
+  return std::unique_ptr<ZeroEngine>(new Stage3(s, t, ops, comm));
 }
 
 }  // namespace zt

@@ -1,82 +1,57 @@
-// Stage 3's layout and schedule. Every parameter tensor is partitioned evenly
-// over the ranks (padded to W * kAlign), except tensors of at most
-// stage3_param_persistence_threshold elements: those stay whole on every rank
-// as well (their slices still carry the gradients and optimizer state, and they
-// are re-gathered once after each step), as DeepSpeed does. A rank's shard holds
-// its slices unit by unit, the partitioned tensors of each unit first (so one
-// coalesced all-gather per unit reads one contiguous range), the persistent
-// tensors of all units last (one all-gather after the step).
-//
-// Residency follows DeepSpeed's rules over the unit order traced in the first
-// micro-step: after a use, a unit stays gathered if its next use comes within
-// stage3_max_reuse_distance elements of other gathered units and no more than
-// stage3_max_live_parameters elements are gathered; with overlap_comm, the units
-// used next are prefetched up to stage3_prefetch_bucket_size elements ahead.
+// Stage 3's partitioning, as DeepSpeed's partition_parameters.py does it: every
+// tensor is split on its own into W pieces of ceil(numel / W) elements (padded
+// to a multiple of W, not of W * 64); a rank's shard holds its piece of every
+// tensor, parameter group by group in group order (DeepSpeed's fp32
+// partitions per sub-group). Tensors of at most stage3_param_persistence_
+// threshold elements (walking the model in order, while their total stays
+// within stage3_model_persistence_threshold) are persistent: once gathered they
+// are never released by the module hooks, and after each step each is
+// all-gathered anew with its own call. Sub-groups (sub_group_size partitioned
+// elements) each take one float64 gradient-norm all-reduce.
 #pragma once
 #include <cstdint>
 #include <vector>
 
 #include "model/param_table.h"
-#include "zero/partition.h"
-#include "zero/plan.h"
+#include "zero/param_groups.h"
+#include "zero/schedule.h"
 #include "zero/shard_optimizer.h"
 #include "zero/zero_config.h"
 
 namespace zt {
 
-struct Stage3Tensor {
-  bool persistent = false;
-  size_t slice = 0;              // elements per rank (padded numel / W)
-  size_t shard_offset = 0;       // of every rank's slice in its shard
-  size_t persistent_offset = 0;  // in the persistent store (persistent tensors only)
-};
-
-struct Stage3Bucket {
-  std::vector<int> params;           // in backward (descending) order
-  std::vector<size_t> slice_offset;  // each tensor's offset inside one rank's slice of the bucket
-  size_t slice_total = 0;            // elements per rank
-};
-
 class Stage3Layout {
  public:
-  Stage3Layout(const ParamTable& table, int world, const ZeroConfig& z);
+  Stage3Layout(const ParamTable& table, const std::vector<ParamGroup>& groups, int world,
+               const ZeroConfig& z);
   int world() const { return world_; }
-  size_t padded_total() const { return padded_total_; }
-  size_t shard_size() const { return padded_total_ / world_; }
-  const std::vector<Stage3Tensor>& tensors() const { return tensors_; }
-  // Shard range of unit u's partitioned slices (what one unit gather sends).
-  FlatRange unit_gather_range(int u) const { return unit_gather_[u]; }
-  // Elements a gather of unit u brings in (its partitioned tensors' numel).
-  uint64_t unit_gathered_elems(int u) const { return unit_elems_[u]; }
-  FlatRange persistent_range() const { return persistent_range_; }
+  size_t shard_size() const { return shard_size_; }
+  // ceil(numel / W): every rank's piece of tensor p (the last ones padded).
+  size_t piece(int p) const { return piece_[p]; }
+  size_t shard_offset(int p) const { return shard_offset_[p]; }
+  bool persistent(int p) const { return persistent_[p]; }
   uint64_t persistent_elems() const { return persistent_elems_; }
-  const std::vector<Stage3Bucket>& buckets() const { return buckets_; }
-  int bucket_of(int param) const { return bucket_of_[param]; }
+  const std::vector<int>& persistent_params() const { return persistent_order_; }
+  // Norm groups: each a list of tensors (DeepSpeed's sub-groups).
+  const std::vector<std::vector<int>>& sub_groups() const { return sub_groups_; }
+  // The step's norm all-reduces: one float64 per sub-group.
+  std::vector<StepCall> norm_calls() const;
   std::vector<OptimPiece> pieces(const ParamTable& table, int rank) const;
+  // DeepSpeed's stage-3 gradient buckets over the arrival order.
+  BucketSchedule grad_buckets(const ParamTable& table, const std::vector<int>& order,
+                              const ZeroConfig& z) const;
 
  private:
   int world_;
-  size_t padded_total_ = 0;
-  std::vector<Stage3Tensor> tensors_;
-  std::vector<FlatRange> unit_gather_;
-  std::vector<uint64_t> unit_elems_;
-  FlatRange persistent_range_;
+  size_t shard_size_ = 0;
+  std::vector<size_t> piece_, shard_offset_;
+  std::vector<bool> persistent_;
+  std::vector<int> group_of_;
+  std::vector<bool> group_decay_;
+  std::vector<int> persistent_order_;
   uint64_t persistent_elems_ = 0;
-  std::vector<Stage3Bucket> buckets_;
-  std::vector<int> bucket_of_;
+  std::vector<std::vector<int>> sub_groups_;
+  std::vector<int> sub_group_of_;
 };
-
-// What happens at each position of a traced unit order within one micro-step.
-struct Stage3Schedule {
-  std::vector<bool> gather;                // a gather serves this position
-  std::vector<bool> keep;                  // the unit stays gathered after this use
-  std::vector<std::vector<int>> prefetch;  // positions whose gathers are issued here
-  uint64_t live_peak_elems = 0;
-};
-Stage3Schedule stage3_schedule(const std::vector<int>& trace, const Stage3Layout& layout,
-                               const ZeroConfig& z);
-
-StepPlan plan_stage3_step(const ZeroConfig& z, const ParamTable& table, int world, int micro_steps,
-                          DType dtype, const std::vector<int>& unit_trace);
 
 }  // namespace zt

@@ -19,6 +19,12 @@ struct ZeroConfig {
   int64_t stage3_param_persistence_threshold = 100000;
   int64_t stage3_max_live_parameters = 1000000000;
   int64_t stage3_max_reuse_distance = 1000000000;
+  // Persistent tensors stop once their total would exceed this (DeepSpeed's
+  // stage3_model_persistence_threshold, default sys.maxsize).
+  int64_t stage3_model_persistence_threshold = INT64_MAX;
+  // Stage 3 steps (and takes one float64 norm) per sub-group of this many
+  // partitioned elements (DeepSpeed's sub_group_size).
+  int64_t sub_group_size = 1000000000;
   // Gradient dtype on the wire: "auto" (the model dtype), "fp32", "bf16" or "fp16".
   std::string communication_data_type = "auto";
   bool round_robin_gradients = false;  // stages 1/2: reorder tensors across owners
@@ -26,6 +32,9 @@ struct ZeroConfig {
   bool native_reduce_scatter = false;  // stages 1/2: one true reduce-scatter per bucket
   bool allgather_bucketed =
       false;  // old DeepSpeed: param all-gather chunked by allgather_bucket_size
+  // Stage 3: gather each top-level module whole (each transformer block in one
+  // call) instead of each submodule, as DeepSpeed does.
+  bool stage3_block_gathers = false;
 };
 
 }  // namespace zt

@@ -64,8 +64,9 @@ inline void accumulate(double* __restrict sum, const Real* __restrict x, int n) 
 }
 
 // ---- encoder ----
-// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]. Backward walks (b, t) in order and
-// adds each dout row into its token's dwte row and position's dwpe row; repeated
+// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]; wte null: out += wpe, wpe null:
+// out = wte[tokens]. Backward walks (b, t) in order and adds each dout row into
+// its token's dwte row and position's dwpe row (either may be null); repeated
 // tokens therefore accumulate in a fixed order. Token ids are trusted to be < V.
 template <typename Real>
 void encoder_forward(Real* out, const int* tokens, const Real* wte, const Real* wpe, int B, int T,
@@ -73,10 +74,15 @@ void encoder_forward(Real* out, const int* tokens, const Real* wte, const Real* 
   for (int b = 0; b < B; ++b) {
     for (int t = 0; t < T; ++t) {
       size_t row = static_cast<size_t>(b) * T + t;
-      const Real* e = wte + static_cast<size_t>(tokens[row]) * C;
-      const Real* p = wpe + static_cast<size_t>(t) * C;
       Real* o = out + row * C;
-      for (int c = 0; c < C; ++c) o[c] = e[c] + p[c];
+      if (wte) {
+        const Real* e = wte + static_cast<size_t>(tokens[row]) * C;
+        for (int c = 0; c < C; ++c) o[c] = e[c];
+      }
+      if (wpe) {
+        const Real* p = wpe + static_cast<size_t>(t) * C;
+        for (int c = 0; c < C; ++c) o[c] += p[c];
+      }
     }
   }
 }
@@ -88,8 +94,8 @@ void encoder_backward(Real* dwte, Real* dwpe, const Real* dout, const int* token
     for (int t = 0; t < T; ++t) {
       size_t row = static_cast<size_t>(b) * T + t;
       const Real* d = dout + row * C;
-      axpy(dwte + static_cast<size_t>(tokens[row]) * C, Real(1), d, C);
-      axpy(dwpe + static_cast<size_t>(t) * C, Real(1), d, C);
+      if (dwte) axpy(dwte + static_cast<size_t>(tokens[row]) * C, Real(1), d, C);
+      if (dwpe) axpy(dwpe + static_cast<size_t>(t) * C, Real(1), d, C);
     }
   }
 }

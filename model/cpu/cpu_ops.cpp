@@ -1,5 +1,6 @@
 // The CPU backend: fp32 everywhere, host memory, every op the float instantiation
 // of the reference kernels in cpu_kernels.h (matmuls through cpu_matmul).
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -7,6 +8,7 @@
 #include <string>
 
 #include "model/cpu/cpu_kernels.h"
+#include "model/host_floats.h"
 #include "model/ops.h"
 
 namespace zt {
@@ -15,6 +17,21 @@ namespace {
 constexpr size_t kAlignment = 64;  // a cache line, and enough for any SIMD load
 
 const float* f32(const void* p) { return static_cast<const float*>(p); }
+
+float load(const void* p, DType t, size_t i) {
+  if (t == DType::F32) return static_cast<const float*>(p)[i];
+  const uint16_t raw = static_cast<const uint16_t*>(p)[i];
+  if (t == DType::BF16) return bf16_to_float(raw);
+  if (t == DType::F16) return fp16_to_float(raw);
+  throw std::logic_error("convert: fp64 buffers are not converted");
+}
+
+void store(void* p, DType t, size_t i, float x) {
+  if (t == DType::F32) static_cast<float*>(p)[i] = x;
+  else if (t == DType::BF16) static_cast<uint16_t*>(p)[i] = float_to_bf16(x);
+  else if (t == DType::F16) static_cast<uint16_t*>(p)[i] = float_to_fp16(x);
+  else throw std::logic_error("convert: fp64 buffers are not converted");
+}
 float* f32(void* p) { return static_cast<float*>(p); }
 
 class CpuOps : public Ops {
@@ -56,6 +73,9 @@ class CpuOps : public Ops {
   }
   void from_f32(void* dst, const float* src, size_t n) override {
     std::memcpy(dst, src, n * sizeof(float));
+  }
+  void convert(void* dst, DType dst_t, const void* src, DType src_t, size_t n) override {
+    for (size_t i = 0; i < n; ++i) store(dst, dst_t, i, load(src, src_t, i));
   }
   void add_inplace(void* dst, const void* src, size_t n) override {
     float* d = f32(dst);

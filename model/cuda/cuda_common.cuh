@@ -132,12 +132,6 @@ __device__ __forceinline__ T warp_sum(T v) {
   return v;
 }
 
-__device__ __forceinline__ float warp_max(float v) {
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
-  return v;
-}
-
 // Sum over the whole block; every thread gets the result. blockDim.x must be a
 // multiple of 32 and at most 1024; `scratch` holds 32 values.
 template <typename T>

@@ -46,6 +46,9 @@ void launch_adamw(CudaContext& ctx, bf16* param, float* master, const bf16* grad
 // elementwise.cu
 void launch_to_f32(CudaContext& ctx, float* dst, const bf16* src, size_t n);
 void launch_from_f32(CudaContext& ctx, bf16* dst, const float* src, size_t n);
+// fp32 / bf16 / fp16 into each other (round to nearest even), through fp32.
+void launch_convert(CudaContext& ctx, void* dst, DType dst_t, const void* src, DType src_t,
+                    size_t n);
 void launch_add_inplace(CudaContext& ctx, bf16* dst, const bf16* src, size_t n);
 void launch_scale_inplace(CudaContext& ctx, bf16* x, float s, size_t n);
 // Sum of squares, deterministic; waits for the stream and returns the value.

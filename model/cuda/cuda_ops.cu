@@ -151,6 +151,10 @@ class CudaOps final : public Ops {
   void to_f32(float* dst, const void* src, size_t n) override {
     launch_to_f32(ctx_, dst, bf(src), n);
   }
+  void convert(void* dst, DType dst_t, const void* src, DType src_t, size_t n) override {
+    require(dst_t != DType::F64 && src_t != DType::F64, "convert: fp64 buffers are not converted");
+    launch_convert(ctx_, dst, dst_t, src, src_t, n);
+  }
   void from_f32(void* dst, const float* src, size_t n) override {
     launch_from_f32(ctx_, bf(dst), src, n);
   }
@@ -284,26 +288,6 @@ void* cuda_compute_stream(Ops& ops) {
   if (!cuda)
     throw std::runtime_error("cuda_compute_stream: backend '" + ops.name() + "' is not cuda");
   return static_cast<void*>(cuda->stream());
-}
-
-bool cuda_device_info(std::string* name, int* sms, size_t* total_mem) {
-  if (!device_problem(0).empty()) return false;
-  int dev = 0;
-  cudaDeviceProp prop;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaGetDeviceProperties(&prop, dev) != cudaSuccess) {
-    cudaGetLastError();
-    return false;
-  }
-  if (name) *name = prop.name;
-  if (sms) *sms = prop.multiProcessorCount;
-  if (total_mem) *total_mem = prop.totalGlobalMem;
-  return true;
-}
-
-size_t cuda_device_memory_used() {
-  size_t free_bytes = 0, total_bytes = 0;
-  CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return total_bytes - free_bytes;
 }
 
 }  // namespace zt

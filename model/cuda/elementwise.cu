@@ -3,6 +3,8 @@
 // Elementwise ops share one grid-stride kernel: each thread applies the op to
 // groups of VEC = 8 elements (16-byte bf16 accesses) when the pointers allow
 // it, and the last n % VEC elements go one per thread.
+#include <cuda_fp16.h>
+
 #include <algorithm>
 
 #include "model/cuda/cuda_kernels.cuh"
@@ -31,6 +33,30 @@ struct FromF32 {
     float x[V];
     load_f32<V>(x, src + i);
     store_bf16<V>(dst + i, x);
+  }
+};
+
+// One element of a wire-dtype conversion (fp32, bf16, fp16), through fp32.
+__device__ float load_as_f32(const void* p, DType t, size_t i) {
+  if (t == DType::F32) return static_cast<const float*>(p)[i];
+  if (t == DType::BF16) return __bfloat162float(static_cast<const bf16*>(p)[i]);
+  return __half2float(static_cast<const __half*>(p)[i]);
+}
+__device__ void store_from_f32(void* p, DType t, size_t i, float x) {
+  if (t == DType::F32) static_cast<float*>(p)[i] = x;
+  else if (t == DType::BF16) static_cast<bf16*>(p)[i] = __float2bfloat16_rn(x);
+  else static_cast<__half*>(p)[i] = __float2half_rn(x);
+}
+
+struct Convert {
+  void* dst;
+  DType dst_t;
+  const void* src;
+  DType src_t;
+  template <int V>
+  __device__ void apply(size_t i) const {
+#pragma unroll
+    for (int k = 0; k < V; ++k) store_from_f32(dst, dst_t, i + k, load_as_f32(src, src_t, i + k));
   }
 };
 
@@ -129,6 +155,11 @@ void launch_to_f32(CudaContext& ctx, float* dst, const bf16* src, size_t n) {
 
 void launch_from_f32(CudaContext& ctx, bf16* dst, const float* src, size_t n) {
   launch_elementwise(ctx, FromF32{dst, src}, n, aligned_to(dst, 16) && aligned_to(src, 16));
+}
+
+void launch_convert(CudaContext& ctx, void* dst, DType dst_t, const void* src, DType src_t,
+                    size_t n) {
+  launch_elementwise(ctx, Convert{dst, dst_t, src, src_t}, n, false);
 }
 
 void launch_add_inplace(CudaContext& ctx, bf16* dst, const bf16* src, size_t n) {

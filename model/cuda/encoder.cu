@@ -8,9 +8,11 @@ namespace {
 
 constexpr int kThreads = 256;
 
-// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]. One thread per VEC consecutive
-// channels of one row; neighbouring threads take neighbouring channel groups,
-// so a warp reads and writes contiguous bytes.
+// out[b,t,:] = wte[tokens[b,t],:] + wpe[t,:]; with wte null the row already in
+// out stands for the token embedding (out += wpe), with wpe null nothing is
+// added. One thread per VEC consecutive channels of one row; neighbouring
+// threads take neighbouring channel groups, so a warp reads and writes
+// contiguous bytes.
 template <int VEC>
 __global__ void encoder_forward_kernel(bf16* out, const int* tokens, const bf16* wte,
                                        const bf16* wpe, int N, int T, int C) {
@@ -20,12 +22,13 @@ __global__ void encoder_forward_kernel(bf16* out, const int* tokens, const bf16*
   const int row = static_cast<int>(idx / groups);
   const int c = static_cast<int>(idx % groups) * VEC;
   const int t = row % T;
-  float acc[VEC], pos[VEC];
-  load_bf16<VEC>(acc, wte + static_cast<size_t>(tokens[row]) * C + c);
-  load_bf16<VEC>(pos, wpe + static_cast<size_t>(t) * C + c);
+  float acc[VEC], pos[VEC] = {};
+  bf16* dst = out + static_cast<size_t>(row) * C + c;
+  load_bf16<VEC>(acc, wte ? wte + static_cast<size_t>(tokens[row]) * C + c : dst);
+  if (wpe) load_bf16<VEC>(pos, wpe + static_cast<size_t>(t) * C + c);
 #pragma unroll
   for (int i = 0; i < VEC; ++i) acc[i] += pos[i];
-  store_bf16<VEC>(out + static_cast<size_t>(row) * C + c, acc);
+  store_bf16<VEC>(dst, acc);
 }
 
 // dwpe[t,:] += sum over b of dout[b,t,:]. One thread per (t, channel group);
@@ -118,15 +121,18 @@ void launch_encoder_backward(CudaContext& ctx, bf16* dwte, bf16* dwpe, const bf1
   const bool vec =
       C % 8 == 0 && aligned_to(dwte, 16) && aligned_to(dwpe, 16) && aligned_to(dout, 16);
 
-  if (vec) {
-    encoder_backward_wpe_kernel<8>
-        <<<grid_for(static_cast<size_t>(T) * C / 8), kThreads, 0, ctx.stream>>>(dwpe, dout, B, T,
-                                                                                C);
-  } else {
-    encoder_backward_wpe_kernel<1>
-        <<<grid_for(static_cast<size_t>(T) * C), kThreads, 0, ctx.stream>>>(dwpe, dout, B, T, C);
+  if (dwpe) {
+    if (vec) {
+      encoder_backward_wpe_kernel<8>
+          <<<grid_for(static_cast<size_t>(T) * C / 8), kThreads, 0, ctx.stream>>>(dwpe, dout, B, T,
+                                                                                  C);
+    } else {
+      encoder_backward_wpe_kernel<1>
+          <<<grid_for(static_cast<size_t>(T) * C), kThreads, 0, ctx.stream>>>(dwpe, dout, B, T, C);
+    }
+    CUDA_CHECK_LAUNCH();
   }
-  CUDA_CHECK_LAUNCH();
+  if (!dwte) return;
 
   // Stable radix sort of (token, row) pairs by token, in scratch.
   size_t sort_bytes = 0;

@@ -81,16 +81,18 @@ for name, (path, carrier) in expect.items():
     W = int(r["world"])
     if W != 2 or r["grad_path"] != path:
         fail(f"{name}: world {W}, grad path {r['grad_path']}; expected 2, {path}")
-    # Every path moves the whole padded gradient once per reduction round:
-    # stage 1 once per step, stage 2 once per micro-step.
+    # Every path moves the whole gradient once per reduction round (stage 1
+    # once per step, stage 2 once per micro-step): DeepSpeed's paths its real
+    # elements, the native reduce-scatter its aligned chunks, padding included.
     rounds = int(r["accum_steps"]) if r["stage"] == "2" else 1
-    volume = 4 * s["padded_params"] * rounds
+    counted = s["padded_params"] if path == "reduce_scatter" else s["params"]
+    volume = 4 * counted * rounds
     factor = {"all_reduce": 2 * (W - 1) / W, "reduce": 1.0, "reduce_scatter": (W - 1) / W}[carrier]
     for prim, col in primitives.items():
         payload, bus = float(r[col + "_bytes"]), float(r[col + "_bus_bytes"])
         if prim == carrier:
             if payload != volume:
-                fail(f"{name}: {prim} payload {payload}, expected 4 x {s['padded_params']} x {rounds} = {volume}")
+                fail(f"{name}: {prim} payload {payload}, expected 4 x {counted} x {rounds} = {volume}")
             if abs(bus - payload * factor) > 1e-6 * payload:
                 fail(f"{name}: {prim} bus bytes {bus}, expected payload x {factor}")
         elif payload != 0 or bus != 0:

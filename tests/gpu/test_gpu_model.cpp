@@ -11,7 +11,8 @@
 #include "tests/catch.h"
 #include "tests/flat_hooks.h"
 #include "tests/zero_harness.h"
-#include "train/run_outputs.h"
+#include "train/init_weights.h"
+#include "zero/memory_formula.h"
 #include "zero/nccl_factory.h"
 #include "zero/plan.h"
 
@@ -148,8 +149,8 @@ TEST_CASE("every stage on 2 ranks of one GPU (MPI communicator) matches 1 rank",
       const double perr = rel_l2(got.master, ref.master);
       INFO("parameters: relative L2 error " << perr);
       CHECK(all_ranks(perr < 5e-2));
-      const StepPlan plan = plan_step(z, table, W, kSeqPerStep / (kB * W), DType::BF16,
-                                      GPT::training_unit_order(table.config().n_layer));
+      const StepPlan plan = plan_step(setup_for(z, table), table, W, kSeqPerStep / (kB * W),
+                                      DType::BF16, NodeMap::uniform(W, W));
       CHECK(all_ranks(got.model_states ==
                       model_states_bytes(stage, got.padded, W, 2, 2) + plan.persistent_bytes));
     }

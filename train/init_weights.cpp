@@ -1,10 +1,11 @@
-// GPT-2 weight initialisation, written with a self-contained generator so the
+// GPT-2 weight initialisation (init_weights.h), written with a self-contained generator so the
 // same seed gives the same weights under any C++ standard library.
+#include "train/init_weights.h"
+
 #include <cmath>
 #include <cstdint>
 
 #include "data/splitmix64.h"
-#include "model/gpt.h"
 
 namespace zt {
 namespace {

@@ -1,0 +1,38 @@
+// Where the model meets ZeRO. The model never owns parameter or gradient
+// storage. It runs as a tree of modules (model/param_table.h: the root, the
+// embeddings, each block's layernorms and linears, the LM head) and says, in
+// the order PyTorch's hooks would fire for the same GPT-2, when each module
+// starts and ends, in the forward and in the backward, and when each
+// parameter's gradient of the micro-step is complete. ZeRO decides what to
+// gather, keep, release and reduce at each of those events.
+#pragma once
+#include <vector>
+
+namespace zt {
+
+class ModuleHooks {
+ public:
+  virtual ~ModuleHooks() = default;
+  // Before module m runs (its forward, or with backward its backward): its own
+  // parameters in the backend's model dtype and memory space, [k] for the
+  // module's k-th parameter (ParamTable::modules()[m].params[k]). Valid until
+  // release(m, backward).
+  virtual const void* const* fetch(int module, bool backward) = 0;
+  // After module m ran.
+  virtual void release(int module, bool backward) = 0;
+  // Gradient space of parameter p for this micro-step (the backward ADDS into
+  // it); the same space every time until grad_ready(p).
+  virtual void* grad(int param) = 0;
+  // Parameter p's gradient for this micro-step is complete.
+  virtual void grad_ready(int param) = 0;
+};
+
+// One event of a training micro-step, in order (GPT::training_events).
+struct ModuleEvent {
+  enum Kind { Fetch, Release, GradReady };
+  Kind kind;
+  bool backward;
+  int index;  // the module (Fetch, Release) or the parameter (GradReady)
+};
+
+}  // namespace zt

@@ -1,0 +1,16 @@
+#include "train/zero_setup.h"
+
+#include "model/gpt.h"
+
+namespace zt {
+
+ZeroSetup zero_setup(const Config& cfg, const ParamTable& table) {
+  ZeroSetup s;
+  s.z = cfg.zero;
+  s.groups = make_param_groups(table, cfg.train.param_groups);
+  s.events = GPT::training_events(table);
+  s.grad_clip = cfg.train.grad_clip;
+  return s;
+}
+
+}  // namespace zt

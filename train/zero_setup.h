@@ -1,0 +1,13 @@
+// The ZeRO engine's setup from a run's config: the zero section, the optimizer
+// parameter groups (train.param_groups), the model's hook events and the
+// clipping threshold. Train, eval, plan and explain all build it here.
+#pragma once
+#include "model/param_table.h"
+#include "train/config.h"
+#include "zero/engine.h"
+
+namespace zt {
+
+ZeroSetup zero_setup(const Config& cfg, const ParamTable& table);
+
+}  // namespace zt
