@@ -36,7 +36,7 @@ STEADY_STEP = 1
 
 def ensure_deepspeed(site):
     """'' when DeepSpeed imports from site, else why not (after trying to install it)."""
-    probe = [sys.executable, "-c", "import deepspeed, sys; sys.stdout.write(deepspeed.__version__)"]
+    probe = [sys.executable, "-c", "import deepspeed; print('version', deepspeed.__version__)"]
     env = dict(os.environ, PYTHONPATH=site, DS_ACCELERATOR="cpu", DS_BUILD_OPS="0")
 
     def version():
@@ -44,7 +44,8 @@ def ensure_deepspeed(site):
             run = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
             return ""
-        return run.stdout.strip() if run.returncode == 0 else ""
+        found = [line.split()[1] for line in run.stdout.splitlines() if line.startswith("version ")]
+        return found[-1] if run.returncode == 0 and found else ""
 
     if version() == "0.14.4":
         return ""
