@@ -7,7 +7,8 @@
 //
 // DeepSpeed's schedulers (deepspeed/runtime/lr_schedules.py), exactly as DeepSpeed applies
 // them: the scheduler starts at iteration -1 and steps after each optimizer step, so step s
-// runs with iteration k = s - 1, and step 0 with the scheduler's initial value. With
+// runs with iteration k = s - 1, and step 0 with the value current DeepSpeed's constructor
+// sets (DeepSpeed 0.14 set none: its step 0 ran at the optimizer's lr). With
 // W = max(2, warmup), T = total and the warm-up fraction g(k) = k/W (warmup_type linear) or
 // ln(k+1)/ln(W) (log), for k < W:
 //   warmup_lr        (WarmupLR):       k < 0: min_lr; k < W: min_lr + (lr - min_lr) g(k); then lr
