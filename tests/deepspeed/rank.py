@@ -4,6 +4,7 @@
 Trains the variant's GPT-2 for its steps (micro-steps of gradient accumulation each) on random
 tokens and writes OUT_DIR/trace_rank<R>.jsonl (recorder.py) and OUT_DIR/info_rank<R>.json.
 """
+import importlib
 import json
 import os
 import sys
@@ -26,8 +27,9 @@ def patch_cpu_accelerator():
       (half, float, double, bfloat16), as the CUDA path buckets them.
     - TorchBackend JIT-builds a shared-memory op used only for inference all-reduce (g++, ~40 s,
       files in ~/.cache and /dev/shm): not built."""
-    import deepspeed.comm.torch as ds_torch
-    import deepspeed.runtime.zero.stage_1_and_2 as stage12
+    # import_module, not "import a.b as m": deepspeed.comm's attribute "torch" is torch itself.
+    ds_torch = importlib.import_module("deepspeed.comm.torch")
+    stage12 = importlib.import_module("deepspeed.runtime.zero.stage_1_and_2")
 
     def split_by_dtype(tensors):
         order = (torch.float16, torch.float32, torch.float64, torch.bfloat16)
