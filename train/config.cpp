@@ -232,6 +232,10 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
   require_one_of("system.device", c.system.device, {"auto", "cpu", "cuda"});
   require_one_of("system.communicator", c.system.communicator, {"auto", "mpi", "nccl"});
   require_one_of("train.param_groups", c.train.param_groups, {"two", "one"});
+  require_one_of("train.lr_schedule", c.train.lr_schedule,
+                 {"cosine", "constant", "warmup_lr", "warmup_decay_lr", "warmup_cosine_lr"});
+  require_one_of("train.warmup_type", c.train.warmup_type, {"linear", "log"});
+  require_one_of("train.deepspeed_auto", c.train.deepspeed_auto, {"deepspeed", "hf"});
   require_one_of("zero.communication_data_type", c.zero.communication_data_type,
                  {"auto", "fp32", "bf16", "fp16"});
   const std::string& fault = c.system.fault_inject;

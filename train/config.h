@@ -42,6 +42,14 @@ struct TrainConfig {
   // Optimizer parameter groups as ZeRO partitions them: "two" (weights with
   // decay, biases and norms without, as the HF Trainer builds them) or "one".
   std::string param_groups = "two";
+  // LR schedule shape: "cosine" (llm.c: warm-up from lr/warmup_steps, cosine to min_lr),
+  // "constant", or DeepSpeed's "warmup_lr", "warmup_decay_lr", "warmup_cosine_lr"
+  // (train/lr_schedule.h has the formulas).
+  std::string lr_schedule = "cosine";
+  std::string warmup_type = "linear";  // DeepSpeed shapes: "linear" or "log" warm-up
+  double warmup_start_lr = 0;          // warmup_cosine_lr: the warm-up's first value
+  // How --deepspeed resolves "auto": "deepspeed" (as DeepSpeed itself) or "hf" (as the HF Trainer).
+  std::string deepspeed_auto = "deepspeed";
 };
 
 struct SystemConfig {

@@ -1,12 +1,11 @@
-// DeepSpeed JSON import (see deepspeed_import.h for the mapping). JSON is read
-// with yaml-cpp, JSON being YAML; values go through the same typed parsers and
-// range checks as the YAML config, so "5e8", 5e8 and 500000000 are one value.
+// DeepSpeed JSON import (see deepspeed_import.h for the rules): the file as DeepSpeed reads it
+// (train/hjson_reader.h), the top-level keys, batch sizes, precision and zero_optimization
+// here; the optimizer and scheduler in train/deepspeed_optimizer.cpp.
 #include "train/deepspeed_import.h"
-
-#include <yaml-cpp/yaml.h>
 
 #include <cerrno>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -14,317 +13,569 @@
 #include <sstream>
 
 #include "train/config_schema.h"
+#include "train/deepspeed_import_context.h"
 
 namespace zt {
+
+std::string DsContext::at(int line, const std::string& key) const {
+  return path + ":" + std::to_string(line) + ": key '" + key + "': ";
+}
+
+void DsContext::fail(int line, const std::string& key, const std::string& what) const {
+  throw ConfigError(at(line, key) + what);
+}
+
+void DsContext::warn(int line, const std::string& key, const std::string& what) const {
+  warnings.push_back(at(line, key) + what);
+}
+
+bool DsContext::read_bool(const JsonValue& v, int line, const std::string& key) const {
+  std::string t;
+  for (char ch : v.text) t += char(std::tolower(static_cast<unsigned char>(ch)));
+  bool scalar = v.kind == JsonValue::Kind::boolean || v.kind == JsonValue::Kind::string ||
+                v.kind == JsonValue::Kind::number;
+  if (scalar) {
+    for (const char* yes : {"true", "1", "yes", "on", "t", "y"})
+      if (t == yes) return true;
+    for (const char* no : {"false", "0", "no", "off", "f", "n"})
+      if (t == no) return false;
+  }
+  fail(line, key, "expected a boolean (true, false, 0 or 1), got " + describe_json(v));
+}
+
+int64_t DsContext::read_int(const JsonValue& v, int line, const std::string& key,
+                            int64_t min) const {
+  int64_t out = 0;
+  bool scalar = v.kind == JsonValue::Kind::number || v.kind == JsonValue::Kind::string;
+  if (!scalar || !parse_int64(v.text, out))
+    fail(line, key, "expected an integer, got " + describe_json(v));
+  if (out < min)
+    fail(line, key, "expected an integer >= " + std::to_string(min) + ", got " + v.text);
+  return out;
+}
+
+double DsContext::read_number(const JsonValue& v, int line, const std::string& key, double min,
+                              bool exclusive) const {
+  double out = 0;
+  bool scalar = v.kind == JsonValue::Kind::number || v.kind == JsonValue::Kind::string;
+  if (!scalar || !parse_number(v.text, out))
+    fail(line, key, "expected a number, got " + describe_json(v));
+  if (exclusive ? out <= min : out < min)
+    fail(line, key,
+         std::string("expected a number ") + (exclusive ? "> " : ">= ") + format_double(min) +
+             ", got " + v.text);
+  return out;
+}
+
+const JsonValue& DsContext::require_object(const JsonValue& v, int line,
+                                           const std::string& key) const {
+  if (v.kind != JsonValue::Kind::object)
+    fail(line, key, "expected a JSON object, got " + describe_json(v));
+  return v;
+}
+
 namespace {
 
-[[noreturn]] void fail(const std::string& message) { throw ConfigError(message); }
+enum class ZeroType { stage, flag, count };
 
-// zero_optimization keys zerotrain honours: DeepSpeed's JSON name (or its
-// pydantic field name) -> the zero.* key of the same meaning.
-const std::map<std::string, std::string>& honoured_zero_keys() {
-  static const std::map<std::string, std::string> keys = {
-      {"stage", "stage"},
-      {"reduce_bucket_size", "reduce_bucket_size"},
-      {"allgather_bucket_size", "allgather_bucket_size"},
-      {"reduce_scatter", "reduce_scatter"},
-      {"use_multi_rank_bucket_allreduce", "use_multi_rank_bucket_allreduce"},
-      {"contiguous_gradients", "contiguous_gradients"},
-      {"overlap_comm", "overlap_comm"},
-      {"stage3_prefetch_bucket_size", "stage3_prefetch_bucket_size"},
-      {"prefetch_bucket_size", "stage3_prefetch_bucket_size"},
-      {"stage3_param_persistence_threshold", "stage3_param_persistence_threshold"},
-      {"param_persistence_threshold", "stage3_param_persistence_threshold"},
-      {"stage3_max_live_parameters", "stage3_max_live_parameters"},
-      {"max_live_parameters", "stage3_max_live_parameters"},
-      {"stage3_max_reuse_distance", "stage3_max_reuse_distance"},
-      {"max_reuse_distance", "stage3_max_reuse_distance"},
+// zero_optimization keys zerotrain honours: DeepSpeed's JSON name or pydantic field name ->
+// (the zero.* key of the same meaning, its type).
+const std::map<std::string, std::pair<std::string, ZeroType>>& honoured_zero_keys() {
+  static const std::map<std::string, std::pair<std::string, ZeroType>> keys = {
+      {"stage", {"stage", ZeroType::stage}},
+      {"reduce_bucket_size", {"reduce_bucket_size", ZeroType::count}},
+      {"allgather_bucket_size", {"allgather_bucket_size", ZeroType::count}},
+      {"reduce_scatter", {"reduce_scatter", ZeroType::flag}},
+      {"use_multi_rank_bucket_allreduce", {"use_multi_rank_bucket_allreduce", ZeroType::flag}},
+      {"contiguous_gradients", {"contiguous_gradients", ZeroType::flag}},
+      {"overlap_comm", {"overlap_comm", ZeroType::flag}},
+      {"round_robin_gradients", {"round_robin_gradients", ZeroType::flag}},
+      {"stage3_prefetch_bucket_size", {"stage3_prefetch_bucket_size", ZeroType::count}},
+      {"prefetch_bucket_size", {"stage3_prefetch_bucket_size", ZeroType::count}},
+      {"stage3_param_persistence_threshold",
+       {"stage3_param_persistence_threshold", ZeroType::count}},
+      {"param_persistence_threshold", {"stage3_param_persistence_threshold", ZeroType::count}},
+      {"stage3_max_live_parameters", {"stage3_max_live_parameters", ZeroType::count}},
+      {"max_live_parameters", {"stage3_max_live_parameters", ZeroType::count}},
+      {"stage3_max_reuse_distance", {"stage3_max_reuse_distance", ZeroType::count}},
+      {"max_reuse_distance", {"stage3_max_reuse_distance", ZeroType::count}},
   };
   return keys;
 }
 
-// Why common keys are ignored, where a reason helps more than "not honoured".
+// Every other key DeepSpeed's DeepSpeedZeroConfig knows (v0.19, field names and aliases),
+// with the reason zerotrain ignores it where one helps. DeepSpeed refuses any key not here.
+const std::map<std::string, std::string>& known_zero_keys() {
+  static const std::map<std::string, std::string> keys = {
+      {"allgather_partitions", ""},
+      {"load_from_fp32_weights", ""},
+      {"elastic_checkpoint", ""},
+      {"offload_param", "zerotrain keeps parameters on the device"},
+      {"offload_optimizer", "zerotrain keeps optimizer state on the device"},
+      {"zenflow", ""},
+      {"sub_group_size", "zerotrain steps each rank's whole shard at once"},
+      {"cpu_offload_param", "deprecated (offload_param); zerotrain keeps parameters on the device"},
+      {"cpu_offload_use_pin_memory", "deprecated; zerotrain offloads nothing"},
+      {"cpu_offload",
+       "deprecated (offload_optimizer); zerotrain keeps optimizer state on the device"},
+      {"model_persistence_threshold", ""},
+      {"stage3_model_persistence_threshold", ""},
+      {"gather_16bit_weights_on_model_save", ""},
+      {"stage3_gather_16bit_weights_on_model_save", ""},
+      {"stage3_gather_fp16_weights_on_model_save", ""},
+      {"module_granularity_threshold", ""},
+      {"stage3_module_granularity_threshold", ""},
+      {"use_all_reduce_for_fetch_params", ""},
+      {"stage3_use_all_reduce_for_fetch_params", ""},
+      {"allgather_sequential", ""},
+      {"stage3_allgather_sequential", ""},
+      {"ignore_unused_parameters", ""},
+      {"legacy_stage1", ""},
+      {"zero_hpz_partition_size", ""},
+      {"zero_quantized_weights", ""},
+      {"zero_quantized_nontrainable_weights", ""},
+      {"zero_quantized_gradients", ""},
+      {"zeropp_loco_param", ""},
+      {"mics_shard_size", ""},
+      {"mics_hierarchical_params_gather", ""},
+      {"memory_efficient_linear", ""},
+      {"pipeline_loading_checkpoint", ""},
+      {"override_module_apply", ""},
+      {"log_trace_cache_warnings", ""},
+      {"enable_sanity_checks", ""},
+      {"save_muon_momentum_buffer_in_memory", ""},
+      {"leaf_module", ""},
+  };
+  return keys;
+}
+
+// DeepSpeed's Optional[...] zero_optimization fields: null means "not set".
+bool zero_key_takes_null(const std::string& key) {
+  for (const char* k :
+       {"overlap_comm", "offload_param", "offload_optimizer", "zenflow", "cpu_offload_param",
+        "cpu_offload_use_pin_memory", "cpu_offload", "zeropp_loco_param"})
+    if (key == k) return true;
+  return false;
+}
+
+// Why common top-level keys are ignored, where a reason helps more than "not honoured".
 std::string ignore_reason(const std::string& key) {
   static const std::map<std::string, std::string> reasons = {
-      {"optimizer",
-       "zerotrain always runs AdamW with train.lr, beta1, beta2, eps and weight_decay"},
-      {"scheduler", "zerotrain's schedule comes from train.lr, min_lr and warmup_steps"},
-      {"zero_optimization.offload_optimizer", "zerotrain keeps optimizer state on the device"},
-      {"zero_optimization.offload_param", "zerotrain keeps parameters on the device"},
-      {"zero_optimization.sub_group_size", "zerotrain steps each rank's whole shard at once"},
-      {"zero_optimization.round_robin_gradients",
-       "zerotrain assigns gradient partitions contiguously"},
+      {"steps_per_print", "zerotrain prints every train.log_every steps"},
+      {"wall_clock_breakdown", "zerotrain's summary.json always has the comm timing"},
+      {"comms_logger", "zerotrain's counterpart is system.comm_trace"},
+      {"prescale_gradients", "zerotrain sums gradients and scales once"},
+      {"gradient_predivide_factor", "zerotrain sums gradients and scales once"},
+      {"activation_checkpointing", "zerotrain keeps every activation"},
   };
   auto it = reasons.find(key);
   return it == reasons.end() ? "not honoured by zerotrain, ignored"
                              : "not honoured (" + it->second + "), ignored";
 }
 
-enum class DType { unset, fp32, bf16, fp16 };
+std::string suggestion(const std::string& typed) {
+  std::string best;
+  size_t best_distance = 3;
+  auto consider = [&](const std::string& known) {
+    size_t d = 0;  // edit distance, two rows
+    std::vector<size_t> row(known.size() + 1);
+    for (size_t j = 0; j <= known.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= typed.size(); ++i) {
+      size_t diagonal = row[0];
+      row[0] = i;
+      for (size_t j = 1; j <= known.size(); ++j) {
+        size_t up = row[j];
+        row[j] = std::min(
+            {row[j] + 1, row[j - 1] + 1, diagonal + (typed[i - 1] == known[j - 1] ? 0 : 1)});
+        diagonal = up;
+      }
+    }
+    d = row[known.size()];
+    if (d < best_distance) best = known, best_distance = d;
+  };
+  for (const auto& k : honoured_zero_keys()) consider(k.first);
+  for (const auto& k : known_zero_keys()) consider(k.first);
+  return best.empty() ? "" : " (did you mean '" + best + "'?)";
+}
 
-// A batch-size key as found in the JSON.
+// A batch-size key as found in the JSON, and where its number came from.
 struct BatchKey {
   bool present = false;
-  bool automatic = false;
   int64_t value = 0;
-  std::string prefix;
+  int line = 0;
+  std::string origin;  // "line 3", or the zerotrain key that "auto" took
 };
 
 class DeepSpeedImporter {
  public:
-  DeepSpeedImporter(const std::string& path, int world_size, Config& c,
-                    std::vector<std::string>& warnings)
-      : path_(path), world_(world_size), c_(c), warnings_(warnings) {}
+  DeepSpeedImporter(DsContext& ctx) : ctx_(ctx), c_(ctx.c) {}
   void run();
 
  private:
-  std::string prefix(const YAML::Node& key_node, const std::string& key) const {
-    return path_ + ":" + std::to_string(key_node.Mark().line + 1) + ": key '" + key + "': ";
-  }
-  static bool is_auto(const YAML::Node& v) { return v.IsScalar() && v.Scalar() == "auto"; }
-  const YAML::Node& require_map(const YAML::Node& v, const std::string& prefix) const;
-  void set_key(const std::string& zerotrain_path, const YAML::Node& v, const std::string& prefix);
-  bool read_enabled(const YAML::Node& v, const std::string& prefix, bool auto_value) const;
-  void read_batch_key(BatchKey& key, const YAML::Node& v, const std::string& prefix) const;
-
-  void import_zero(const YAML::Node& block);
-  void import_precision(const std::string& name, const YAML::Node& block,
-                        const std::string& prefix);
-  void import_data_types(const YAML::Node& block);
+  void import_zero(const JsonMember& m);
+  void set_zero(const std::string& target, ZeroType type, const JsonValue& v, int line,
+                const std::string& key);
+  void import_precision(const JsonMember& m);
+  void import_data_types(const JsonMember& m);
+  void read_batch_key(BatchKey& key, const JsonMember& m, const char* zerotrain_key,
+                      int64_t zerotrain_value);
   void import_batch();
   void check_precision();
+  void hf_only_auto(int line, const std::string& key, const std::string& kept);
 
-  const std::string& path_;
-  int world_;
+  DsContext& ctx_;
   Config& c_;
-  std::vector<std::string>& warnings_;
   BatchKey train_batch_, micro_batch_, accumulation_;
+  int bf16_line_ = 0, fp16_line_ = 0, dtype_line_ = 0;
   bool bf16_ = false, fp16_ = false;  // as DeepSpeed would run
-  std::string fp16_prefix_, dtype_prefix_;
-  DType grad_accum_dtype_ = DType::unset;
+  std::string grad_accum_dtype_;      // "fp32", "bf16", "fp16" or "" (unset)
   bool optimizer_offload_to_cpu_ = false;
 };
 
+void DeepSpeedImporter::hf_only_auto(int line, const std::string& key, const std::string& kept) {
+  if (!ctx_.hf())
+    ctx_.warn(line, key,
+              "\"auto\" is filled in only by the HF Trainer (DeepSpeed alone fails on it); "
+              "zerotrain keeps " +
+                  kept + ", as the Trainer would with these arguments");
+}
+
 void DeepSpeedImporter::run() {
-  std::ifstream in(path_, std::ios::binary);
-  if (!in) fail(path_ + ": cannot open DeepSpeed config: " + std::strerror(errno));
+  std::ifstream in(ctx_.path, std::ios::binary);
+  if (!in) throw ConfigError(ctx_.path + ": cannot open DeepSpeed config: " + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
-  YAML::Node root;
-  try {
-    root = YAML::Load(text.str());
-  } catch (const YAML::Exception& e) {
-    fail(path_ + ":" + std::to_string(e.mark.line + 1) + ": JSON syntax error: " + e.msg);
-  }
-  if (!root.IsMap())
-    fail(path_ + ":1: expected a JSON object at the top level, got " + describe_node(root));
+  const JsonValue root = parse_hjson(text.str(), ctx_.path);
+  if (root.kind != JsonValue::Kind::object)
+    throw ConfigError(ctx_.path + ":" + std::to_string(root.line) +
+                      ": expected a JSON object at the top level, got " + describe_json(root));
 
-  for (const auto& entry : root) {
-    const std::string name = entry.first.Scalar();
-    const YAML::Node& v = entry.second;
-    std::string where = prefix(entry.first, name);
-    if (name == "zero_optimization") import_zero(require_map(v, where));
-    else if (name == "train_batch_size") read_batch_key(train_batch_, v, where);
-    else if (name == "train_micro_batch_size_per_gpu") read_batch_key(micro_batch_, v, where);
-    else if (name == "gradient_accumulation_steps") read_batch_key(accumulation_, v, where);
-    else if (name == "gradient_clipping") {
-      if (!is_auto(v)) set_key("train.grad_clip", v, where);
-    } else if (name == "bf16" || name == "bfloat16" || name == "fp16")
-      import_precision(name, require_map(v, where), where);
-    else if (name == "data_types") import_data_types(require_map(v, where));
-    else warnings_.push_back(where + ignore_reason(name));
+  // What the JSON governs starts from DeepSpeed's defaults (deepspeed_import.h).
+  const double zerotrain_grad_clip = c_.train.grad_clip;
+  ZeroConfig zero_defaults;
+  zero_defaults.native_reduce_scatter = c_.zero.native_reduce_scatter;
+  zero_defaults.allgather_bucketed = c_.zero.allgather_bucketed;
+  c_.zero = zero_defaults;
+  c_.train.grad_clip = 0;
+
+  const JsonMember *optimizer = nullptr, *scheduler = nullptr;
+  for (const JsonMember& m : root.members) {
+    const std::string& name = m.key;
+    const JsonValue& v = m.value[0];
+    if (name == "zero_optimization") {
+      import_zero(m);
+    } else if (name == "train_batch_size") {
+      read_batch_key(train_batch_, m, "train.global_batch_tokens / seq_len",
+                     c_.train.global_batch_tokens / c_.model.seq_len);
+    } else if (name == "train_micro_batch_size_per_gpu") {
+      read_batch_key(micro_batch_, m, "train.micro_batch", c_.train.micro_batch);
+    } else if (name == "gradient_accumulation_steps") {
+      // Only "auto" asks zerotrain's accumulation, which needs its batch to fit the world.
+      read_batch_key(accumulation_, m, "the accumulation of train.global_batch_tokens",
+                     v.is_string("auto") ? grad_accum_steps(c_, ctx_.world) : 0);
+    } else if (name == "gradient_clipping") {
+      if (v.is_string("auto")) {
+        c_.train.grad_clip = zerotrain_grad_clip;
+        hf_only_auto(m.line, name, "train.grad_clip");
+      } else if (v.kind == JsonValue::Kind::null) {
+        ctx_.fail(m.line, name,
+                  "DeepSpeed fails on null here (it compares it with 0); expected a "
+                  "number >= 0 (0: no clipping)");
+      } else {
+        c_.train.grad_clip = ctx_.read_number(v, m.line, name, 0);
+      }
+    } else if (name == "communication_data_type") {
+      std::string t;
+      for (char ch : v.text) t += char(std::tolower(static_cast<unsigned char>(ch)));
+      if (v.kind == JsonValue::Kind::null) t = "auto";
+      else if (v.kind != JsonValue::Kind::string || (t != "fp32" && t != "bf16" && t != "fp16"))
+        ctx_.fail(m.line, name,
+                  "expected one of fp32, bf16, fp16 (DeepSpeed refuses anything "
+                  "else, \"auto\" too), got " +
+                      describe_json(v));
+      c_.zero.communication_data_type = t;
+    } else if (name == "bf16" || name == "bfloat16" || name == "fp16") {
+      import_precision(m);
+    } else if (name == "data_types") {
+      import_data_types(m);
+    } else if (name == "optimizer") {
+      optimizer = &m;
+    } else if (name == "scheduler") {
+      scheduler = &m;
+    } else {
+      ctx_.warn(m.line, name, ignore_reason(name));
+    }
   }
   import_batch();
+  import_optimizer(ctx_, optimizer);
+  import_scheduler(ctx_, scheduler, optimizer != nullptr);
   if (!c_.zero.overlap_comm_set) c_.zero.overlap_comm = c_.zero.stage == 3;
   check_precision();
   validate_config(c_);
 }
 
-const YAML::Node& DeepSpeedImporter::require_map(const YAML::Node& v,
-                                                 const std::string& prefix) const {
-  if (!v.IsMap()) fail(prefix + "expected a JSON object, got " + describe_node(v));
-  return v;
-}
-
-// Sets a zerotrain key through the config's own parser and range check.
-void DeepSpeedImporter::set_key(const std::string& zerotrain_path, const YAML::Node& v,
-                                const std::string& prefix) {
-  size_t dot = zerotrain_path.find('.');
-  const ConfigKey* key =
-      find_config_key(zerotrain_path.substr(0, dot), zerotrain_path.substr(dot + 1));
-  std::string problem = assign_from_yaml(*key, c_, v);
-  if (problem.empty()) problem = check_range(*key, c_);
-  if (!problem.empty()) fail(prefix + problem);
-}
-
-bool DeepSpeedImporter::read_enabled(const YAML::Node& v, const std::string& prefix,
-                                     bool auto_value) const {
-  if (is_auto(v)) return auto_value;
-  bool enabled = false;
-  if (!v.IsScalar() || !parse_bool(v.Scalar(), enabled))
-    fail(prefix + "expected true, false or \"auto\", got " + describe_node(v));
-  return enabled;
-}
-
-void DeepSpeedImporter::read_batch_key(BatchKey& key, const YAML::Node& v,
-                                       const std::string& prefix) const {
-  key.present = true;
-  key.prefix = prefix;
-  if (is_auto(v)) {
-    key.automatic = true;
+void DeepSpeedImporter::set_zero(const std::string& target, ZeroType type, const JsonValue& v,
+                                 int line, const std::string& key) {
+  ZeroConfig& z = c_.zero;
+  if (type == ZeroType::flag) {
+    bool b = ctx_.read_bool(v, line, key);
+    if (target == "reduce_scatter") z.reduce_scatter = b;
+    else if (target == "use_multi_rank_bucket_allreduce") z.use_multi_rank_bucket_allreduce = b;
+    else if (target == "contiguous_gradients") z.contiguous_gradients = b;
+    else if (target == "round_robin_gradients") z.round_robin_gradients = b;
+    else z.overlap_comm = b, z.overlap_comm_set = true;
     return;
   }
-  if (!v.IsScalar() || !parse_int64(v.Scalar(), key.value))
-    fail(prefix + "expected an integer or \"auto\", got " + describe_node(v));
-  if (key.value < 1 || key.value > INT_MAX)
-    fail(prefix + "expected an integer in [1, 2147483647], got " + std::to_string(key.value));
+  if (type == ZeroType::stage) {
+    int64_t stage = ctx_.read_int(v, line, key, 0);
+    if (stage > 3) ctx_.fail(line, key, "expected an integer in [0, 3], got " + v.text);
+    z.stage = int(stage);
+    return;
+  }
+  // Counts: DeepSpeed takes 0 (ge=0); zerotrain's buckets need at least one element.
+  int64_t n = ctx_.read_int(v, line, key, 0);
+  if (target == "reduce_bucket_size" || target == "allgather_bucket_size") {
+    if (n < 1) ctx_.fail(line, key, "expected an integer >= 1 (zerotrain needs a bucket), got 0");
+    (target == "reduce_bucket_size" ? z.reduce_bucket_size : z.allgather_bucket_size) = n;
+  } else if (target == "stage3_prefetch_bucket_size") {
+    z.stage3_prefetch_bucket_size = n;
+  } else if (target == "stage3_param_persistence_threshold") {
+    z.stage3_param_persistence_threshold = n;
+  } else if (target == "stage3_max_live_parameters") {
+    z.stage3_max_live_parameters = n;
+  } else {
+    z.stage3_max_reuse_distance = n;
+  }
 }
 
-// "auto" in zero_optimization: the HF Trainer's rules, with n_embd as hidden size.
-void DeepSpeedImporter::import_zero(const YAML::Node& block) {
+void DeepSpeedImporter::import_zero(const JsonMember& block) {
+  const JsonValue& v = block.value[0];
+  if (v.kind == JsonValue::Kind::boolean) {  // DeepSpeed's deprecated "zero_optimization": true
+    c_.zero.stage = v.text == "true" ? 1 : 0;
+    ctx_.warn(block.line, block.key,
+              "the deprecated boolean form: stage " + std::to_string(c_.zero.stage) +
+                  ", as DeepSpeed reads it");
+    return;
+  }
+  ctx_.require_object(v, block.line, block.key);
   const int64_t hidden = c_.model.n_embd;
-  for (const auto& entry : block) {
-    const std::string name = entry.first.Scalar();
-    const YAML::Node& v = entry.second;
-    std::string full_name = "zero_optimization." + name;
-    std::string where = prefix(entry.first, full_name);
-    auto honoured = honoured_zero_keys().find(name);
+  std::vector<const JsonMember*> hf_autos;
+  bool cpu_offload = false, offload_optimizer = false;
+  for (const JsonMember& m : v.members) {
+    const std::string key = "zero_optimization." + m.key;
+    const JsonValue& value = m.value[0];
+    auto honoured = honoured_zero_keys().find(m.key);
     if (honoured == honoured_zero_keys().end()) {
-      if (name == "offload_optimizer" && v.IsMap() && v["device"] && v["device"].IsScalar())
-        optimizer_offload_to_cpu_ = v["device"].Scalar() == "cpu";
-      warnings_.push_back(where + ignore_reason(full_name));
+      auto known = known_zero_keys().find(m.key);
+      if (known == known_zero_keys().end())
+        ctx_.fail(m.line, key,
+                  "unknown key; DeepSpeed refuses keys it does not know here" + suggestion(m.key));
+      if (m.key == "offload_optimizer" || m.key == "cpu_offload") {
+        bool to_cpu = false;
+        if (m.key == "cpu_offload" && !value.is_string("auto") &&
+            value.kind != JsonValue::Kind::null) {
+          to_cpu = ctx_.read_bool(value, m.line, key);
+          cpu_offload = true;
+        } else if (m.key == "offload_optimizer" && value.kind == JsonValue::Kind::object) {
+          const JsonValue* device = value.find("device");
+          to_cpu = device && (device->text == "cpu" || device->text == "nvme");
+          offload_optimizer = true;
+        }
+        optimizer_offload_to_cpu_ = optimizer_offload_to_cpu_ || to_cpu;
+      }
+      const std::string& reason = known->second;
+      ctx_.warn(m.line, key,
+                reason.empty() ? "not honoured by zerotrain, ignored"
+                               : "not honoured (" + reason + "), ignored");
       continue;
     }
-    const std::string& target = honoured->second;
-    if (is_auto(v)) {
-      if (target == "reduce_bucket_size") c_.zero.reduce_bucket_size = hidden * hidden;
-      else if (target == "stage3_prefetch_bucket_size")
-        c_.zero.stage3_prefetch_bucket_size = int64_t(0.9 * double(hidden * hidden));
-      else if (target == "stage3_param_persistence_threshold")
-        c_.zero.stage3_param_persistence_threshold = 10 * hidden;
-      else
-        fail(where +
-             "got \"auto\", which the HF Trainer resolves only for reduce_bucket_size, "
-             "stage3_prefetch_bucket_size and stage3_param_persistence_threshold");
+    const auto& [target, type] = honoured->second;
+    if (value.is_string("auto")) {  // DeepSpeed drops it; the HF Trainer fills some in
+      if (ctx_.hf()) hf_autos.push_back(&m);
       continue;
     }
-    set_key("zero." + target, v, where);
-    if (target == "overlap_comm") c_.zero.overlap_comm_set = true;
+    if (value.kind == JsonValue::Kind::null) {
+      if (!zero_key_takes_null(m.key))
+        ctx_.fail(m.line, key, "DeepSpeed refuses null here (not an optional field)");
+      continue;  // overlap_comm: DeepSpeed's per-stage default
+    }
+    set_zero(target, type, value, m.line, key);
+  }
+  if (cpu_offload && offload_optimizer)
+    ctx_.fail(block.line, block.key,
+              "cpu_offload (deprecated) and offload_optimizer are both set; DeepSpeed refuses "
+              "the deprecated parameter together with the one replacing it");
+  // The HF Trainer's fill-ins: n_embd stands for the model's hidden_size.
+  for (const JsonMember* m : hf_autos) {
+    const std::string& target = honoured_zero_keys().at(m->key).first;
+    if (target == "reduce_bucket_size") c_.zero.reduce_bucket_size = hidden * hidden;
+    else if (target == "stage3_prefetch_bucket_size" && c_.zero.stage == 3)
+      c_.zero.stage3_prefetch_bucket_size = int64_t(0.9 * double(hidden * hidden));
+    else if (target == "stage3_param_persistence_threshold" && c_.zero.stage == 3)
+      c_.zero.stage3_param_persistence_threshold = 10 * hidden;
   }
 }
 
-// bf16 / fp16 blocks: only "enabled" means anything to zerotrain. "auto" is
-// zerotrain's own precision: bf16 (on the GPU), never fp16.
-void DeepSpeedImporter::import_precision(const std::string& name, const YAML::Node& block,
-                                         const std::string& prefix) {
-  bool is_fp16 = name == "fp16";
-  for (const auto& entry : block) {
-    const std::string key = entry.first.Scalar();
-    std::string where = this->prefix(entry.first, name + "." + key);
-    if (key == "enabled") {
-      bool enabled = read_enabled(entry.second, where, !is_fp16);
+// bf16 / fp16: DeepSpeed's pydantic blocks. Only "enabled" means anything to zerotrain; every
+// other key gets its own warning, fp16's all say why (zerotrain has no fp16 mode).
+void DeepSpeedImporter::import_precision(const JsonMember& block) {
+  const bool is_fp16 = block.key == "fp16";
+  const JsonValue& v = ctx_.require_object(block.value[0], block.line, block.key);
+  (is_fp16 ? fp16_line_ : bf16_line_) = block.line;
+  for (const JsonMember& m : v.members) {
+    const std::string key = block.key + "." + m.key;
+    const JsonValue& value = m.value[0];
+    if (m.key == "enabled") {
+      bool enabled = false;
+      if (value.is_string("auto")) enabled = ctx_.hf() && !is_fp16;  // HF: zerotrain's own
+      else enabled = ctx_.read_bool(value, m.line, key);
       (is_fp16 ? fp16_ : bf16_) = enabled;
-      if (is_fp16) fp16_prefix_ = where;
-    } else if (!is_fp16) {
-      warnings_.push_back(where + ignore_reason(name + "." + key));
+      if (value.is_string("auto") && !ctx_.hf() && !is_fp16)
+        ctx_.warn(m.line, key,
+                  "DeepSpeed drops \"auto\" here, so bf16 is off (the HF Trainer would fill in "
+                  "its --bf16; train.deepspeed_auto=hf does as the Trainer)");
+      (is_fp16 ? fp16_line_ : bf16_line_) = m.line;
+    } else if (is_fp16) {
+      ctx_.warn(m.line, key,
+                "not honoured (zerotrain has no fp16 mode and no loss scaling), ignored");
+    } else {
+      ctx_.warn(m.line, key, "not honoured by zerotrain, ignored");
     }
   }
-  if (is_fp16 && fp16_prefix_.empty()) fp16_prefix_ = prefix;
 }
 
-void DeepSpeedImporter::import_data_types(const YAML::Node& block) {
-  for (const auto& entry : block) {
-    const std::string key = entry.first.Scalar();
-    std::string where = prefix(entry.first, "data_types." + key);
-    if (key != "grad_accum_dtype") {
-      warnings_.push_back(where + ignore_reason("data_types." + key));
+void DeepSpeedImporter::import_data_types(const JsonMember& block) {
+  const JsonValue& v = ctx_.require_object(block.value[0], block.line, block.key);
+  for (const JsonMember& m : v.members) {
+    const std::string key = "data_types." + m.key;
+    if (m.key != "grad_accum_dtype") {
+      ctx_.warn(m.line, key, "not honoured by zerotrain, ignored");
       continue;
     }
-    std::string text = entry.second.IsScalar() ? entry.second.Scalar() : "";
+    const std::string& t = m.value[0].text;
     // DeepSpeed's DtypeEnum spellings.
-    if (text == "fp32" || text == "float32" || text == "float" || text == "torch.float32")
-      grad_accum_dtype_ = DType::fp32;
-    else if (text == "bf16" || text == "bfloat16" || text == "bfloat" || text == "torch.bfloat16")
-      grad_accum_dtype_ = DType::bf16;
-    else if (text == "fp16" || text == "float16" || text == "half" || text == "torch.float16")
-      grad_accum_dtype_ = DType::fp16;
-    else fail(where + "expected one of fp32, bf16, fp16, got " + describe_node(entry.second));
-    dtype_prefix_ = where;
+    if (t == "fp32" || t == "float32" || t == "float" || t == "torch.float32")
+      grad_accum_dtype_ = "fp32";
+    else if (t == "bf16" || t == "bfloat16" || t == "torch.bfloat16") grad_accum_dtype_ = "bf16";
+    else if (t == "fp16" || t == "float16" || t == "half" || t == "torch.float16")
+      grad_accum_dtype_ = "fp16";
+    else if (m.value[0].kind == JsonValue::Kind::null) continue;
+    else
+      ctx_.fail(m.line, key, "expected one of fp32, bf16, fp16, got " + describe_json(m.value[0]));
+    dtype_line_ = m.line;
   }
 }
 
-// DeepSpeed's batch arithmetic: train_batch = micro * accumulation * world.
+void DeepSpeedImporter::read_batch_key(BatchKey& key, const JsonMember& m,
+                                       const char* zerotrain_key, int64_t zerotrain_value) {
+  const JsonValue& v = m.value[0];
+  if (v.kind == JsonValue::Kind::null) return;  // DeepSpeed: as if absent
+  key.present = true;
+  key.line = m.line;
+  if (v.is_string("auto")) {
+    key.value = zerotrain_value;
+    key.origin = std::string(zerotrain_key) + " (\"auto\")";
+    hf_only_auto(m.line, m.key,
+                 std::string(zerotrain_key) + " = " + std::to_string(zerotrain_value));
+    return;
+  }
+  key.value = ctx_.read_int(v, m.line, m.key, 1);
+  if (key.value > INT_MAX)
+    ctx_.fail(m.line, m.key, "expected an integer in [1, 2147483647], got " + v.text);
+  key.origin = "line " + std::to_string(m.line);
+}
+
+// DeepSpeed's batch arithmetic: train_batch = micro * accumulation * world; a mismatch names
+// where each number came from.
 void DeepSpeedImporter::import_batch() {
-  if (train_batch_.automatic) train_batch_.value = c_.train.global_batch_tokens / c_.model.seq_len;
-  if (micro_batch_.automatic) micro_batch_.value = c_.train.micro_batch;
-  if (accumulation_.automatic) accumulation_.value = grad_accum_steps(c_, world_);
   if (!train_batch_.present && !micro_batch_.present) {
     if (accumulation_.present)
-      fail(accumulation_.prefix +
-           "gradient_accumulation_steps alone does not fix the batch: "
-           "expected train_batch_size or train_micro_batch_size_per_gpu as well");
-    return;
+      ctx_.fail(accumulation_.line, "gradient_accumulation_steps",
+                "gradient_accumulation_steps alone does not fix the batch: expected "
+                "train_batch_size or train_micro_batch_size_per_gpu as well");
+    return;  // DeepSpeed would fail; the HF Trainer fills them from its arguments
   }
   // Each factor is below 2^31 (read_batch_key), so no product below overflows.
-  const int64_t world = world_;
+  const int64_t world = ctx_.world;
   int64_t& batch = train_batch_.value;
   int64_t& micro = micro_batch_.value;
-  int64_t accumulation = accumulation_.present ? accumulation_.value : 1;
-  auto text = [](int64_t a, int64_t b) { return std::to_string(a) + "*" + std::to_string(b); };
+  const int64_t accumulation = accumulation_.present ? accumulation_.value : 1;
+  const std::string world_origin = "world size " + std::to_string(world) + ": the ranks started";
+  auto sources = [&](bool with_micro, bool with_accumulation) {
+    std::string s = " (";
+    if (with_micro)
+      s += "train_micro_batch_size_per_gpu " + std::to_string(micro) + ": " + micro_batch_.origin +
+           "; ";
+    if (with_accumulation)
+      s += "gradient_accumulation_steps " + std::to_string(accumulation) + ": " +
+           accumulation_.origin + "; ";
+    return s + world_origin + ")";
+  };
+  auto product = [](std::initializer_list<int64_t> xs) {
+    std::string s;
+    for (int64_t x : xs) s += (s.empty() ? "" : "*") + std::to_string(x);
+    return s;
+  };
+  const std::string got = ", got " + std::to_string(batch) + " (" + train_batch_.origin + ")";
   if (train_batch_.present && micro_batch_.present) {
-    int64_t step = accumulation_.present ? micro * accumulation * world : micro * world;
-    std::string factors =
-        accumulation_.present
-            ? "train_micro_batch_size_per_gpu * gradient_accumulation_steps * world size = " +
-                  text(micro, accumulation) + "*" + std::to_string(world)
-            : "train_micro_batch_size_per_gpu * world size = " + text(micro, world);
-    bool ok = accumulation_.present ? batch == step : batch % step == 0;
-    if (!ok)
-      fail(train_batch_.prefix + "expected " + (accumulation_.present ? "" : "a multiple of ") +
-           factors + " = " + std::to_string(step) + ", got " + std::to_string(batch));
+    if (accumulation_.present && batch != micro * accumulation * world)
+      ctx_.fail(train_batch_.line, "train_batch_size",
+                "expected train_micro_batch_size_per_gpu * gradient_accumulation_steps * world "
+                "size = " +
+                    product({micro, accumulation, world}) + " = " +
+                    std::to_string(micro * accumulation * world) + sources(true, true) + got);
+    if (!accumulation_.present && batch % (micro * world) != 0)
+      ctx_.fail(train_batch_.line, "train_batch_size",
+                "expected a multiple of train_micro_batch_size_per_gpu * world size = " +
+                    product({micro, world}) + " = " + std::to_string(micro * world) +
+                    sources(true, false) + got);
   } else if (train_batch_.present) {
-    int64_t step = accumulation * world;
-    if (batch % step != 0)
-      fail(train_batch_.prefix + "expected a multiple of " +
-           (accumulation_.present
-                ? "gradient_accumulation_steps * world size = " + text(accumulation, world)
-                : std::string("the world size")) +
-           " = " + std::to_string(step) + ", got " + std::to_string(batch));
-    micro = batch / step;
+    if (batch % (accumulation * world) != 0)
+      ctx_.fail(train_batch_.line, "train_batch_size",
+                "expected a multiple of " +
+                    (accumulation_.present ? "gradient_accumulation_steps * world size = " +
+                                                 product({accumulation, world})
+                                           : std::string("the world size")) +
+                    " = " + std::to_string(accumulation * world) +
+                    sources(false, accumulation_.present) + got);
+    micro = batch / (accumulation * world);
   } else {
     batch = micro * accumulation * world;
   }
-  if (batch > INT64_MAX / c_.model.seq_len)
-    fail((train_batch_.present ? train_batch_.prefix : micro_batch_.prefix) + "a batch of " +
-         std::to_string(batch) + " sequences of " + std::to_string(c_.model.seq_len) +
-         " tokens overflows the token count");
+  if (batch > INT64_MAX / c_.model.seq_len) {
+    const BatchKey& blamed = train_batch_.present ? train_batch_ : micro_batch_;
+    ctx_.fail(blamed.line,
+              train_batch_.present ? "train_batch_size" : "train_micro_batch_size_per_gpu",
+              "a batch of " + std::to_string(batch) + " sequences of " +
+                  std::to_string(c_.model.seq_len) + " tokens overflows the token count");
+  }
   c_.train.micro_batch = int(micro);
   c_.train.global_batch_tokens = batch * c_.model.seq_len;
 }
 
 void DeepSpeedImporter::check_precision() {
   if (fp16_ && bf16_)
-    fail(fp16_prefix_ + "fp16 and bf16 are both enabled; DeepSpeed accepts only one");
+    ctx_.fail(fp16_line_, "fp16.enabled",
+              "fp16 and bf16 are both enabled; DeepSpeed accepts only one");
   if (fp16_)
-    warnings_.push_back(fp16_prefix_ +
-                        "zerotrain has no fp16 mode (nor loss scaling): it trains in bf16 on the "
-                        "GPU and fp32 on the CPU; the fp16 block is ignored");
+    ctx_.warn(fp16_line_, "fp16.enabled",
+              "zerotrain has no fp16 mode (nor loss scaling): it trains in bf16 on the GPU and "
+              "fp32 on the CPU");
   else if (!bf16_)
-    warnings_.push_back(
-        path_ +
-        ": key 'bf16.enabled': not enabled, so DeepSpeed would train in fp32; zerotrain "
-        "trains in bf16 on the GPU and fp32 on the CPU");
-  if (grad_accum_dtype_ == DType::unset) return;
-  if (bf16_ && grad_accum_dtype_ == DType::fp32 && c_.zero.stage == 1 && !optimizer_offload_to_cpu_)
-    warnings_.push_back(
-        dtype_prefix_ +
-        "bf16 + ZeRO stage 1 + fp32 gradient accumulation: DeepSpeed runs this with its "
-        "BF16_Optimizer, which takes none of the four stage-1/2 gradient paths; zerotrain runs "
-        "the stage-1 path its zero switches select, so communication differs from that run");
+    ctx_.warnings.push_back(ctx_.path +
+                            ": key 'bf16.enabled': not enabled, so DeepSpeed would train in fp32; "
+                            "zerotrain trains in bf16 on the GPU and fp32 on the CPU");
+  if (grad_accum_dtype_.empty()) return;
+  if (bf16_ && grad_accum_dtype_ == "fp32" && c_.zero.stage == 1 && !optimizer_offload_to_cpu_)
+    ctx_.warn(dtype_line_, "data_types.grad_accum_dtype",
+              "bf16 + ZeRO stage 1 + fp32 gradient accumulation: DeepSpeed runs this with its "
+              "BF16_Optimizer, which takes none of the four stage-1/2 gradient paths; zerotrain "
+              "runs the stage-1 path its zero switches select, so communication differs from "
+              "that run");
   else
-    warnings_.push_back(dtype_prefix_ +
-                        "not honoured (zerotrain keeps gradients in its training precision: bf16 "
-                        "on the GPU, fp32 on the CPU), ignored");
+    ctx_.warn(dtype_line_, "data_types.grad_accum_dtype",
+              "not honoured (zerotrain keeps gradients in its training precision: bf16 on the "
+              "GPU, fp32 on the CPU), ignored");
 }
 
 }  // namespace
@@ -332,8 +583,9 @@ void DeepSpeedImporter::check_precision() {
 void apply_deepspeed_config(const std::string& json_path, Config& c,
                             std::vector<std::string>& warnings, int world_size) {
   if (world_size < 1)
-    fail("world size: expected an integer >= 1, got " + std::to_string(world_size));
-  DeepSpeedImporter(json_path, world_size, c, warnings).run();
+    throw ConfigError("world size: expected an integer >= 1, got " + std::to_string(world_size));
+  DsContext ctx(json_path, world_size, c, warnings);
+  DeepSpeedImporter(ctx).run();
 }
 
 }  // namespace zt

@@ -1,40 +1,46 @@
-// Import of a DeepSpeed JSON config (as passed to deepspeed.initialize or the
-// HF Trainer's --deepspeed) into a loaded zerotrain Config, so that a DeepSpeed
-// user can run the same ZeRO switches and batch sizes here.
+// Import of a DeepSpeed JSON config (as passed to deepspeed.initialize or the HF Trainer's
+// --deepspeed) into a loaded zerotrain Config, so that a DeepSpeed user runs the same ZeRO
+// switches, batch sizes, optimizer and schedule here. The rules, each tested on its own in
+// tests/test_deepspeed_import.cpp:
 //
-// Honoured: zero_optimization's stage, reduce_bucket_size, allgather_bucket_size,
-// reduce_scatter, use_multi_rank_bucket_allreduce, contiguous_gradients,
-// overlap_comm and the four stage3_* knobs (also under their pydantic field
-// names prefetch_bucket_size, param_persistence_threshold, max_live_parameters,
-// max_reuse_distance); train_batch_size, train_micro_batch_size_per_gpu,
-// gradient_accumulation_steps; gradient_clipping; bf16/fp16 "enabled" (checked,
-// see below). Everything else gives one warning naming the key.
+// The file is read as DeepSpeed reads it: Hjson (comments, trailing or missing commas, unquoted
+// keys; train/hjson_reader.h), duplicate keys refused in any object.
 //
-// Batch sizes, in DeepSpeed's sequences, become zerotrain's tokens:
-//   train.micro_batch         = train_micro_batch_size_per_gpu
-//   train.global_batch_tokens = train_batch_size * model.seq_len
-// where train_batch_size = micro * accumulation * world_size. As in DeepSpeed,
-// any two of the three determine the third, train_batch_size alone means no
-// accumulation (micro = train_batch_size / world_size), micro alone means
-// train_batch_size = micro * world_size, and gradient_accumulation_steps
-// alone is an error.
+// What the JSON governs starts from DeepSpeed's defaults, whatever the YAML or --set said:
+// every zero.* key DeepSpeed has (zero_optimization absent: stage 0 and all defaults;
+// zerotrain's own native_reduce_scatter and allgather_bucketed are kept), train.grad_clip
+// (DeepSpeed's gradient_clipping, default 0), zero.communication_data_type (default: the model's
+// dtype), and, when an optimizer block is present, its lr, betas, eps and weight_decay (the
+// defaults of the optimizer DeepSpeed builds). Batch sizes: DeepSpeed's arithmetic
+// (train_batch_size = micro * accumulation * world; any two fix the third; train_batch_size
+// alone means no accumulation, micro alone means train_batch_size = micro * world;
+// gradient_accumulation_steps alone is an error; none of them keeps zerotrain's batch). The
+// schedule: a WarmupLR / WarmupDecayLR / WarmupCosineLR block sets train.lr_schedule and its
+// keys exactly (train/lr_schedule.h); no scheduler block with an optimizer block means
+// DeepSpeed's constant lr; other schedulers are warned about and zerotrain's schedule stays.
 //
-// "auto" is resolved as the HF Trainer does, with zerotrain's config standing
-// in for the Trainer's arguments: reduce_bucket_size = n_embd^2,
-// stage3_prefetch_bucket_size = 0.9 * n_embd^2, stage3_param_persistence_threshold
-// = 10 * n_embd, batch sizes and gradient_clipping keep zerotrain's values,
-// bf16/fp16 "enabled" mean zerotrain's own precision. "auto" elsewhere is an
-// error, as it would be for DeepSpeed.
+// "auto": DeepSpeed's pydantic sections (zero_optimization, bf16, fp16) drop it and take their
+// default. train.deepspeed_auto: hf resolves it as the HF Trainer does instead, zerotrain's
+// config standing in for the Trainer's arguments: reduce_bucket_size = n_embd^2 and, at
+// stage 3, stage3_prefetch_bucket_size = 0.9 n_embd^2 and stage3_param_persistence_threshold =
+// 10 n_embd; bf16.enabled = zerotrain's own precision (bf16 on the GPU). Keys only the Trainer
+// fills in (batch sizes, gradient_clipping, optimizer and scheduler parameters; DeepSpeed
+// alone fails on them) keep zerotrain's value in both modes, with a warning in the default one.
 //
-// Precision: zerotrain trains in bf16 on the GPU and fp32 on the CPU, whatever
-// the JSON says; fp16.enabled and bf16.enabled = false give warnings. When
-// DeepSpeed would route the run to its BF16_Optimizer (bf16, stage 1,
-// data_types.grad_accum_dtype fp32, no optimizer offload), none of the
-// stage-1/2 gradient paths applies there, and a warning says so.
+// null: accepted where DeepSpeed reads it as "not set" (Optional zero_optimization fields such
+// as overlap_comm and offload_*, the batch sizes, communication_data_type); refused elsewhere.
+// Booleans: true/false, 0/1 and pydantic's strings (yes/no, on/off, ...). zero_optimization's
+// unknown keys are refused, as DeepSpeed refuses them; known ones zerotrain does not honour,
+// and every other top-level key, give one warning each naming file, line and key, as does
+// every fp16 sub-key. The deprecated cpu_offload (and zero_optimization: true) are read as
+// DeepSpeed reads them. A batch-size mismatch names where each number came from.
 //
-// Numbers may be JSON numbers, scientific notation (5e8) or strings ("5e8").
-// Bad JSON, a wrong type, an out-of-range value or inconsistent batch sizes
-// throw ConfigError with one line: "FILE:LINE: key 'zero_optimization.stage': ...".
+// Precision: zerotrain trains in bf16 on the GPU and fp32 on the CPU, whatever the JSON says;
+// fp16 and a bf16 left off are warned about. When DeepSpeed would route the run to its
+// BF16_Optimizer (bf16, stage 1, data_types.grad_accum_dtype fp32, no optimizer offload), none
+// of the stage-1/2 gradient paths applies there, and a warning says so.
+//
+// Errors throw ConfigError with one line: "FILE:LINE: key 'zero_optimization.stage': ...".
 #pragma once
 #include <string>
 #include <vector>
@@ -43,9 +49,9 @@
 
 namespace zt {
 
-// Applies the JSON file to `c` (which holds the model shape that "auto" needs)
-// for a run on `world_size` ranks; appends one line per ignored or
-// approximated key to `warnings`. Leaves model, data and system untouched.
+// Applies the JSON file to `c` (which holds the model shape and train.deepspeed_auto) for a run
+// on `world_size` ranks; appends one line per ignored or approximated key to `warnings`.
+// Leaves model, data and system untouched.
 void apply_deepspeed_config(const std::string& json_path, Config& c,
                             std::vector<std::string>& warnings, int world_size);
 

@@ -1,0 +1,281 @@
+"""Records every collective DeepSpeed issues through torch.distributed, in zerotrain's convention.
+
+install() must run before deepspeed.init_distributed(): DeepSpeed's TorchBackend binds
+torch.distributed.all_gather_into_tensor / reduce_scatter_tensor when it is built.
+
+One JSON line per call, the same fields as zerotrain's RUN/comm_trace_rank<R>.jsonl:
+  step, rank, op, count, dtype, bytes, root, phase, micro   (+ call, caller: for reading)
+  op     all_reduce | reduce_scatter | all_gather | reduce | broadcast | all_to_all
+  count  all_reduce / reduce / broadcast: the buffer's elements; reduce_scatter: the per-rank
+         receive count (input / W); all_gather: the per-rank send count; all_to_all: the
+         per-rank send count. A list call (all_reduce_coalesced, all_gather of a list,
+         reduce_scatter of a list) and the calls inside one _coalescing_manager block are ONE
+         call whose count is the sum.
+  bytes  as zerotrain counts payload (nccl-tests): count x element size, times W for
+         reduce_scatter and all_gather (their whole buffer).
+  root   the global rank of reduce / broadcast, else -1.
+  step / phase / micro  set by the runner: optimizer step (0-based, -1 before the first),
+         fwd | bwd | step, micro-step.
+
+gloo in torch 1.13 has no reduce_scatter, reduce_scatter_tensor, all_gather_into_tensor nor
+bf16. Such a call is recorded as DeepSpeed issued it, then carried out with what gloo has
+(all_reduce and slicing, all_gather into a list; bf16 widened to fp32 and narrowed back, which
+is exact for sums of bf16 values only up to fp32 rounding: the schedule, not the values, is
+what is recorded). The inner calls of a carried-out call are not recorded.
+"""
+import contextlib
+import json
+import os
+import sys
+import threading
+
+import torch
+import torch.distributed as dist
+import torch.distributed.distributed_c10d as c10d
+
+DTYPES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16",
+          torch.float64: "fp64", torch.int64: "i64", torch.int32: "i32", torch.uint8: "u8",
+          torch.bool: "bool"}
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+state = threading.local()
+where = {"step": -1, "phase": "init", "micro": 0}
+_out = None
+_lock = threading.Lock()
+_rank = 0
+_world = 1
+_real = {}
+
+
+class _Done:
+    """The handle of a call already carried out synchronously."""
+
+    def wait(self, *args, **kwargs):
+        return True
+
+    def is_completed(self):
+        return True
+
+    def is_success(self):
+        return True
+
+    def exception(self):
+        return None
+
+
+def set_position(step, phase, micro):
+    where.update(step=step, phase=phase, micro=micro)
+
+
+def _depth():
+    return getattr(state, "depth", 0)
+
+
+def _caller():
+    """The innermost DeepSpeed function outside deepspeed/comm that issued the call."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        name = frame.f_code.co_filename
+        inside = "/deepspeed/" in name and not name.startswith(_HERE)
+        if inside and "/deepspeed/comm/" not in name and "/utils/nvtx" not in name:
+            return f"{name.split('/deepspeed/')[-1]}:{frame.f_lineno}:{frame.f_code.co_name}"
+        frame = frame.f_back
+    return ""
+
+
+def _tensors(x):
+    return [t for t in x if torch.is_tensor(t)] if isinstance(x, (list, tuple)) else [x]
+
+
+def _emit(call, op, tensors, count, root=-1):
+    dtype = DTYPES.get(tensors[0].dtype, str(tensors[0].dtype).replace("torch.", ""))
+    size = tensors[0].element_size()
+    payload = count * size * (_world if op in ("reduce_scatter", "all_gather") else 1)
+    record = dict(where, rank=_rank, op=op, count=count, dtype=dtype, bytes=payload, root=root,
+                  call=call, caller=_caller())
+    batch = getattr(state, "coalescing", None)
+    if batch is not None:  # one call for the whole block, its count the sum
+        if batch and (batch[0]["op"], batch[0]["dtype"]) != (op, dtype):
+            raise RuntimeError(f"recorder: mixed calls in one coalescing block: {batch[0]} {record}")
+        batch.append(record)
+        return
+    _write(record)
+
+
+def _write(record):
+    with _lock:
+        _out.write(json.dumps(record) + "\n")
+        _out.flush()
+
+
+def _describe(name, a, k):
+    """(op, tensors, count, root) of one torch.distributed call, zerotrain's convention."""
+    arg = lambda i, key, default=None: k.get(key, a[i] if len(a) > i else default)
+    if name == "all_reduce":
+        t = arg(0, "tensor")
+        return "all_reduce", [t], t.numel(), -1
+    if name == "all_reduce_coalesced":
+        ts = _tensors(arg(0, "tensors"))
+        return "all_reduce", ts, sum(t.numel() for t in ts), -1
+    if name == "reduce":
+        t = arg(0, "tensor")
+        return "reduce", [t], t.numel(), int(arg(1, "dst"))
+    if name == "broadcast":
+        t = arg(0, "tensor")
+        return "broadcast", [t], t.numel(), int(arg(1, "src"))
+    if name == "all_gather":
+        t = arg(1, "tensor")
+        return "all_gather", [t], t.numel(), -1
+    if name in ("all_gather_into_tensor", "_all_gather_base"):
+        t = arg(1, "input_tensor")
+        return "all_gather", [t], t.numel(), -1
+    if name == "all_gather_coalesced":
+        ts = _tensors(arg(1, "input_tensor_list"))
+        return "all_gather", ts, sum(t.numel() for t in ts), -1
+    if name == "reduce_scatter":
+        t = arg(0, "output")
+        return "reduce_scatter", [t], t.numel(), -1
+    if name in ("reduce_scatter_tensor", "_reduce_scatter_base"):
+        t = arg(1, "input")
+        return "reduce_scatter", [t], t.numel() // _world, -1
+    if name == "all_to_all_single":
+        t = arg(1, "input")
+        return "all_to_all", [t], t.numel(), -1
+    if name == "all_to_all":
+        ts = _tensors(arg(1, "input_tensor_list"))
+        return "all_to_all", ts, sum(t.numel() for t in ts), -1
+    raise RuntimeError(f"recorder: no description of {name}")
+
+
+def _widened(t):
+    return t.float() if t.dtype == torch.bfloat16 else t
+
+
+def _carry_out(name, a, k):
+    """Runs the call with what gloo has; returns its result (a handle when async_op)."""
+    arg = lambda i, key, default=None: k.get(key, a[i] if len(a) > i else default)
+    group = k.get("group")
+    op = k.get("op", dist.ReduceOp.SUM)
+    if name in ("reduce_scatter_tensor", "_reduce_scatter_base"):
+        out, inp = arg(0, "output"), arg(1, "input")
+        op, group, async_op = arg(2, "op", op), arg(3, "group", group), arg(4, "async_op", False)
+        full = _widened(inp.detach().clone().contiguous())
+        _real["all_reduce"](full, op=op, group=group)
+        out.copy_(full.view(dist.get_world_size(group), -1)[dist.get_rank(group)].view_as(out))
+        return _Done() if async_op else None
+    if name == "reduce_scatter":
+        out, inputs = arg(0, "output"), arg(1, "input_list")
+        op, group, async_op = arg(2, "op", op), arg(3, "group", group), arg(4, "async_op", False)
+        full = _widened(torch.cat([t.detach().reshape(-1) for t in inputs]))
+        _real["all_reduce"](full, op=op, group=group)
+        start = sum(t.numel() for t in inputs[:dist.get_rank(group)])
+        out.copy_(full[start:start + out.numel()].view_as(out))
+        return _Done() if async_op else None
+    if name in ("all_gather_into_tensor", "_all_gather_base"):
+        out, inp = arg(0, "output_tensor"), arg(1, "input_tensor")
+        group, async_op = arg(2, "group", group), arg(3, "async_op", False)
+        piece = _widened(inp.contiguous())
+        pieces = [torch.empty_like(piece) for _ in range(dist.get_world_size(group))]
+        _real["all_gather"](pieces, piece, group=group)
+        out.copy_(torch.cat([p.reshape(-1) for p in pieces]).view_as(out))
+        return _Done() if async_op else None
+    if not any(t.dtype == torch.bfloat16 for t in _all_tensors(a, k)):
+        return _real[name](*a, **k)
+    # bf16: the same call on fp32 copies, copied back.
+    if name == "all_reduce":
+        t, async_op = arg(0, "tensor"), arg(3, "async_op", False)
+        wide = t.float()
+        _real[name](wide, op=arg(1, "op", op), group=arg(2, "group", group))
+    elif name == "reduce":
+        t, async_op = arg(0, "tensor"), arg(4, "async_op", False)
+        wide = t.float()
+        _real[name](wide, arg(1, "dst"), op=arg(2, "op", op), group=arg(3, "group", group))
+    elif name == "broadcast":
+        t, async_op = arg(0, "tensor"), arg(3, "async_op", False)
+        wide = t.float()
+        _real[name](wide, arg(1, "src"), group=arg(2, "group", group))
+    elif name == "all_gather":
+        outs, t, async_op = arg(0, "tensor_list"), arg(1, "tensor"), arg(3, "async_op", False)
+        wide_outs = [o.float() for o in outs]
+        _real[name](wide_outs, t.float(), group=arg(2, "group", group))
+        for o, w in zip(outs, wide_outs):
+            o.copy_(w)
+        return _Done() if async_op else None
+    elif name == "all_reduce_coalesced":
+        ts, async_op = arg(0, "tensors"), arg(3, "async_op", False)
+        wide_ts = [x.float() for x in ts]
+        _real[name](wide_ts, op=arg(1, "op", op), group=arg(2, "group", group))
+        for x, w in zip(ts, wide_ts):
+            x.copy_(w)
+        return _Done() if async_op else None
+    else:
+        raise RuntimeError(f"recorder: no bf16 carry-out for {name}")
+    t.copy_(wide)
+    return _Done() if async_op else None
+
+
+def _all_tensors(a, k):
+    for x in list(a) + list(k.values()):
+        for t in (x if isinstance(x, (list, tuple)) else [x]):
+            if torch.is_tensor(t):
+                yield t
+
+
+def _wrap(name):
+    def wrapper(*a, **k):
+        depth = _depth()
+        if depth == 0:
+            op, tensors, count, root = _describe(name, a, k)
+            _emit(name, op, tensors, count, root)
+        state.depth = depth + 1
+        try:
+            return _carry_out(name, a, k)
+        finally:
+            state.depth = depth
+
+    wrapper.__name__ = name
+    return wrapper
+
+
+@contextlib.contextmanager
+def _coalescing(*args, **kwargs):
+    """Stands in for torch's _coalescing_manager (gloo cannot coalesce): the calls inside are
+    carried out one by one and recorded as one."""
+    outer = getattr(state, "coalescing", None)
+    if outer is not None:
+        yield
+        return
+    state.coalescing = []
+    try:
+        yield
+    finally:
+        batch, state.coalescing = state.coalescing, None
+        if batch:
+            merged = dict(batch[0], count=sum(r["count"] for r in batch),
+                          bytes=sum(r["bytes"] for r in batch), call=batch[0]["call"] + "[coalesced]")
+            _write(merged)
+
+
+WRAPPED = ["all_reduce", "all_reduce_coalesced", "reduce", "broadcast", "all_gather",
+           "all_gather_into_tensor", "_all_gather_base", "all_gather_coalesced", "reduce_scatter",
+           "reduce_scatter_tensor", "_reduce_scatter_base", "all_to_all_single", "all_to_all"]
+
+
+def install(path, rank, world):
+    global _out, _rank, _world
+    _out, _rank, _world = open(path, "w"), rank, world
+    for name in WRAPPED:
+        if hasattr(c10d, name):
+            _real[name] = getattr(c10d, name)
+    for name in _real:
+        wrapper = _wrap(name)
+        setattr(c10d, name, wrapper)
+        if hasattr(dist, name):
+            setattr(dist, name, wrapper)
+    if hasattr(c10d, "_coalescing_manager"):
+        c10d._coalescing_manager = _coalescing
+
+
+def close():
+    if _out is not None:
+        _out.close()

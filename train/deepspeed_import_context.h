@@ -1,0 +1,45 @@
+// Shared by the DeepSpeed importer's files (train/deepspeed_import.cpp, the batch, ZeRO and
+// precision keys; train/deepspeed_optimizer.cpp, the optimizer and scheduler): where a key is,
+// how to warn and fail about it, and DeepSpeed's (pydantic's lax) reading of scalars.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "train/config.h"
+#include "train/hjson_reader.h"
+
+namespace zt {
+
+class DsContext {
+ public:
+  DsContext(const std::string& path, int world, Config& c, std::vector<std::string>& warnings)
+      : path(path), world(world), c(c), warnings(warnings) {}
+
+  // "FILE:LINE: key 'zero_optimization.stage': "
+  std::string at(int line, const std::string& key) const;
+  [[noreturn]] void fail(int line, const std::string& key, const std::string& what) const;
+  void warn(int line, const std::string& key, const std::string& what) const;
+  // Resolving "auto" as the HF Trainer does (train.deepspeed_auto: hf).
+  bool hf() const { return c.train.deepspeed_auto == "hf"; }
+
+  // pydantic's lax bool: true/false, 0/1, and the strings yes/no, on/off, t/f, y/n, 1/0.
+  bool read_bool(const JsonValue& v, int line, const std::string& key) const;
+  // An integer >= min: a number without a fraction, or a string holding one ("5e8" too).
+  int64_t read_int(const JsonValue& v, int line, const std::string& key, int64_t min) const;
+  // A finite number >= min (or > min when `exclusive`).
+  double read_number(const JsonValue& v, int line, const std::string& key, double min,
+                     bool exclusive = false) const;
+  const JsonValue& require_object(const JsonValue& v, int line, const std::string& key) const;
+
+  const std::string& path;
+  const int world;
+  Config& c;
+  std::vector<std::string>& warnings;
+};
+
+// train/deepspeed_optimizer.cpp: the "optimizer" and "scheduler" blocks (either may be null).
+void import_optimizer(DsContext& ctx, const JsonMember* optimizer);
+void import_scheduler(DsContext& ctx, const JsonMember* scheduler, bool has_optimizer);
+
+}  // namespace zt
