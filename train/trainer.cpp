@@ -235,8 +235,7 @@ int run_train(const TrainArgs& a) {
     fault.maybe_fail(rank, step);
     rt.comm->set_step(step);
     const auto t0 = Clock::now();
-    const double lr = learning_rate(static_cast<int>(step), cfg.train.steps, cfg.train.warmup_steps,
-                                    cfg.train.lr, cfg.train.min_lr);
+    const double lr = learning_rate(cfg.train, static_cast<int>(step));
     double loss_sum = 0;
     for (int micro = 0; micro < accum; micro++) {
       train_data.micro_batch(step, micro, in.data(), tgt.data());
