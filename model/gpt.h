@@ -39,6 +39,9 @@ class GPT {
   // 0..L+1, the head (0, then L+1 for the final layernorm), backward L..1.
   static std::vector<int> training_unit_order(int n_layer);
 
+  // Each token's loss from the last forward_loss or forward_backward, [B*T], host.
+  const std::vector<float>& token_losses() const { return host_losses_; }
+
   int B() const { return B_; }
   int T() const { return T_; }
 
