@@ -20,7 +20,10 @@ class Parser {
   }
 
  private:
-  [[noreturn]] void fail(const std::string& what) const { throw JsonSyntaxError(i_ + 1, what); }
+  [[noreturn]] void fail(const std::string& what) const { fail_at(i_, what); }
+  [[noreturn]] void fail_at(size_t at, const std::string& what) const {
+    throw JsonSyntaxError(at + 1, what);
+  }
 
   void skip_space() {
     while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\t' || s_[i_] == '\n' || s_[i_] == '\r'))
@@ -173,14 +176,15 @@ class Parser {
     std::string out;
     while (true) {
       if (i_ == s_.size()) fail("unterminated string");
+      if (static_cast<unsigned char>(s_[i_]) < 0x20) fail("control character inside a string");
       const char c = s_[i_++];
       if (c == '"') return out;
-      if (static_cast<unsigned char>(c) < 0x20) fail("control character inside a string");
       if (c != '\\') {
         out += c;
         continue;
       }
       if (i_ == s_.size()) fail("unterminated string");
+      const size_t escape = i_ - 1;  // errors in an escape point at its backslash
       const char e = s_[i_++];
       switch (e) {
         case '"': out += '"'; break;
@@ -193,18 +197,19 @@ class Parser {
         case 't': out += '\t'; break;
         case 'u': {
           unsigned cp = hex4();
-          if (cp >= 0xDC00 && cp <= 0xDFFF) fail("\\u escape is a lone low surrogate");
+          if (cp >= 0xDC00 && cp <= 0xDFFF) fail_at(escape, "\\u escape is a lone low surrogate");
           if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (!consume("\\u")) fail("\\u escape is a high surrogate without its low half");
+            if (!consume("\\u"))
+              fail_at(escape, "\\u escape is a high surrogate without its low half");
             const unsigned low = hex4();
             if (low < 0xDC00 || low > 0xDFFF)
-              fail("\\u escape is a high surrogate without its low half");
+              fail_at(escape, "\\u escape is a high surrogate without its low half");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
           }
           append_utf8(out, cp);
           break;
         }
-        default: fail(std::string("unknown escape '\\") + e + "'");
+        default: fail_at(escape, std::string("unknown escape '\\") + e + "'");
       }
     }
   }

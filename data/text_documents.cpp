@@ -55,9 +55,9 @@ std::vector<std::string> list_text_inputs(const std::string& input) {
 }
 
 DocumentReader::DocumentReader(std::vector<std::string> files, DocumentMode mode,
-                               size_t piece_bytes, SafeCut safe_cut)
+                               size_t piece_bytes, SafeCut safe_cut, size_t max_piece_bytes)
     : files_(std::move(files)), mode_(mode), piece_bytes_(std::max<size_t>(1, piece_bytes)),
-      safe_cut_(std::move(safe_cut)) {}
+      safe_cut_(std::move(safe_cut)), max_piece_bytes_(max_piece_bytes) {}
 
 bool DocumentReader::next(TextPiece* piece) {
   while (ready_next_ == ready_.size()) {
@@ -120,8 +120,9 @@ void DocumentReader::consume_paragraph_bytes(const char* p, size_t n) {
       end_document();
     } else if (c == ' ' || c == '\t' || c == '\r') {
       blank_run_ += c;
-      if (blank_run_.size() > kMaxPieceBytes)
-        throw DataError(files_[file_index_] + ": a line of more than 64 MiB of blanks");
+      if (blank_run_.size() > max_piece_bytes_)
+        throw DataError(files_[file_index_] + ": a line of more than " +
+                        std::to_string(max_piece_bytes_) + " blanks");
     } else {
       in_document_ = true;
       document_ += blank_run_;
@@ -150,11 +151,11 @@ void DocumentReader::cut_ready_pieces() {
   while (document_.size() >= piece_bytes_) {
     const size_t cut = safe_cut_(document_, piece_bytes_);
     if (cut == std::string_view::npos || cut >= document_.size()) {
-      if (document_.size() > kMaxPieceBytes)
+      if (document_.size() > max_piece_bytes_)
         throw DataError(files_[file_index_] + ": no place to cut the text between bytes " +
                         std::to_string(file_offset_ - int64_t(document_.size())) + " and " +
-                        std::to_string(file_offset_) +
-                        " (64 MiB without an ASCII letter or digit before ASCII punctuation or "
+                        std::to_string(file_offset_) + " (" + std::to_string(max_piece_bytes_) +
+                        " bytes without an ASCII letter or digit before ASCII punctuation or "
                         "whitespace); split the file");
       return;
     }

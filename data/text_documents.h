@@ -35,13 +35,13 @@ struct TextPiece {
 // Streams the documents of `files` in order as pieces of about piece_bytes
 // (a piece ends where its document does, or at the first safe cut after
 // piece_bytes). Memory stays bounded: a document without a safe cut within
-// kMaxPieceBytes is an error. Empty documents are skipped.
+// max_piece_bytes is an error. Empty documents are skipped.
 class DocumentReader {
  public:
   static constexpr size_t kMaxPieceBytes = size_t(64) << 20;
 
   DocumentReader(std::vector<std::string> files, DocumentMode mode, size_t piece_bytes,
-                 SafeCut safe_cut);
+                 SafeCut safe_cut, size_t max_piece_bytes = kMaxPieceBytes);
   // The next piece; false when every file has been read.
   bool next(TextPiece* piece);
   int64_t bytes_read() const { return bytes_read_; }
@@ -58,6 +58,7 @@ class DocumentReader {
   DocumentMode mode_;
   size_t piece_bytes_;
   SafeCut safe_cut_;
+  size_t max_piece_bytes_;
   size_t file_index_ = 0;
   std::ifstream in_;
   bool file_open_ = false;
