@@ -36,8 +36,8 @@ namespace {
 // OpenAI's pattern, with \s spelled out as Unicode's White_Space property
 // (tab..carriage return, U+0085 and the separators \p{Z}), as the reference
 // tokenizers' regex engines define it: PCRE2 10.42's \s is a fixed list that
-// still holds U+180E, whitespace only before Unicode 6.3. Possessive repeats where no backtracking can change the result
-// (the non-possessive \s+ before the lookahead must give back one character).
+// still holds U+180E, whitespace only before Unicode 6.3. Possessive repeats where no backtracking
+// can change the result (the non-possessive \s+ before the lookahead must give back one character).
 constexpr char kPattern[] =
     "'s|'t|'re|'ve|'m|'ll|'d"
     "| ?\\p{L}++| ?\\p{N}++| ?[^\\t-\\r\\x{85}\\p{Z}\\p{L}\\p{N}]++"
@@ -92,9 +92,9 @@ void Gpt2PreTokenizer::split(std::string_view text, std::vector<std::string_view
     PCRE2_SIZE at = 0;
     while (at < length) {
       const int rc =
-          compiled_->jit ? pcre2_jit_match(compiled_->code, subject, length, at, 0, md, nullptr)
-                         : pcre2_match(compiled_->code, subject, length, at, PCRE2_NO_UTF_CHECK,
-                                       md, nullptr);
+          compiled_->jit
+              ? pcre2_jit_match(compiled_->code, subject, length, at, 0, md, nullptr)
+              : pcre2_match(compiled_->code, subject, length, at, PCRE2_NO_UTF_CHECK, md, nullptr);
       // Letters, numbers, whitespace and everything else: some alternative
       // matches at every character, so a failure is a broken PCRE2.
       if (rc < 0 || ov[1] <= at)

@@ -2,6 +2,7 @@
 // merge loops (linear rescans for short pieces, a heap for long ones).
 #include "data/gpt2_tokenizer.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,7 +11,6 @@
 #include <fstream>
 #include <queue>
 #include <sstream>
-#include <sys/stat.h>
 
 #include "data/gpt2_pretokenizer.h"
 #include "data/shard.h"
@@ -123,12 +123,13 @@ Gpt2Tokenizer::Gpt2Tokenizer(const std::string& vocab_path) : path_(vocab_path) 
     const std::string where = vocab_path + ":" + std::to_string(line_no) + ": ";
     const size_t space = line.find(' ');
     if (space == std::string_view::npos)
-      throw DataError(where + "expected \"base64 rank\", got '" +
-                      std::string(line.substr(0, 40)) + "'");
+      throw DataError(where + "expected \"base64 rank\", got '" + std::string(line.substr(0, 40)) +
+                      "'");
     const std::string_view rank_text = line.substr(space + 1);
     long rank = -1;
     if (!rank_text.empty() && rank_text.size() <= 9 &&
-        std::all_of(rank_text.begin(), rank_text.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        std::all_of(rank_text.begin(), rank_text.end(),
+                    [](char c) { return c >= '0' && c <= '9'; }))
       rank = std::stol(std::string(rank_text));
     if (rank < 0 || rank >= kRanks)
       throw DataError(where + "rank '" + std::string(rank_text.substr(0, 20)) +
@@ -264,7 +265,8 @@ void Gpt2Tokenizer::merge_heap(const unsigned char* s, size_t n, std::vector<int
     }
   }
   for (int32_t i = 0; i >= 0; i = parts[size_t(i)].next)
-    out->push_back(rank_of(s + parts[size_t(i)].start, parts[size_t(i)].end - parts[size_t(i)].start));
+    out->push_back(
+        rank_of(s + parts[size_t(i)].start, parts[size_t(i)].end - parts[size_t(i)].start));
 }
 
 void Gpt2Tokenizer::merge_piece(std::string_view piece, bool heap, std::vector<int>* out) const {
@@ -313,8 +315,8 @@ std::string Gpt2Tokenizer::decode(const std::vector<int>& ids) const {
 
 std::string Gpt2Tokenizer::piece(int id) const {
   if (id < 0 || id >= kVocabSize)
-    throw DataError("gpt2 tokenizer: id " + std::to_string(id) + " is out of range for vocab size " +
-                    std::to_string(kVocabSize));
+    throw DataError("gpt2 tokenizer: id " + std::to_string(id) +
+                    " is out of range for vocab size " + std::to_string(kVocabSize));
   if (id == kEndOfText) return kEndOfTextText;
   std::string out;
   for (char c : token_bytes(id)) out += gpt2_byte_to_unicode(static_cast<unsigned char>(c));

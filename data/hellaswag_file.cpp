@@ -14,8 +14,7 @@ namespace {
 
 constexpr size_t kMaxFileBytes = size_t(256) << 20;
 
-const JsonValue& member(const JsonValue& object, const std::string& key,
-                        const std::string& where) {
+const JsonValue& member(const JsonValue& object, const std::string& key, const std::string& where) {
   auto it = object.members.find(key);
   if (it == object.members.end()) throw DataError(where + "no key '" + key + "'");
   return it->second;
@@ -28,8 +27,9 @@ std::vector<HellaswagExample> read_hellaswag(const std::string& path) {
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
     throw DataError(path + ": no such HellaSwag file (expected hellaswag_val.jsonl's format)");
   if (size_t(st.st_size) > kMaxFileBytes)
-    throw DataError(path + ": " + std::to_string(st.st_size) +
-                    " bytes; a HellaSwag file over 256 MiB is refused (the validation set is 11 MB)");
+    throw DataError(
+        path + ": " + std::to_string(st.st_size) +
+        " bytes; a HellaSwag file over 256 MiB is refused (the validation set is 11 MB)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(path + ": cannot open for reading");
   std::vector<HellaswagExample> examples;

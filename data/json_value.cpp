@@ -64,9 +64,9 @@ class Parser {
           continue;
         }
         if (i_ < s_.size() && s_[i_] == '}') {
-        ++i_;
-        return v;
-      }
+          ++i_;
+          return v;
+        }
         fail("expected ',' or '}' in an object");
       }
     }
@@ -86,9 +86,9 @@ class Parser {
           continue;
         }
         if (i_ < s_.size() && s_[i_] == ']') {
-        ++i_;
-        return v;
-      }
+          ++i_;
+          return v;
+        }
         fail("expected ',' or ']' in an array");
       }
     }

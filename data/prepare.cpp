@@ -45,7 +45,9 @@ class SplitPlan {
     const int64_t min_blocks = int64_t(std::ceil(10.0 / val_fraction));
     block_lines_ = std::max<int64_t>(1, std::min<int64_t>(100, num_lines / min_blocks));
   }
-  bool is_val(int64_t line) const { return is_validation_chunk(line / block_lines_, val_fraction_); }
+  bool is_val(int64_t line) const {
+    return is_validation_chunk(line / block_lines_, val_fraction_);
+  }
 
  private:
   double val_fraction_;

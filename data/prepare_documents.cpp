@@ -110,8 +110,8 @@ void prepare_documents(const PrepareOptions& o, std::ostream& out, std::ostream&
         write(in_flight.front().get());
         in_flight.pop_front();
       }
-      in_flight.push_back(std::async(std::launch::async, encode_item, std::cref(*tokenizer),
-                                     std::move(item)));
+      in_flight.push_back(
+          std::async(std::launch::async, encode_item, std::cref(*tokenizer), std::move(item)));
     }
     item.clear();
     item_bytes = 0;

@@ -48,7 +48,8 @@ WorkDirectory::WorkDirectory(const std::string& out) : out_(out) {
   fs::path parent = fs::path(out).parent_path();
   if (parent.empty()) parent = ".";
   fs::create_directories(parent, ec);
-  std::string pattern = (parent / ("." + fs::path(out).filename().string() + ".tmp.XXXXXX")).string();
+  std::string pattern =
+      (parent / ("." + fs::path(out).filename().string() + ".tmp.XXXXXX")).string();
   if (!::mkdtemp(&pattern[0]))
     throw DataError(out + ": cannot create a temporary directory next to it");
   path_ = pattern;

@@ -65,7 +65,7 @@ class DocumentReader {
   int64_t file_offset_ = 0;  // bytes of the current file consumed, for messages
   std::string document_;     // the unemitted text of the current document
   bool in_document_ = false, document_started_ = false;
-  std::string blank_run_;       // paragraphs: the current line's bytes while they are all blank
+  std::string blank_run_;          // paragraphs: the current line's bytes while they are all blank
   bool line_has_content_ = false;  // paragraphs: the current line is not blank
   std::vector<TextPiece> ready_;
   size_t ready_next_ = 0;

@@ -1,13 +1,13 @@
 // Byte and sentencepiece tokenizers, BPE training, and terminal-safe text.
 #include "data/tokenizer.h"
 
-#include "data/gpt2_tokenizer.h"
-#include "data/shard.h"
-#include "data/utf8.h"
-
 #include <sys/stat.h>
 
 #include <cstdio>
+
+#include "data/gpt2_tokenizer.h"
+#include "data/shard.h"
+#include "data/utf8.h"
 
 #ifdef ZT_HAVE_SENTENCEPIECE
 #include <sentencepiece_processor.h>
@@ -39,7 +39,8 @@ std::string one_line(std::string s) {
 #endif
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 std::unique_ptr<Tokenizer> make_default_gpt2() {
@@ -133,7 +134,8 @@ int SentencePieceTokenizer::vocab_size() const { return processor_->GetPieceSize
 int SentencePieceTokenizer::eot_id() const { return processor_->eos_id(); }
 
 std::string SentencePieceTokenizer::piece(int id) const {
-  if (id < 0 || id >= vocab_size()) throw DataError(id_out_of_range(id, 0, vocab_size(), model_path_));
+  if (id < 0 || id >= vocab_size())
+    throw DataError(id_out_of_range(id, 0, vocab_size(), model_path_));
   return processor_->IdToPiece(id);
 }
 #endif

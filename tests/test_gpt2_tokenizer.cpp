@@ -64,11 +64,12 @@ std::string existing(const std::vector<std::string>& candidates) {
 const Gpt2Tokenizer* vocab_or_skip(const char* test) {
   static const std::string path = existing(gpt2_vocab_candidates());
   static const std::unique_ptr<Gpt2Tokenizer> tokenizer(path.empty() ? nullptr
-                                                                      : new Gpt2Tokenizer(path));
+                                                                     : new Gpt2Tokenizer(path));
   if (!tokenizer) {
-    std::printf("SKIPPED: [gpt2] %s: no GPT-2 vocabulary (BUILD/data/gpt2/gpt2.tiktoken; `make` "
-                "fetches it)\n",
-                test);
+    std::printf(
+        "SKIPPED: [gpt2] %s: no GPT-2 vocabulary (BUILD/data/gpt2/gpt2.tiktoken; `make` "
+        "fetches it)\n",
+        test);
     SUCCEED("no GPT-2 vocabulary");
   }
   return tokenizer.get();
@@ -100,9 +101,37 @@ std::string kjv_text() {
 // Pieces of text from every class the pattern tells apart, joined at random.
 std::string stress_text(std::mt19937_64& rng, int parts, bool with_invalid_utf8) {
   static const std::vector<std::string> pool = {
-      "Hello", " world", "THE", " LORD", "it's", " they'll", " we're", " you've", " I'm", " he'd",
-      " don't", "'S", "'LL", " '", "''", "'s's", "rock'n'roll", "12345", " 3.14159", "1,000,000",
-      "007", " 42nd", "  ", "   ", "\t", "\t\t ", "\r\n", "\r\n\r\n", "\n\n\n", " \n ", "\n",
+      "Hello",
+      " world",
+      "THE",
+      " LORD",
+      "it's",
+      " they'll",
+      " we're",
+      " you've",
+      " I'm",
+      " he'd",
+      " don't",
+      "'S",
+      "'LL",
+      " '",
+      "''",
+      "'s's",
+      "rock'n'roll",
+      "12345",
+      " 3.14159",
+      "1,000,000",
+      "007",
+      " 42nd",
+      "  ",
+      "   ",
+      "\t",
+      "\t\t ",
+      "\r\n",
+      "\r\n\r\n",
+      "\n\n\n",
+      " \n ",
+      "\n",
       "\xC2\xA0",      // no-break space (Zs)
       "\xE3\x80\x80",  // ideographic space (Zs)
       "\xE2\x80\xA8",  // line separator (Zl)
@@ -111,30 +140,47 @@ std::string stress_text(std::mt19937_64& rng, int parts, bool with_invalid_utf8)
       "\xE2\x80\x8B",  // zero-width space (Cf)
       "\xEF\xBB\xBF",  // BOM (Cf)
       "\xC2\xAD",      // soft hyphen (Cf)
-      "na\xC3\xAFve", " caf\xC3\xA9", "e\xCC\x81", "a\xCC\x88\xCC\xA3",  // combining marks (Mn)
+      "na\xC3\xAFve",
+      " caf\xC3\xA9",
+      "e\xCC\x81",
+      "a\xCC\x88\xCC\xA3",                                             // combining marks (Mn)
       "\xE0\xA4\xB9\xE0\xA4\xBF\xE0\xA4\x82\xE0\xA4\xA6\xE0\xA5\x80",  // Devanagari (Mc, Mn)
-      "\xE2\x83\x9D",                                                    // enclosing circle (Me)
-      " \xCE\x95\xCE\xBB\xCE\xBB\xCE\xAC\xCE\xB4\xCE\xB1",              // Greek
-      " \xD0\x9C\xD0\xBE\xD1\x81\xD0\xBA\xD0\xB2\xD0\xB0",              // Cyrillic
+      "\xE2\x83\x9D",                                                  // enclosing circle (Me)
+      " \xCE\x95\xCE\xBB\xCE\xBB\xCE\xAC\xCE\xB4\xCE\xB1",             // Greek
+      " \xD0\x9C\xD0\xBE\xD1\x81\xD0\xBA\xD0\xB2\xD0\xB0",             // Cyrillic
       "\xD8\xA7\xD9\x84\xD8\xB9\xD8\xB1\xD8\xA8\xD9\x8A\xD8\xA9",      // Arabic
       "\xD7\xA9\xD7\x9C\xD7\x95\xD7\x9D",                              // Hebrew
       "\xE0\xB8\xAA\xE0\xB8\xA7\xE0\xB8\xB1\xE0\xB8\xAA\xE0\xB8\x94\xE0\xB8\xB5",  // Thai
-      "\xE6\x9D\xB1\xE4\xBA\xAC", "\xE3\x81\x8B\xE3\x81\xAA", "\xED\x95\x9C\xEA\xB8\x80",
+      "\xE6\x9D\xB1\xE4\xBA\xAC",
+      "\xE3\x81\x8B\xE3\x81\xAA",
+      "\xED\x95\x9C\xEA\xB8\x80",
       "\xD9\xA3\xD9\xA4",  // Arabic-Indic digits (Nd)
       "\xE2\x85\xAB",      // Roman numeral twelve (Nl)
       "\xC2\xBD\xC2\xB2",  // one half, superscript two (No)
-      "!?", "...", "\xE2\x80\x94", "\xE2\x80\xA6", " $", "\xE2\x82\xAC", "\xE2\x88\x91", "(x)",
-      " --", "#!", "@user", "a_b",
+      "!?",
+      "...",
+      "\xE2\x80\x94",
+      "\xE2\x80\xA6",
+      " $",
+      "\xE2\x82\xAC",
+      "\xE2\x88\x91",
+      "(x)",
+      " --",
+      "#!",
+      "@user",
+      "a_b",
       "\xF0\x9F\x98\x80",                  // emoji
       "\xF0\x9F\x91\x8D\xF0\x9F\x8F\xBD",  // emoji with a skin tone
       "\xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9\xE2\x80\x8D\xF0\x9F\x91\xA7",  // ZWJ sequence
-      "\xF0\x9F\x87\xA9\xF0\x9F\x87\xAA",  // flag
-      "\xE2\x9D\xA4\xEF\xB8\x8F",          // variation selector
-      "\xEE\x80\x80",                      // private use
-      "\xCD\xB8",                          // unassigned U+0378
-      "\xEF\xBF\xBF",                      // noncharacter U+FFFF
-      "\xF4\x8F\xBF\xBF",                  // U+10FFFF
-      std::string("\x00\x07\x1B", 3), "<|endoftext|>", " <|endoftext|>\n",
+      "\xF0\x9F\x87\xA9\xF0\x9F\x87\xAA",                                          // flag
+      "\xE2\x9D\xA4\xEF\xB8\x8F",  // variation selector
+      "\xEE\x80\x80",              // private use
+      "\xCD\xB8",                  // unassigned U+0378
+      "\xEF\xBF\xBF",              // noncharacter U+FFFF
+      "\xF4\x8F\xBF\xBF",          // U+10FFFF
+      std::string("\x00\x07\x1B", 3),
+      "<|endoftext|>",
+      " <|endoftext|>\n",
   };
   static const std::vector<std::string> invalid = {
       "\xFF", "\xC0\xAF", "\xED\xA0\x80", "\xE2\x82", "\x80", "\xF5\x80\x80\x80", "\xFE\xFE"};

@@ -72,8 +72,8 @@ class CountingHooks : public UnitHooks {
 };
 
 std::string random_words(std::mt19937_64& rng, int words) {
-  static const char* pool[] = {"and", "the", "LORD", "said", "unto", "Moses", "go", "forth", "in",
-                               "peace", "zq", "xj", "kkv", "."};
+  static const char* pool[] = {"and",   "the", "LORD",  "said", "unto", "Moses", "go",
+                               "forth", "in",  "peace", "zq",   "xj",   "kkv",   "."};
   std::string s;
   for (int i = 0; i < words; ++i) s += std::string(i ? " " : "") + pool[rng() % 14];
   return s;
@@ -86,7 +86,8 @@ EndingLoss direct_loss(GPT& one_row, UnitHooks& hooks, std::vector<int> row, siz
   EndingLoss out;
   for (size_t j = std::max(context, offset + 1); j < row.size(); ++j) {
     const int t = int(j - offset);
-    const std::vector<float> logits = one_row.forward_logits(row.data() + offset, 1, t, t - 1, hooks);
+    const std::vector<float> logits =
+        one_row.forward_logits(row.data() + offset, 1, t, t - 1, hooks);
     double max = logits[0];
     for (float l : logits) max = std::max(max, double(l));
     double sum = 0;
@@ -131,8 +132,7 @@ TEST_CASE("json: values, escapes and syntax errors with their column", "[hellasw
   CHECK(error(std::string(100, '[')) == "66: nested deeper than 64 levels");
 }
 
-TEST_CASE("hellaswag file: the public format, and one-line errors naming the line",
-          "[hellaswag]") {
+TEST_CASE("hellaswag file: the public format, and one-line errors naming the line", "[hellaswag]") {
   TempFile good(
       "{\"ind\": 24, \"activity_label\": \"Roof shingle removal\", \"ctx_a\": \"A man\", "
       "\"ctx\": \"A man is sitting on a roof. he\", \"split\": \"val\", \"label\": 3, "
@@ -150,7 +150,8 @@ TEST_CASE("hellaswag file: the public format, and one-line errors naming the lin
   CHECK(ex[1].label == 1);
   CHECK(ex[1].line == 3);
 
-  const std::string ok = "{\"ctx\": \"c\", \"endings\": [\"a\", \"b\", \"c\", \"d\"], \"label\": 0}\n";
+  const std::string ok =
+      "{\"ctx\": \"c\", \"endings\": [\"a\", \"b\", \"c\", \"d\"], \"label\": 0}\n";
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"{\"ctx\": \"c\", ", ":2: column 14: not JSON: expected a string key"},
       {"[1, 2]", ":2: expected an object, got an array of 2"},
@@ -266,7 +267,8 @@ TEST_CASE("hellaswag: ending losses equal a direct computation at every rank", "
     CHECK(summed.correct_norm == expected.correct_norm);
     int64_t long_rows = 0;
     for (const auto& ex : set.examples)
-      for (const auto& ending : ex.endings) long_rows += ex.context.size() + ending.size() > size_t(T) + 1;
+      for (const auto& ending : ex.endings)
+        long_rows += ex.context.size() + ending.size() > size_t(T) + 1;
     CHECK(summed.rows_cut == long_rows);
     if (T == 16) CHECK(long_rows >= 4);
   }

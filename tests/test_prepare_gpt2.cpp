@@ -67,9 +67,25 @@ std::string read_file(const std::string& path) {
 
 // Random prose-like text: words, punctuation, numbers, non-ASCII, line breaks.
 std::string random_text(std::mt19937_64& rng, size_t bytes) {
-  static const std::vector<std::string> words = {
-      "the", "LORD", "said", "unto", "him", "it's", "they'll", "1611", "3.5", "caf\xC3\xA9",
-      "\xE6\x9D\xB1\xE4\xBA\xAC", "\xF0\x9F\x98\x80", ",", ".", ";", "  ", "\t", "--", "<|endoftext|>"};
+  static const std::vector<std::string> words = {"the",
+                                                 "LORD",
+                                                 "said",
+                                                 "unto",
+                                                 "him",
+                                                 "it's",
+                                                 "they'll",
+                                                 "1611",
+                                                 "3.5",
+                                                 "caf\xC3\xA9",
+                                                 "\xE6\x9D\xB1\xE4\xBA\xAC",
+                                                 "\xF0\x9F\x98\x80",
+                                                 ",",
+                                                 ".",
+                                                 ";",
+                                                 "  ",
+                                                 "\t",
+                                                 "--",
+                                                 "<|endoftext|>"};
   std::string text;
   while (text.size() < bytes) {
     text += words[rng() % words.size()];
@@ -169,7 +185,8 @@ TEST_CASE("prepare gpt2: a folder of files, one document each, on any number of 
     CHECK(progress.str().empty());  // no progress line on a short input
     check_shards(*t, documents, total_bytes(files), o.val_fraction, o.out);
     CHECK(expand_glob(o.out + "/train_*.bin").size() > 1);
-    const std::string both = read_file(o.out + "/train_000.bin") + read_file(o.out + "/val_000.bin");
+    const std::string both =
+        read_file(o.out + "/train_000.bin") + read_file(o.out + "/val_000.bin");
     if (!previous.empty()) CHECK(both == previous);
     previous = both;
   }
@@ -211,7 +228,8 @@ TEST_CASE("prepare gpt2: paragraphs separated by blank lines are documents", "[d
     text += doc;
     if (!last) {
       const int blanks = 1 + int(rng() % 3);
-      for (int b = 0; b < blanks; ++b) text += std::vector<std::string>{"\n", " \t\n", "\r\n"}[rng() % 3];
+      for (int b = 0; b < blanks; ++b)
+        text += std::vector<std::string>{"\n", " \t\n", "\r\n"}[rng() % 3];
     }
   }
   write_file(dir.file("p.txt"), text);
@@ -267,23 +285,30 @@ TEST_CASE("prepare gpt2: bad inputs and arguments", "[data]") {
     return error_of([&] { run_prepare_command(args); });
   };
   const std::string out = dir.file("out");
-  require_parts(run({"--input", dir.file("none*.txt"), "--out", out, "--tokenizer", "gpt2"}),
-                {"none*.txt", "matches no files"});
   write_file(dir.file("hidden/.a"), "x");
-  require_parts(run({"--input", dir.file("hidden"), "--out", out, "--tokenizer", "gpt2"}),
-                {"hidden: the directory holds no files"});
-  require_parts(run({"--input", dir.file("x"), "--out", out, "--tokenizer", "gpt2", "--vocab", "9"}),
-                {"--vocab applies to --tokenizer bpe", "usage: zerotrain prepare"});
+  require_parts(
+      run({"--input", dir.file("x"), "--out", out, "--tokenizer", "gpt2", "--vocab", "9"}),
+      {"--vocab applies to --tokenizer bpe", "usage: zerotrain prepare"});
   require_parts(
       run({"--input", dir.file("x"), "--out", out, "--tokenizer", "gpt2", "--documents", "words"}),
       {"--documents must be file or paragraphs, got 'words'"});
-  require_parts(run({"--input", dir.file("x"), "--out", out, "--tokenizer", "byte", "--threads", "2"}),
-                {"--documents and --threads apply to --tokenizer gpt2"});
-  require_parts(run({"--input", dir.file("x"), "--out", out, "--tokenizer", "gpt2", "--threads", "0"}),
-                {"--threads expects an integer in [1, 1024], got '0'"});
+  require_parts(
+      run({"--input", dir.file("x"), "--out", out, "--tokenizer", "byte", "--threads", "2"}),
+      {"--documents and --threads apply to --tokenizer gpt2"});
+  require_parts(
+      run({"--input", dir.file("x"), "--out", out, "--tokenizer", "gpt2", "--threads", "0"}),
+      {"--threads expects an integer in [1, 1024], got '0'"});
   require_parts(run({"--input", dir.file("x"), "--out", out, "--tokenizer", "gpt3"}),
                 {"--tokenizer must be byte, bpe, gpt2 or a .tiktoken file, got 'gpt3'"});
-  if (!gpt2_or_skip("prepare gpt2 errors")) return;
+  if (!gpt2_or_skip("prepare gpt2 errors")) {
+    require_parts(run({"--input", dir.file("x"), "--out", out, "--tokenizer", "gpt2"}),
+                  {"GPT-2 encoding is unavailable in this build"});
+    return;
+  }
+  require_parts(run({"--input", dir.file("none*.txt"), "--out", out, "--tokenizer", "gpt2"}),
+                {"none*.txt", "matches no files"});
+  require_parts(run({"--input", dir.file("hidden"), "--out", out, "--tokenizer", "gpt2"}),
+                {"hidden: the directory holds no files"});
   write_file(dir.file("empty/a.txt"), "");
   require_parts(run({"--input", dir.file("empty"), "--out", out, "--tokenizer", "gpt2"}),
                 {"no text to encode"});

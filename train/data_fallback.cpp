@@ -18,8 +18,8 @@ void fall_back(const char* key, std::string& value, const std::string& fallback,
                std::vector<std::string>& notes) {
   if (fallback.empty() || matches_a_file(value)) return;
   if (!matches_a_file(fallback))
-    throw DataError(std::string("data.") + key + ": " + value + " matches no files, nor does data." +
-                    key + "_fallback " + fallback);
+    throw DataError(std::string("data.") + key + ": " + value +
+                    " matches no files, nor does data." + key + "_fallback " + fallback);
   notes.push_back(std::string("data.") + key + ": " + value + " matches no files; reading data." +
                   key + "_fallback " + fallback + " instead");
   value = fallback;

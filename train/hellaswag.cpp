@@ -132,8 +132,8 @@ std::string describe_hellaswag(const HellaswagResult& r, const std::string& sour
                 static_cast<long long>(r.examples), source.c_str());
   std::string out = line;
   if (r.rows_cut > 0)
-    out += " | " + std::to_string(r.rows_cut) +
-           " rows longer than seq_len + 1 kept their last tokens";
+    out +=
+        " | " + std::to_string(r.rows_cut) + " rows longer than seq_len + 1 kept their last tokens";
   return out;
 }
 

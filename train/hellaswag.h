@@ -32,7 +32,7 @@ struct HellaswagSet {
     int label = 0;
   };
   std::vector<Example> examples;
-  std::string source;  // the file, for messages
+  std::string source;      // the file, for messages
   size_t longest_row = 0;  // tokens, context + ending
 };
 

@@ -13,7 +13,8 @@ namespace zt {
 namespace {
 
 bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 }  // namespace
@@ -59,7 +60,8 @@ int run_prepare_command(const std::vector<std::string>& args) {
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   o.threads = int(f.get_int("--threads", cores, 1, 1024));
   o.val_fraction = f.get_double("--val-fraction", 0.05, 0, 1, true);
-  if (o.val_fraction >= 1) f.fail("--val-fraction must be in (0, 1), got " + f.get("--val-fraction"));
+  if (o.val_fraction >= 1)
+    f.fail("--val-fraction must be in (0, 1), got " + f.get("--val-fraction"));
   o.shard_tokens = f.get_int("--shard-tokens", 100000000, 1, INT32_MAX);
   while (o.out.size() > 1 && o.out.back() == '/') o.out.pop_back();
   prepare_corpus(o, std::cout, std::cerr);

@@ -97,7 +97,8 @@ int run_train(const TrainArgs& a) {
     validate_config(cfg);
   }
   validate_for_world(cfg, world);
-  const std::vector<std::string> data_notes = apply_data_fallbacks(cfg.data, cfg.train.eval_every > 0);
+  const std::vector<std::string> data_notes =
+      apply_data_fallbacks(cfg.data, cfg.train.eval_every > 0);
   const FaultInjection fault = parse_fault_injection(cfg.system.fault_inject);
   const std::string config_yaml = config_to_yaml(cfg);
   const int accum = grad_accum_steps(cfg, world);
