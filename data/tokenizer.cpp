@@ -131,8 +131,6 @@ std::string SentencePieceTokenizer::decode(const std::vector<int>& ids) const {
 
 int SentencePieceTokenizer::vocab_size() const { return processor_->GetPieceSize(); }
 
-int SentencePieceTokenizer::eot_id() const { return processor_->eos_id(); }
-
 std::string SentencePieceTokenizer::piece(int id) const {
   if (id < 0 || id >= vocab_size())
     throw DataError(id_out_of_range(id, 0, vocab_size(), model_path_));

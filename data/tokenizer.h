@@ -50,7 +50,8 @@ class SentencePieceTokenizer : public Tokenizer {
   std::string decode(const std::vector<int>& ids) const override;
   int vocab_size() const override;
   std::string name() const override { return "sentencepiece:" + model_path_; }
-  int eot_id() const override;
+  // No eot_id: prepare separates no documents in sentencepiece shards, and
+  // the model's </s> never occurs in them.
   std::string piece(int id) const override;
 
  private:
