@@ -141,12 +141,14 @@ void prepare_documents(const PrepareOptions& o, std::ostream& out, std::ostream&
 
   char line[256];
   std::snprintf(line, sizeof line,
-                "encoded %zu files, %lld documents, %s into %lld tokens in %.2f s (%.1f MB/s "
-                "with %d threads)",
-                files.size(), static_cast<long long>(reader.documents()),
+                "encoded %zu file%s, %lld document%s, %s into %lld tokens in %.2f s (%.1f MB/s "
+                "with %d thread%s)",
+                files.size(), files.size() == 1 ? "" : "s",
+                static_cast<long long>(reader.documents()), reader.documents() == 1 ? "" : "s",
                 megabytes(double(reader.bytes_read())).c_str(),
                 static_cast<long long>(stream_tokens), seconds,
-                double(reader.bytes_read()) / 1e6 / std::max(seconds, 1e-9), threads);
+                double(reader.bytes_read()) / 1e6 / std::max(seconds, 1e-9), threads,
+                threads == 1 ? "" : "s");
   out << line << "\n";
   for (const auto* shards : {&train_shards, &val_shards})
     for (const auto& shard : *shards)

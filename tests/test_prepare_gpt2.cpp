@@ -241,7 +241,7 @@ TEST_CASE("prepare gpt2: paragraphs separated by blank lines are documents", "[d
   o.threads = 2;
   std::stringstream out, progress;
   prepare_corpus(o, out, progress);
-  CHECK(out.str().find("encoded 1 files, " + std::to_string(paragraphs) + " documents") == 0);
+  CHECK(out.str().find("encoded 1 file, " + std::to_string(paragraphs) + " documents") == 0);
   check_shards(*t, expected, int64_t(text.size()), o.val_fraction, o.out);
 }
 
