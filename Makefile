@@ -1,4 +1,4 @@
-# zerotrain: `make` builds build/zerotrain and the default corpus, `make run`
+# zerotrain: `make` builds build/zerotrain and the default corpora, `make run`
 # trains the tiny default, `make test` runs every test. The first call installs
 # missing packages through scripts/install_deps.sh (DEPS=skip to skip that step).
 # The real build lives in build.mk; this file only sequences set-up before it,
@@ -9,7 +9,7 @@ DEPS ?= auto
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SUBMAKE = $(MAKE) --no-print-directory -f build.mk BUILD=$(BUILD) -j$(JOBS)
 
-.PHONY: all deps build corpus run test test-asan bench format clean
+.PHONY: all deps build corpus data-gpt2 run test test-asan bench format clean
 
 all: build corpus
 
@@ -21,8 +21,16 @@ endif
 build: deps
 	@$(SUBMAKE) $(BUILD)/zerotrain
 
+# GPT-2's vocabulary (fetched once, not with DEPS=skip) and the KJV as GPT-2 shards.
+GPT2_DATA = $(if $(filter skip,$(DEPS)),,scripts/fetch_gpt2_vocab.sh $(BUILD) && )scripts/prepare_gpt2_corpus.sh $(BUILD)
+
 corpus: build
 	@scripts/prepare_default_corpus.sh $(BUILD)
+	@$(GPT2_DATA)
+
+data-gpt2: build
+	@scripts/prepare_default_corpus.sh $(BUILD)
+	@$(GPT2_DATA)
 
 run: all
 	$(BUILD)/zerotrain train configs/tiny.yaml --run-dir $(BUILD)/runs/tiny

@@ -32,6 +32,12 @@ ifneq ($(wildcard /usr/include/sentencepiece_trainer.h),)
   LDLIBS += -lsentencepiece -lsentencepiece_train
 endif
 
+# PCRE2 runs GPT-2's pre-tokenizer regex; without it GPT-2 text only decodes.
+ifneq ($(shell pkg-config --exists libpcre2-8 2>/dev/null && echo yes),)
+  CXXFLAGS += -DZT_HAVE_PCRE2 $(shell pkg-config --cflags libpcre2-8)
+  LDLIBS += $(shell pkg-config --libs libpcre2-8)
+endif
+
 # Catch2: v2 ships one header, v3 a library (the GPU machine has v3).
 ifneq ($(wildcard /usr/include/catch2/catch_all.hpp /usr/local/include/catch2/catch_all.hpp),)
   TEST_LIBS := $(shell pkg-config --libs catch2 2>/dev/null || echo -lCatch2)

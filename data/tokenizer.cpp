@@ -1,12 +1,17 @@
 // Byte and sentencepiece tokenizers, BPE training, and terminal-safe text.
 #include "data/tokenizer.h"
 
+#include <sys/stat.h>
+
+#include <cstdio>
+
+#include "data/gpt2_tokenizer.h"
 #include "data/shard.h"
+#include "data/utf8.h"
 
 #ifdef ZT_HAVE_SENTENCEPIECE
 #include <sentencepiece_processor.h>
 #include <sentencepiece_trainer.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <unordered_map>
@@ -33,7 +38,46 @@ std::string one_line(std::string s) {
 }
 #endif
 
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::unique_ptr<Tokenizer> make_default_gpt2() {
+  const std::vector<std::string> candidates = gpt2_vocab_candidates();
+  for (const std::string& path : candidates) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode))
+      return std::make_unique<Gpt2Tokenizer>(path);
+  }
+  std::string tried;
+  for (const std::string& path : candidates) tried += (tried.empty() ? "" : " or ") + path;
+  throw DataError("data.tokenizer gpt2: no GPT-2 vocabulary at " + tried +
+                  "; `make` fetches it (scripts/fetch_gpt2_vocab.sh), or give its path as "
+                  "data.tokenizer=PATH/gpt2.tiktoken");
+}
+
 }  // namespace
+
+std::string Tokenizer::piece(int id) const {
+  const std::string bytes = decode({id});
+  std::string out;
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(bytes.data());
+  for (size_t i = 0; i < bytes.size();) {
+    const Utf8Scan seq = scan_utf8(p + i, bytes.size() - i);
+    if (seq.complete && (p[i] >= 0x20 && p[i] != 0x7F && !(p[i] == 0xC2 && p[i + 1] < 0xA0))) {
+      if (p[i] == '\\') out += '\\';
+      out.append(bytes, i, seq.length);
+      i += seq.length;
+      continue;
+    }
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "\\x%02X", p[i]);
+    out += hex;
+    ++i;
+  }
+  return out;
+}
 
 std::vector<int> ByteTokenizer::encode(const std::string& text) const {
   std::vector<int> ids(text.size());
@@ -86,6 +130,12 @@ std::string SentencePieceTokenizer::decode(const std::vector<int>& ids) const {
 }
 
 int SentencePieceTokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+
+std::string SentencePieceTokenizer::piece(int id) const {
+  if (id < 0 || id >= vocab_size())
+    throw DataError(id_out_of_range(id, 0, vocab_size(), model_path_));
+  return processor_->IdToPiece(id);
+}
 #endif
 
 bool bpe_available() {
@@ -100,7 +150,10 @@ std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec) {
   if (spec == "byte") return std::make_unique<ByteTokenizer>();
   if (spec.empty())
     throw DataError(
-        "data.tokenizer is empty; expected 'byte' or the path of a sentencepiece .model file");
+        "data.tokenizer is empty; expected 'byte', 'gpt2', a .tiktoken file or a sentencepiece "
+        ".model file");
+  if (spec == "gpt2") return make_default_gpt2();
+  if (ends_with(spec, ".tiktoken")) return std::make_unique<Gpt2Tokenizer>(spec);
 #ifdef ZT_HAVE_SENTENCEPIECE
   return std::make_unique<SentencePieceTokenizer>(spec);
 #else
@@ -149,18 +202,17 @@ void train_bpe(const std::string& text_file, const std::string& model_prefix, in
 #endif
 }
 
-// UTF-8 validation per RFC 3629: lead byte ranges fix the length and the
-// allowed range of the first continuation byte (which excludes overlong forms,
-// surrogates and code points above U+10FFFF). An invalid sequence becomes one
-// U+FFFD and scanning resumes at the first byte that did not fit.
+// Invalid UTF-8 becomes one U+FFFD per maximal subpart (see scan_utf8), and
+// scanning resumes at the first byte that did not fit.
 std::string printable_utf8(const std::string& bytes) {
   static const char kReplacement[] = "\xEF\xBF\xBD";
   std::string out;
   out.reserve(bytes.size());
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(bytes.data());
   const size_t n = bytes.size();
   size_t i = 0;
   while (i < n) {
-    const unsigned char lead = static_cast<unsigned char>(bytes[i]);
+    const unsigned char lead = p[i];
     if (lead < 0x80) {
       bool control = (lead < 0x20 && lead != '\n' && lead != '\t') || lead == 0x7F;
       if (control) out += kReplacement;
@@ -168,33 +220,12 @@ std::string printable_utf8(const std::string& bytes) {
       ++i;
       continue;
     }
-    int length = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (lead >= 0xC2 && lead <= 0xDF) length = 2;
-    else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3;
-      if (lead == 0xE0) lo = 0xA0;
-      if (lead == 0xED) hi = 0x9F;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4;
-      if (lead == 0xF0) lo = 0x90;
-      if (lead == 0xF4) hi = 0x8F;
-    }
-    size_t valid = 1;
-    if (length > 0) {
-      while (valid < size_t(length) && i + valid < n) {
-        const unsigned char c = static_cast<unsigned char>(bytes[i + valid]);
-        const unsigned char min = valid == 1 ? lo : 0x80, max = valid == 1 ? hi : 0xBF;
-        if (c < min || c > max) break;
-        ++valid;
-      }
-    }
+    const Utf8Scan seq = scan_utf8(p + i, n - i);
     // C1 controls (U+0080..U+009F, encoded C2 80..C2 9F) act as terminal escapes.
-    const bool c1_control = length == 2 && valid == 2 && lead == 0xC2 &&
-                            static_cast<unsigned char>(bytes[i + 1]) < 0xA0;
-    if (length > 0 && valid == size_t(length) && !c1_control) out.append(bytes, i, valid);
+    const bool c1_control = seq.complete && seq.length == 2 && lead == 0xC2 && p[i + 1] < 0xA0;
+    if (seq.complete && !c1_control) out.append(bytes, i, seq.length);
     else out += kReplacement;
-    i += valid;
+    i += seq.length;
   }
   return out;
 }

@@ -1,5 +1,7 @@
-// Tokenizers: text <-> token ids. Two kinds:
+// Tokenizers: text <-> token ids. Three kinds:
 //   byte           256 ids, id = byte value; always available, needs no files.
+//   gpt2           GPT-2's BPE (data/gpt2_tokenizer.h) from gpt2.tiktoken;
+//                  encoding needs PCRE2 (ZT_HAVE_PCRE2), decoding works anywhere.
 //   sentencepiece  a BPE .model file (byte fallback on), only in builds where
 //                  libsentencepiece was found (ZT_HAVE_SENTENCEPIECE).
 #pragma once
@@ -24,6 +26,11 @@ class Tokenizer {
   virtual std::string decode(const std::vector<int>& ids) const = 0;
   virtual int vocab_size() const = 0;
   virtual std::string name() const = 0;
+  // The end-of-text (document separator) id, or -1 when there is none.
+  virtual int eot_id() const { return -1; }
+  // How token `id` reads, for listings: its bytes as printable text, with
+  // \xNN for bytes that are not (sentencepiece and GPT-2 use their own spelling).
+  virtual std::string piece(int id) const;
 };
 
 class ByteTokenizer : public Tokenizer {
@@ -43,6 +50,9 @@ class SentencePieceTokenizer : public Tokenizer {
   std::string decode(const std::vector<int>& ids) const override;
   int vocab_size() const override;
   std::string name() const override { return "sentencepiece:" + model_path_; }
+  // No eot_id: prepare separates no documents in sentencepiece shards, and
+  // the model's </s> never occurs in them.
+  std::string piece(int id) const override;
 
  private:
   std::string model_path_;
@@ -53,8 +63,10 @@ class SentencePieceTokenizer : public Tokenizer {
 // Whether this build has the sentencepiece (BPE) tokenizer.
 bool bpe_available();
 
-// spec: "byte", or the path of a sentencepiece .model file. Throws DataError
-// with one line when the model is missing or BPE is not built in.
+// spec: "byte"; "gpt2" (gpt2.tiktoken where gpt2_vocab_candidates() says) or
+// the path of a .tiktoken file; or the path of a sentencepiece .model file.
+// Throws DataError with one line when a file is missing or the kind is not
+// built in.
 std::unique_ptr<Tokenizer> make_tokenizer(const std::string& spec);
 
 // Trains a sentencepiece BPE model on a text file (one sentence per line),

@@ -46,6 +46,9 @@ class GPT {
   // the embedding's backward, since the LM head shares it.
   static std::vector<ModuleEvent> training_events(const ParamTable& table);
 
+  // Each token's loss from the last forward_loss or forward_backward, [B*T], host.
+  const std::vector<float>& token_losses() const { return host_losses_; }
+
   int B() const { return B_; }
   int T() const { return T_; }
 

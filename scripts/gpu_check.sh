@@ -42,7 +42,7 @@ scripts/bench.sh build | tee "$LOG/bench.txt" | tail -8 >"$LOG/bench_table.txt"
 ZT_PROFILE_OPS=1 timeout 150 build/zerotrain train configs/gpt2-124m.yaml --run-dir build/bench/profile \
   --set data.train=build/bench/data/random_000.bin --set data.val=build/bench/data/random_000.bin \
   --set system.device=cuda --set train.micro_batch=32 --set train.global_batch_tokens=32768 \
-  --set train.steps=12 --set train.eval_every=0 --set train.checkpoint_every=0 \
+  --set train.steps=12 --set train.eval_every=0 --set train.sample_every=0 --set train.checkpoint_every=0 \
   >"$LOG/profile_run.txt" 2>"$LOG/profile.txt"
 echo
 echo "==== gpu_check summary ($(($(date +%s) - t0)) s) ===="

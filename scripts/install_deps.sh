@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages zerotrain needs, only those missing.
 # As root: apt-get (waiting for the dpkg lock). Otherwise: one line naming the
-# command to run. Optional packages (OpenBLAS, sentencepiece, bible-kjv, torch)
+# command to run. Optional packages (OpenBLAS, sentencepiece, PCRE2, bible-kjv, torch)
 # that cannot be installed (no network, as on the GPU machine) are skipped with
 # a notice; the build falls back without them.
 set -u
 required=(libyaml-cpp-dev catch2 libopenmpi-dev openmpi-bin pkg-config)
-optional=(libopenblas-dev libsentencepiece-dev bible-kjv python3-torch python3-numpy python3-matplotlib)
+optional=(libopenblas-dev libsentencepiece-dev libpcre2-dev bible-kjv python3-torch python3-numpy python3-matplotlib)
 
 have() {  # a package counts as present when its files are, whatever installed them
   case "$1" in
@@ -17,6 +17,7 @@ have() {  # a package counts as present when its files are, whatever installed t
     pkg-config) command -v pkg-config >/dev/null ;;
     libopenblas-dev) pkg-config --exists openblas ;;
     libsentencepiece-dev) [ -e /usr/include/sentencepiece_trainer.h ] ;;
+    libpcre2-dev) pkg-config --exists libpcre2-8 ;;
     bible-kjv) command -v bible >/dev/null ;;
     python3-torch) /usr/bin/python3 -c 'import torch' 2>/dev/null ;;
     python3-numpy) /usr/bin/python3 -c 'import numpy' 2>/dev/null ;;

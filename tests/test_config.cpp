@@ -236,7 +236,10 @@ TEST_CASE("every preset in configs/ loads and validates", "[config]") {
     REQUIRE(c.model.n_embd == s.n_embd);
     REQUIRE(c.model.vocab_size == 50304);
     REQUIRE(c.train.global_batch_tokens == 524288);
-    REQUIRE(c.system.device == "cuda");
+    REQUIRE(c.system.device == "auto");
+    REQUIRE(c.data.tokenizer == "gpt2");
+    REQUIRE(c.data.train_fallback == "build/data/kjv-gpt2/train_*.bin");
+    REQUIRE(c.train.sample_every > 0);
     for (int world : {1, 2, 4, 8}) validate_for_world(c, world);
   }
 }

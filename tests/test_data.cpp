@@ -17,6 +17,7 @@
 #include "data/shard.h"
 #include "data/tokenizer.h"
 #include "tests/catch.h"
+#include "train/commands.h"
 
 namespace fs = std::filesystem;
 using namespace zt;
@@ -97,6 +98,17 @@ std::string shard_error(const std::string& path, int vocab) {
   CHECK(message.rfind(path + ": ", 0) == 0);
   CHECK(!contains(message, "\n"));
   return message;
+}
+
+// `zerotrain prepare ARGS` as main runs it: 0, or 2 after the one-line
+// message of a usage or data error on stderr.
+int run_prepare(const std::vector<std::string>& args) {
+  try {
+    return run_prepare_command(args);
+  } catch (const std::exception& e) {
+    std::cerr << "zerotrain: " << e.what() << std::endl;
+    return 2;
+  }
 }
 
 // Swaps std::cout and std::cerr for string streams while alive.
@@ -475,11 +487,11 @@ TEST_CASE("prepare: byte shards, usage errors, nothing left on failure", "[data]
     CHECK(contains(output.err.str(), "usage: zerotrain prepare"));
   }
   output.err.str("");
-  CHECK(run_prepare({"--input", input, "--out", out, "--tokenizer", "byte"}) == 1);
+  CHECK(run_prepare({"--input", input, "--out", out, "--tokenizer", "byte"}) == 2);
   CHECK(contains(output.err.str(), out + ": already exists"));
   const std::string missing_out = dir.file("out/missing");
   CHECK(run_prepare(
-            {"--input", dir.file("nope.txt"), "--out", missing_out, "--tokenizer", "byte"}) == 1);
+            {"--input", dir.file("nope.txt"), "--out", missing_out, "--tokenizer", "byte"}) == 2);
   CHECK(contains(output.err.str(), "nope.txt: cannot open"));
   CHECK(std::distance(fs::directory_iterator(dir.file("out")), fs::directory_iterator()) == 1);
 }
@@ -491,7 +503,7 @@ TEST_CASE("prepare: bpe tokenizer model round-trips", "[data]") {
     CaptureOutput output;
     write_bytes(input, {'a', '\n'});
     CHECK(run_prepare({"--input", input, "--out", out, "--tokenizer", "bpe", "--vocab", "300"}) ==
-          1);
+          2);
     CHECK(contains(output.err.str(), "unavailable in this build"));
     CHECK(contains(error_of([&] { make_tokenizer(dir.file("tokenizer.model")); }),
                    "unavailable in this build"));
@@ -516,7 +528,7 @@ TEST_CASE("prepare: bpe tokenizer model round-trips", "[data]") {
     // exists: nothing may be left behind.
     CaptureOutput output;
     CHECK(run_prepare({"--input", input, "--out", dir.file("small"), "--tokenizer", "bpe",
-                       "--vocab", "100"}) == 1);
+                       "--vocab", "100"}) == 2);
     CHECK(contains(output.err.str(), "sentencepiece BPE training (vocab 100) failed"));
     CHECK(split_lines(output.err.str()).size() == 1);
     CHECK(std::distance(fs::directory_iterator(dir.path), fs::directory_iterator()) ==

@@ -13,6 +13,8 @@
 #include "train/checkpoint.h"
 #include "train/cli_args.h"
 #include "train/config.h"
+#include "train/data_fallback.h"
+#include "train/hellaswag.h"
 #include "train/init_weights.h"
 #include "train/llmc_model_file.h"
 #include "train/runtime.h"
@@ -57,16 +59,38 @@ std::vector<float> checkpoint_weights(const std::string& ckpt, Config* cfg_out) 
 
 int run_eval_command(const std::vector<std::string>& args) {
   const CliArgs f("eval",
-                  "usage: zerotrain eval CONFIG [--init-from F | --checkpoint CKPT] [--batches N] "
-                  "[--set k=v ...]",
-                  {{"--init-from"}, {"--checkpoint"}, {"--batches"}, {"--set", true, true}}, args,
-                  1, 1);
+                  "usage: zerotrain eval CONFIG [--init-from F | --checkpoint CKPT] "
+                  "[--batches N | --hellaswag FILE [--limit N]] [--set k=v ...]",
+                  {{"--init-from"},
+                   {"--checkpoint"},
+                   {"--batches"},
+                   {"--hellaswag"},
+                   {"--limit"},
+                   {"--set", true, true}},
+                  args, 1, 1);
   if (f.has("--init-from") && f.has("--checkpoint"))
     f.fail("--init-from and --checkpoint exclude each other");
+  const bool hellaswag = f.has("--hellaswag");
+  if (hellaswag && f.has("--batches")) f.fail("--batches and --hellaswag exclude each other");
+  if (f.has("--limit") && !hellaswag) f.fail("--limit applies to --hellaswag");
   Config cfg = load_config(f.positional()[0], f.all("--set"));
+  int rank = 0, world = 1, local_rank = 0, local_size = 1;
+  mpi_ranks(&rank, &world, &local_rank, &local_size);
+  for (const std::string& note : apply_data_fallbacks(cfg.data, !hellaswag))
+    if (rank == 0) std::printf("%s\n", note.c_str());
   const int batches = static_cast<int>(f.get_int("--batches", cfg.train.eval_batches, 1, 1 << 30));
-  DataLoader val(cfg.data.val, cfg.model.vocab_size, cfg.train.micro_batch, cfg.model.seq_len, 0, 1,
-                 1, cfg.train.seed, false);
+  std::unique_ptr<DataLoader> val;
+  HellaswagSet examples;
+  if (hellaswag) {
+    std::vector<HellaswagExample> read = read_hellaswag(f.get("--hellaswag"));
+    read.resize(static_cast<size_t>(f.get_int("--limit", static_cast<int64_t>(read.size()), 1,
+                                              static_cast<int64_t>(read.size()))));
+    examples = tokenize_hellaswag(read, *make_tokenizer(cfg.data.tokenizer), cfg.model.vocab_size,
+                                  f.get("--hellaswag"));
+  } else {
+    val.reset(new DataLoader(cfg.data.val, cfg.model.vocab_size, cfg.train.micro_batch,
+                             cfg.model.seq_len, 0, 1, 1, cfg.train.seed, false));
+  }
   ParamTable table(cfg.model);
   std::vector<float> w;
   if (!f.get("--init-from").empty()) {
@@ -82,11 +106,19 @@ int run_eval_command(const std::vector<std::string>& args) {
   }
   LoadedModel m = load_model(cfg, w);
   const int B = cfg.train.micro_batch, T = cfg.model.seq_len;
+  if (hellaswag) {
+    // Each rank holds the whole model and scores every world-th example.
+    GPT model(*m.table, *m.ops, B, hellaswag_positions(examples, T));
+    const HellaswagResult r =
+        score_hellaswag(model, *m.engine, examples, rank, world, sum_over_ranks);
+    if (rank == 0) std::printf("%s\n", describe_hellaswag(r, f.get("--hellaswag")).c_str());
+    return 0;
+  }
   GPT model(*m.table, *m.ops, B, T);
   std::vector<int> in(static_cast<size_t>(B) * T), tgt(in.size());
   double sum = 0;
   for (int j = 0; j < batches; j++) {
-    val.micro_batch(j, 0, in.data(), tgt.data());
+    val->micro_batch(j, 0, in.data(), tgt.data());
     sum += model.forward_loss(in.data(), tgt.data(), *m.engine);
   }
   std::printf("eval: mean loss %.6f over %d batches of %d x %d tokens of %s\n",
@@ -112,12 +144,12 @@ int run_sample_command(const std::vector<std::string>& args) {
   s.top_k = static_cast<int>(f.get_int("--top-k", cfg.train.top_k, 0, 1 << 30));
   s.seed = static_cast<uint64_t>(f.get_int("--seed", 1, 0, INT64_MAX));
   s.temperature = f.get_double("--temperature", cfg.train.temperature, 0, 1e9, true);
-  std::vector<int> prompt = tok->encode(f.get("--prompt", "\n"));
+  s.vocab_limit = tok->vocab_size();
+  std::vector<int> prompt = sample_prompt(*tok, f.get("--prompt"));
   for (int t : prompt)
     if (t >= cfg.model.vocab_size)
       throw ConfigError("sample: prompt token out of the model's vocabulary");
-  std::printf("%s\n",
-              printable_utf8(tok->decode(sample_tokens(model, *m.engine, prompt, s))).c_str());
+  std::printf("%s\n", sample_text(*tok, sample_tokens(model, *m.engine, prompt, s)).c_str());
   return 0;
 }
 

@@ -1,4 +1,4 @@
-// The subcommands other than train and prepare.
+// The subcommands other than train.
 #pragma once
 #include <string>
 #include <vector>
@@ -10,5 +10,7 @@ int run_sample_command(const std::vector<std::string>& args);
 int run_export_command(const std::vector<std::string>& args);
 int run_plan_command(const std::vector<std::string>& args);
 int run_report_command(const std::vector<std::string>& args);
+int run_prepare_command(const std::vector<std::string>& args);
+int run_tokenize_command(const std::vector<std::string>& args);
 
 }  // namespace zt

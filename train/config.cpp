@@ -238,6 +238,10 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
   require_one_of("train.deepspeed_auto", c.train.deepspeed_auto, {"deepspeed", "hf"});
   require_one_of("zero.communication_data_type", c.zero.communication_data_type,
                  {"auto", "fp32", "bf16", "fp16"});
+  if (t.hellaswag_every > 0 && t.hellaswag_file.empty())
+    fail(blame({"train.hellaswag_every", "train.hellaswag_file"}) +
+         "expected train.hellaswag_file (a hellaswag_val.jsonl) with train.hellaswag_every " +
+         std::to_string(t.hellaswag_every));
   const std::string& fault = c.system.fault_inject;
   if (!fault.empty() && !valid_fault_inject(fault))
     fail(origin("system.fault_inject").prefix +

@@ -14,7 +14,10 @@ namespace zt {
 struct DataConfig {
   std::string train = "build/data/kjv/train_*.bin";  // file or glob of token shards
   std::string val = "build/data/kjv/val_*.bin";
-  std::string tokenizer = "byte";  // "byte" or the path of a sentencepiece .model
+  std::string tokenizer = "byte";  // "byte", "gpt2", a .tiktoken file or a sentencepiece .model
+  // Used, with a notice, when train / val match no file (GPT-2 presets: the KJV's GPT-2 shards).
+  std::string train_fallback;
+  std::string val_fallback;
 };
 
 struct TrainConfig {
@@ -39,6 +42,8 @@ struct TrainConfig {
   int keep_checkpoints = 2;
   uint64_t seed = 1337;
   int log_every = 1;
+  int hellaswag_every = 0;     // HellaSwag accuracy every N steps (and at the last); 0: never
+  std::string hellaswag_file;  // hellaswag_val.jsonl
   // Optimizer parameter groups as ZeRO partitions them: "two" (weights with
   // decay, biases and norms without, as the HF Trainer builds them) or "one".
   std::string param_groups = "two";

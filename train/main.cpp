@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "data/prepare.h"
 #include "data/shard.h"
 #include "train/commands.h"
 #include "train/config.h"
@@ -20,23 +19,26 @@ namespace {
 const char* kUsage =
     "usage: zerotrain COMMAND ...\n"
     "  train CONFIG [--set k=v ...] [--run-dir DIR] [--resume] [--init-from F] [--deepspeed J]\n"
-    "  prepare --input FILE --out DIR --tokenizer byte|bpe [--vocab N] [--val-fraction F]\n"
+    "  prepare --input FILE|DIR|GLOB --out DIR --tokenizer byte|bpe|gpt2|FILE.tiktoken\n"
+    "          [--vocab N] [--documents file|paragraphs] [--threads N] [--val-fraction F]\n"
     "          [--shard-tokens N]\n"
     "  eval CONFIG [--init-from F | --checkpoint CKPT] [--batches N] [--set k=v ...]\n"
     "  sample --checkpoint CKPT [--prompt TEXT] [--tokens N] [--temperature X] [--top-k K]\n"
     "          [--seed S]\n"
     "  export --checkpoint CKPT --format llmc OUT.bin\n"
     "  plan CONFIG --world W [--set k=v ...]\n"
-    "  report RUNS_DIR [--out DIR] [--no-plots]\n";
+    "  report RUNS_DIR [--out DIR] [--no-plots]\n"
+    "  tokenize --tokenizer byte|gpt2|FILE.tiktoken|MODEL.model [--decode] [--eot] [--pieces]\n";
 
 int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "train") return zt::run_train(zt::parse_train_args(args));
-  if (cmd == "prepare") return zt::run_prepare(args);
+  if (cmd == "prepare") return zt::run_prepare_command(args);
   if (cmd == "eval") return zt::run_eval_command(args);
   if (cmd == "sample") return zt::run_sample_command(args);
   if (cmd == "export") return zt::run_export_command(args);
   if (cmd == "plan") return zt::run_plan_command(args);
   if (cmd == "report") return zt::run_report_command(args);
+  if (cmd == "tokenize") return zt::run_tokenize_command(args);
   std::fprintf(stderr, "zerotrain: unknown command '%s'\n%s", cmd.c_str(), kUsage);
   return 2;
 }

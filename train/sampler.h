@@ -2,8 +2,10 @@
 // last seq_len tokens, a self-contained RNG so the same seed gives the same text.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "data/tokenizer.h"
 #include "model/gpt.h"
 
 namespace zt {
@@ -13,7 +15,18 @@ struct SampleSettings {
   double temperature = 0.8;
   int top_k = 40;
   uint64_t seed = 1;
+  // Only ids below this are drawn (the tokenizer's vocabulary: GPT-2's 50257
+  // of a model padded to 50304); 0 means the model's whole vocabulary.
+  int vocab_limit = 0;
 };
+
+// The tokens a sample starts from. With an end-of-text token (GPT-2), a
+// sample is the start of a document as in training: that token, then the
+// prompt. Without one, the prompt, or "\n" when it is empty.
+std::vector<int> sample_prompt(const Tokenizer& tokenizer, const std::string& prompt);
+// A sample as text for the terminal, without the leading end-of-text token
+// that sample_prompt put there.
+std::string sample_text(const Tokenizer& tokenizer, const std::vector<int>& tokens);
 
 // `model` must have been built with B >= 1 and T = seq_len. Returns the prompt
 // followed by the generated tokens.

@@ -23,8 +23,10 @@
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/cli_args.h"
+#include "train/data_fallback.h"
 #include "train/deepspeed_import.h"
 #include "train/fault_inject.h"
+#include "train/hellaswag.h"
 #include "train/init_weights.h"
 #include "train/llmc_model_file.h"
 #include "train/lr_schedule.h"
@@ -134,6 +136,8 @@ int run_train(const TrainArgs& a) {
     validate_config(cfg);
   }
   validate_for_world(cfg, world);
+  const std::vector<std::string> data_notes =
+      apply_data_fallbacks(cfg.data, cfg.train.eval_every > 0);
   const FaultInjection fault = parse_fault_injection(cfg.system.fault_inject);
   const std::string cluster = cluster_description();
   const std::string config_yaml = config_to_yaml(cfg);
@@ -148,7 +152,18 @@ int run_train(const TrainArgs& a) {
     val_data.reset(new DataLoader(cfg.data.val, cfg.model.vocab_size, B, T, rank, world, 1,
                                   cfg.train.seed, false));
   std::unique_ptr<Tokenizer> tokenizer;
-  if (cfg.train.sample_every > 0) tokenizer = make_tokenizer(cfg.data.tokenizer);
+  if (cfg.train.sample_every > 0 || cfg.train.hellaswag_every > 0) {
+    tokenizer = make_tokenizer(cfg.data.tokenizer);
+    if (tokenizer->vocab_size() > cfg.model.vocab_size)
+      throw ConfigError("data.tokenizer " + cfg.data.tokenizer + " has " +
+                        std::to_string(tokenizer->vocab_size()) +
+                        " tokens, more than model.vocab_size " +
+                        std::to_string(cfg.model.vocab_size));
+  }
+  HellaswagSet hellaswag;
+  if (cfg.train.hellaswag_every > 0)
+    hellaswag = tokenize_hellaswag(read_hellaswag(cfg.train.hellaswag_file), *tokenizer,
+                                   cfg.model.vocab_size, cfg.train.hellaswag_file);
 
   // 3. Backend, communicator, model, ZeRO.
   Runtime rt = make_runtime(cfg.system);
@@ -159,11 +174,15 @@ int run_train(const TrainArgs& a) {
   GPT model(table, ops, B, T);
   std::unique_ptr<GPT> sampler_model;
   if (cfg.train.sample_every > 0) sampler_model.reset(new GPT(table, ops, 1, T));
+  std::unique_ptr<GPT> hellaswag_model;
+  if (cfg.train.hellaswag_every > 0)
+    hellaswag_model.reset(new GPT(table, ops, B, hellaswag_positions(hellaswag, T)));
 
   RunOutputs out(a.run_dir, rank == 0);
   if (rank == 0) {
     make_dirs(a.run_dir);
     for (const auto& w : ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
+    for (const auto& note : data_notes) std::printf("%s\n", note.c_str());
     if (!rt.device_note.empty()) std::printf("%s\n", rt.device_note.c_str());
     if (!cfg.system.deterministic)
       std::printf(
@@ -210,6 +229,8 @@ int run_train(const TrainArgs& a) {
       std::printf("--resume: no complete checkpoint in %s, starting fresh\n", a.run_dir.c_str());
   }
   out.open_metrics(start_step);
+  std::unique_ptr<HellaswagLog> hellaswag_log;
+  if (hellaswag_model) hellaswag_log.reset(new HellaswagLog(a.run_dir, rank == 0, start_step));
 
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGINT, on_stop_signal);
@@ -265,11 +286,20 @@ int run_train(const TrainArgs& a) {
     }
     out.step(rec, cfg.train.steps, global_tokens / (ms / 1e3), seconds_since(run_t0),
              static_cast<int>(step + 1 - start_step), cfg.train.log_every);
+    if (hellaswag_model && ((step + 1) % cfg.train.hellaswag_every == 0 || last)) {
+      const HellaswagResult h =
+          score_hellaswag(*hellaswag_model, *engine, hellaswag, rank, world, sum_over_ranks);
+      if (rank == 0)
+        std::printf("step %5lld | %s\n", static_cast<long long>(step + 1),
+                    describe_hellaswag(h, cfg.train.hellaswag_file).c_str());
+      hellaswag_log->add(step + 1, h);
+    }
     if (sampler_model && ((step + 1) % cfg.train.sample_every == 0 || last)) {
       SampleSettings ss{cfg.train.sample_tokens, cfg.train.temperature, cfg.train.top_k,
-                        cfg.train.seed + static_cast<uint64_t>(step)};
-      std::vector<int> toks = sample_tokens(*sampler_model, *engine, tokenizer->encode("\n"), ss);
-      if (rank == 0) out.sample(step + 1, printable_utf8(tokenizer->decode(toks)));
+                        cfg.train.seed + static_cast<uint64_t>(step), tokenizer->vocab_size()};
+      std::vector<int> toks =
+          sample_tokens(*sampler_model, *engine, sample_prompt(*tokenizer, ""), ss);
+      if (rank == 0) out.sample(step + 1, sample_text(*tokenizer, toks));
     }
     if (cfg.train.checkpoint_every > 0 && ((step + 1) % cfg.train.checkpoint_every == 0 || last))
       save_checkpoint(a.run_dir, step + 1, *engine, cfg, config_yaml, rank, world);

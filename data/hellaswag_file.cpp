@@ -1,0 +1,88 @@
+#include "data/hellaswag_file.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "data/json_value.h"
+#include "data/shard.h"
+
+namespace zt {
+namespace {
+
+constexpr size_t kMaxFileBytes = size_t(256) << 20;
+
+const JsonValue& member(const JsonValue& object, const std::string& key, const std::string& where) {
+  auto it = object.members.find(key);
+  if (it == object.members.end()) throw DataError(where + "no key '" + key + "'");
+  return it->second;
+}
+
+}  // namespace
+
+std::vector<HellaswagExample> read_hellaswag(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    throw DataError(path + ": no such HellaSwag file (expected hellaswag_val.jsonl's format)");
+  if (size_t(st.st_size) > kMaxFileBytes)
+    throw DataError(
+        path + ": " + std::to_string(st.st_size) +
+        " bytes; a HellaSwag file over 256 MiB is refused (the validation set is 11 MB)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError(path + ": cannot open for reading");
+  std::vector<HellaswagExample> examples;
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = path + ":" + std::to_string(line_no) + ": ";
+    JsonValue v;
+    try {
+      v = parse_json(line);
+    } catch (const JsonSyntaxError& e) {
+      throw DataError(where + "column " + std::to_string(e.column) + ": not JSON: " + e.what());
+    }
+    if (v.kind != JsonValue::Kind::kObject)
+      throw DataError(where + "expected an object, got " + v.describe());
+    HellaswagExample ex;
+    ex.line = line_no;
+    const JsonValue& ctx = member(v, "ctx", where);
+    if (ctx.kind != JsonValue::Kind::kString || ctx.text.empty())
+      throw DataError(where + "key 'ctx': expected a non-empty string, got " +
+                      (ctx.kind == JsonValue::Kind::kString ? "an empty one" : ctx.describe()));
+    ex.context = ctx.text;
+    const JsonValue& endings = member(v, "endings", where);
+    if (endings.kind != JsonValue::Kind::kArray || endings.items.size() != 4)
+      throw DataError(where + "key 'endings': expected an array of 4 strings, got " +
+                      endings.describe());
+    for (size_t k = 0; k < 4; ++k) {
+      const JsonValue& e = endings.items[k];
+      if (e.kind != JsonValue::Kind::kString || e.text.empty())
+        throw DataError(where + "key 'endings': item " + std::to_string(k) +
+                        ": expected a non-empty string, got " +
+                        (e.kind == JsonValue::Kind::kString ? "an empty one" : e.describe()));
+      ex.endings[k] = e.text;
+    }
+    // An integer as in the original release, or "0".."3" as in Hugging Face's copy.
+    const JsonValue& label = member(v, "label", where);
+    const bool number = label.kind == JsonValue::Kind::kNumber &&
+                        label.number == std::floor(label.number) && label.number >= 0 &&
+                        label.number <= 3;
+    const bool digit = label.kind == JsonValue::Kind::kString && label.text.size() == 1 &&
+                       label.text[0] >= '0' && label.text[0] <= '3';
+    if (!number && !digit)
+      throw DataError(where + "key 'label': expected an integer in 0..3, got " +
+                      (label.kind == JsonValue::Kind::kString ? "'" + label.text.substr(0, 20) + "'"
+                                                              : label.describe()));
+    ex.label = number ? int(label.number) : label.text[0] - '0';
+    examples.push_back(std::move(ex));
+  }
+  if (in.bad()) throw DataError(path + ": read error");
+  if (examples.empty()) throw DataError(path + ": no HellaSwag examples in the file");
+  return examples;
+}
+
+}  // namespace zt

@@ -1,0 +1,88 @@
+// HellaSwag as llm.c evaluates it (dev/data/hellaswag.py): each of the four
+// endings is a row, the context's tokens followed by the tokens of " " +
+// ending (encoded separately, so the context's ids are the same in all four
+// rows), and is scored by the cross-entropy of its ending tokens, each
+// predicted from everything before it. `acc` picks the ending with the
+// lowest summed loss, `acc_norm` the one with the lowest mean loss per token.
+//
+// Rows run through the model like any evaluation, B rows per forward of T
+// positions (shorter rows are padded; causal attention keeps padding out of
+// the scored positions). Example i belongs to rank i mod W; every rank makes
+// the same number of forwards (padding ones where it has fewer rows), so the
+// model may be reached through a ZeRO stage-3 engine, whose every forward is
+// collective. Counts are summed over the ranks.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "data/hellaswag_file.h"
+#include "data/tokenizer.h"
+#include "model/gpt.h"
+#include "model/module_hooks.h"
+
+namespace zt {
+
+struct HellaswagSet {
+  struct Example {
+    std::vector<int> context;
+    std::array<std::vector<int>, 4> endings;
+    int label = 0;
+  };
+  std::vector<Example> examples;
+  std::string source;      // the file, for messages
+  size_t longest_row = 0;  // tokens, context + ending
+};
+
+// Encodes every example. Throws DataError when a token is outside the
+// model's vocabulary.
+HellaswagSet tokenize_hellaswag(const std::vector<HellaswagExample>& examples,
+                                const Tokenizer& tokenizer, int model_vocab,
+                                const std::string& source);
+
+// Positions a scoring model needs: the longest row less one (its last token
+// is only a target), at most the model's seq_len, rounded up to 16.
+int hellaswag_positions(const HellaswagSet& set, int seq_len);
+
+struct EndingLoss {
+  double sum = 0;
+  int tokens = 0;  // ending tokens scored (fewer than the ending's when a row was cut)
+  double mean() const { return tokens > 0 ? sum / tokens : 0; }
+};
+
+// The losses of the endings of this rank's examples (rank, rank + W, ...), in
+// that order; rows longer than model.T() + 1 keep their last T + 1 tokens.
+std::vector<std::array<EndingLoss, 4>> hellaswag_losses(GPT& model, ModuleHooks& hooks,
+                                                        const HellaswagSet& set, int rank,
+                                                        int world);
+
+struct HellaswagResult {
+  int64_t examples = 0, correct = 0, correct_norm = 0, rows_cut = 0;
+  double acc() const { return examples ? double(correct) / double(examples) : 0; }
+  double acc_norm() const { return examples ? double(correct_norm) / double(examples) : 0; }
+};
+
+// Scores the whole set over the ranks; `sum_over_ranks` adds a value over
+// every rank (the identity at W = 1). Ties go to the lower ending index.
+HellaswagResult score_hellaswag(GPT& model, ModuleHooks& hooks, const HellaswagSet& set, int rank,
+                                int world, const std::function<double(double)>& sum_over_ranks);
+
+// "hellaswag: acc 0.2940 (2952/10042) | acc_norm 0.2955 (2967/10042) | FILE"
+std::string describe_hellaswag(const HellaswagResult& r, const std::string& source);
+
+// RUN/hellaswag.jsonl: one {"step", "acc", "acc_norm", "correct", "correct_norm",
+// "examples"} line per evaluation during training. On resume, the lines up
+// to start_step are kept. Only the writer (rank 0) touches the file.
+class HellaswagLog {
+ public:
+  HellaswagLog(const std::string& run_dir, bool writer, int64_t start_step);
+  void add(int64_t step, const HellaswagResult& r);
+
+ private:
+  std::string path_;
+  bool writer_;
+};
+
+}  // namespace zt
