@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "data/hellaswag_file.h"
-#include "data/json_value.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
 #include "model/gpt.h"
@@ -101,38 +100,6 @@ EndingLoss direct_loss(GPT& one_row, ModuleHooks& hooks, std::vector<int> row, s
 
 }  // namespace
 
-TEST_CASE("json: values, escapes and syntax errors with their column", "[hellaswag]") {
-  const JsonValue v = parse_json(
-      R"( {"a": [1, -0.5e3, true, false, null, {}], "s": "x\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", "a2": []} )");
-  REQUIRE(v.kind == JsonValue::Kind::kObject);
-  const JsonValue& a = v.members.at("a");
-  REQUIRE(a.items.size() == 6);
-  CHECK(a.items[1].number == -500);
-  CHECK(a.items[2].boolean);
-  CHECK(a.items[4].kind == JsonValue::Kind::kNull);
-  CHECK(v.members.at("s").text == "x\"\\/\b\f\n\r\t\xC3\xA9\xF0\x9F\x98\x80");
-  CHECK(v.members.at("a2").items.empty());
-  auto error = [](const std::string& text) {
-    try {
-      parse_json(text);
-    } catch (const JsonSyntaxError& e) {
-      return std::to_string(e.column) + ": " + e.what();
-    }
-    return std::string("(no error)");
-  };
-  CHECK(error("[1, 2,]") == "7: unexpected character ']'");
-  CHECK(error("{\"a\" 1}") == "6: expected ':' after a key");
-  CHECK(error("tru") == "1: unexpected character 't'");
-  CHECK(error("01") == "2: unexpected text after the value");
-  CHECK(error("\"abc") == "5: unterminated string");
-  CHECK(error("\"a\tb\"") == "3: control character inside a string");
-  CHECK(error("\"\\ud800x\"") == "2: \\u escape is a high surrogate without its low half");
-  CHECK(error("\"\\udc00\"") == "2: \\u escape is a lone low surrogate");
-  CHECK(error("\"ab\\q\"") == "4: unknown escape '\\q'");
-  CHECK(error("{} {}") == "4: unexpected text after the value");
-  CHECK(error(std::string(100, '[')) == "66: nested deeper than 64 levels");
-}
-
 TEST_CASE("hellaswag file: the public format, and one-line errors naming the line", "[hellaswag]") {
   TempFile good(
       "{\"ind\": 24, \"activity_label\": \"Roof shingle removal\", \"ctx_a\": \"A man\", "
@@ -154,7 +121,7 @@ TEST_CASE("hellaswag file: the public format, and one-line errors naming the lin
   const std::string ok =
       "{\"ctx\": \"c\", \"endings\": [\"a\", \"b\", \"c\", \"d\"], \"label\": 0}\n";
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"{\"ctx\": \"c\", ", ":2: column 14: not JSON: expected a string key"},
+      {"{\"ctx\": \"c\", ", ":2:14: JSON syntax error: expected '}' to close the object"},
       {"[1, 2]", ":2: expected an object, got an array of 2"},
       {"{\"endings\": [], \"label\": 0}", ":2: no key 'ctx'"},
       {"{\"ctx\": \"\", \"endings\": [], \"label\": 0}",
@@ -162,11 +129,11 @@ TEST_CASE("hellaswag file: the public format, and one-line errors naming the lin
       {"{\"ctx\": \"c\", \"endings\": [\"a\", \"b\", \"c\"], \"label\": 0}",
        ":2: key 'endings': expected an array of 4 strings, got an array of 3"},
       {"{\"ctx\": \"c\", \"endings\": [\"a\", \"b\", 5, \"d\"], \"label\": 0}",
-       ":2: key 'endings': item 2: expected a non-empty string, got the number 5"},
+       ":2: key 'endings': item 2: expected a non-empty string, got 5"},
       {"{\"ctx\": \"c\", \"endings\": [\"a\", \"b\", \"c\", \"d\"], \"label\": 4}",
-       ":2: key 'label': expected an integer in 0..3, got the number 4"},
+       ":2: key 'label': expected an integer in 0..3, got 4"},
       {"{\"ctx\": \"c\", \"endings\": [\"a\", \"b\", \"c\", \"d\"], \"label\": 1.5}",
-       ":2: key 'label': expected an integer in 0..3, got the number 1.5"},
+       ":2: key 'label': expected an integer in 0..3, got 1.5"},
       {"{\"ctx\": \"c\", \"endings\": [\"a\", \"b\", \"c\", \"d\"], \"label\": \"x\"}",
        ":2: key 'label': expected an integer in 0..3, got 'x'"},
       {"{\"ctx\": \"c\", \"endings\": [\"a\", \"b\", \"c\", \"d\"]}", ":2: no key 'label'"},

@@ -1,5 +1,5 @@
 // DeepSpeed JSON import (see deepspeed_import.h for the rules): the file as DeepSpeed reads it
-// (train/hjson_reader.h), the top-level keys, batch sizes, precision and zero_optimization
+// (data/json_reader.h), the top-level keys, batch sizes, precision and zero_optimization
 // here; the optimizer and scheduler in train/deepspeed_optimizer.cpp.
 #include "train/deepspeed_import.h"
 
@@ -245,7 +245,16 @@ void DeepSpeedImporter::run() {
   if (!in) throw ConfigError(ctx_.path + ": cannot open DeepSpeed config: " + std::strerror(errno));
   std::stringstream text;
   text << in.rdbuf();
-  const JsonValue root = parse_hjson(text.str(), ctx_.path);
+  JsonValue root;
+  try {
+    root = parse_json(text.str(), ctx_.path, JsonDialect::Hjson);
+  } catch (const JsonError& e) {
+    throw ConfigError(
+        std::string(e.what()) +
+        (e.duplicate_key
+             ? "; DeepSpeed refuses duplicate keys (\"Duplicate keys in DeepSpeed config\")"
+             : ""));
+  }
   if (root.kind != JsonValue::Kind::object)
     throw ConfigError(ctx_.path + ":" + std::to_string(root.line) +
                       ": expected a JSON object at the top level, got " + describe_json(root));

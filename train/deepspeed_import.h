@@ -4,7 +4,7 @@
 // tests/test_deepspeed_import.cpp:
 //
 // The file is read as DeepSpeed reads it: Hjson (comments, trailing or missing commas, unquoted
-// keys; train/hjson_reader.h), duplicate keys refused in any object.
+// keys; data/json_reader.h), duplicate keys refused in any object.
 //
 // What the JSON governs starts from DeepSpeed's defaults, whatever the YAML or --set said:
 // every zero.* key DeepSpeed has (zero_optimization absent: stage 0 and all defaults;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "train/config.h"
-#include "train/hjson_reader.h"
+#include "data/json_reader.h"
 
 namespace zt {
 

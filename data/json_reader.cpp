@@ -1,35 +1,31 @@
-// Hjson reader (see hjson_reader.h). Recursive descent over the text, one character of
-// look-ahead; quoteless values follow Hjson: a line that holds exactly a number, true, false
-// or null (before a comma, a closing bracket or a comment) is that literal, anything else up
-// to the end of the line is a string.
-#include "train/hjson_reader.h"
+// JSON and Hjson reader (see json_reader.h). Recursive descent over the text,
+// one character of look-ahead. Hjson's quoteless values: a value that holds
+// exactly a number, true, false or null (before a comma, a closing bracket or a
+// comment) is that literal, anything else up to the end of the line is a
+// string. Strict JSON allows only the literals.
+#include "data/json_reader.h"
 
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <set>
-
-#include "train/config.h"
 
 namespace zt {
 namespace {
 
-constexpr int kMaxDepth = 64;  // DeepSpeed configs nest 3 deep; bounds the recursion
+constexpr int kMaxDepth = 64;
 
 class Parser {
  public:
-  Parser(const std::string& text, const std::string& source) : s_(text), source_(source) {}
+  Parser(const std::string& text, const std::string& source, JsonDialect d, int first_line)
+      : s_(text), source_(source), hjson_(d == JsonDialect::Hjson), line_(first_line) {}
 
   JsonValue parse_root() {
     skip_space();
-    JsonValue root;
-    if (done()) fail("expected a JSON object, got an empty file");
-    if (peek() == '{' || peek() == '[') {
-      root = parse_value(0, "");
-    } else if (looks_like_member()) {
-      root = parse_members(0, "", /*braced=*/false);
-    } else {
-      root = parse_value(0, "");
-    }
+    if (done()) fail(hjson_ ? "expected a JSON object, got an empty file" : "expected a value");
+    JsonValue root = hjson_ && peek() != '{' && peek() != '[' && looks_like_member()
+                         ? parse_members(0, "", /*braced=*/false)
+                         : parse_value(0, "");
     skip_space();
     if (!done()) fail(std::string("unexpected '") + peek() + "' after the end of the document");
     return root;
@@ -37,7 +33,13 @@ class Parser {
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw ConfigError(source_ + ":" + std::to_string(line_) + ": JSON syntax error: " + what);
+    throw JsonError(source_ + ":" + std::to_string(line_) + ":" + std::to_string(column()) +
+                        ": JSON syntax error: " + what,
+                    false);
+  }
+  int column() const {
+    const size_t start = pos_ == 0 ? std::string::npos : s_.rfind('\n', pos_ - 1);
+    return static_cast<int>(pos_ - (start == std::string::npos ? 0 : start + 1)) + 1;
   }
   bool done() const { return pos_ >= s_.size(); }
   char peek(size_t ahead = 0) const { return pos_ + ahead < s_.size() ? s_[pos_ + ahead] : '\0'; }
@@ -47,17 +49,17 @@ class Parser {
     return ch;
   }
 
-  // Whitespace and comments; newlines too unless `stop_at_newline`.
+  // Whitespace, and in Hjson comments; newlines too unless `stop_at_newline`.
   void skip_space(bool stop_at_newline = false) {
     while (!done()) {
       char ch = peek();
       if (ch == '\n' && stop_at_newline) return;
-      if (std::isspace(static_cast<unsigned char>(ch))) {
+      if (ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r') {
         next();
-      } else if (ch == '#' || (ch == '/' && peek(1) == '/')) {
+      } else if (hjson_ && (ch == '#' || (ch == '/' && peek(1) == '/'))) {
         while (!done() && peek() != '\n') next();
-      } else if (ch == '/' && peek(1) == '*') {
-        int start = line_;
+      } else if (hjson_ && ch == '/' && peek(1) == '*') {
+        const int start = line_;
         next(), next();
         while (!done() && !(peek() == '*' && peek(1) == '/')) next();
         if (done()) {
@@ -71,7 +73,7 @@ class Parser {
     }
   }
 
-  // Whether the text at pos_ reads "key:" (a braceless root object).
+  // Whether the text at pos_ reads "key:" (a braceless Hjson root object).
   bool looks_like_member() const {
     size_t p = pos_;
     if (p < s_.size() && (s_[p] == '"' || s_[p] == '\'')) return true;
@@ -85,14 +87,14 @@ class Parser {
   JsonValue parse_value(int depth, const std::string& path) {
     if (depth > kMaxDepth) fail("nested deeper than " + std::to_string(kMaxDepth) + " levels");
     skip_space();
-    if (done()) fail("expected a value, got the end of the file");
-    char ch = peek();
+    if (done()) fail("expected a value, got the end of the text");
+    const char ch = peek();
     if (ch == '{') {
       next();
       return parse_members(depth, path, /*braced=*/true);
     }
     if (ch == '[') return parse_array(depth, path);
-    if (ch == '"' || ch == '\'') {
+    if (ch == '"' || (hjson_ && ch == '\'')) {
       JsonValue v;
       v.line = line_;
       v.kind = JsonValue::Kind::string;
@@ -102,7 +104,21 @@ class Parser {
     }
     if (ch == ',' || ch == ':' || ch == ']' || ch == '}')
       fail(std::string("expected a value, got '") + ch + "'");
-    return parse_quoteless();
+    return parse_literal();
+  }
+
+  // After an item: ',' (one, and in strict JSON not before the closing bracket),
+  // or in Hjson nothing.
+  void separator(char close, const char* item) {
+    skip_space();
+    if (peek() == ',') {
+      next();
+      skip_space();
+      if (peek() == ',') fail(std::string("expected ") + item + ", got ','");
+      if (!hjson_ && peek() == close) fail(std::string("trailing ',' before '") + close + "'");
+    } else if (!hjson_ && !done() && peek() != close) {
+      fail(std::string("expected ',' or '") + close + "', got '" + peek() + "'");
+    }
   }
 
   JsonValue parse_members(int depth, const std::string& path, bool braced) {
@@ -124,22 +140,16 @@ class Parser {
       JsonMember m;
       m.line = line_;
       m.key = parse_key();
-      skip_space(true);
+      skip_space(hjson_);
       if (peek() != ':') fail("expected ':' after key '" + m.key + "'");
       next();
-      std::string child = path.empty() ? m.key : path + "." + m.key;
+      const std::string child = path.empty() ? m.key : path + "." + m.key;
       if (!seen.insert(m.key).second)
-        throw ConfigError(source_ + ":" + std::to_string(m.line) + ": key '" + child +
-                          "': duplicate key; DeepSpeed refuses duplicate keys "
-                          "(\"Duplicate keys in DeepSpeed config\")");
+        throw JsonError(
+            source_ + ":" + std::to_string(m.line) + ": key '" + child + "': duplicate key", true);
       m.value.push_back(parse_value(depth + 1, child));
       obj.members.push_back(std::move(m));
-      skip_space();
-      if (peek() == ',') {
-        next();
-        skip_space();
-        if (peek() == ',') fail("expected a key, got ','");
-      }
+      separator('}', "a key");
     }
   }
 
@@ -156,12 +166,7 @@ class Parser {
         return arr;
       }
       arr.items.push_back(parse_value(depth + 1, path));
-      skip_space();
-      if (peek() == ',') {
-        next();
-        skip_space();
-        if (peek() == ',') fail("expected a value, got ','");
-      }
+      separator(']', "a value");
     }
   }
 
@@ -170,7 +175,8 @@ class Parser {
   }
 
   std::string parse_key() {
-    if (peek() == '"' || peek() == '\'') return parse_quoted();
+    if (peek() == '"' || (hjson_ && peek() == '\'')) return parse_quoted();
+    if (!hjson_) fail(std::string("expected a double-quoted key, got '") + peek() + "'");
     std::string key;
     while (!done() && !std::isspace(static_cast<unsigned char>(peek())) &&
            std::string(",:[]{}").find(peek()) == std::string::npos)
@@ -200,7 +206,7 @@ class Parser {
   uint32_t parse_hex4() {
     uint32_t v = 0;
     for (int i = 0; i < 4; i++) {
-      char h = done() ? '\0' : next();
+      const char h = done() ? '\0' : next();
       if (!std::isxdigit(static_cast<unsigned char>(h))) fail("expected 4 hex digits after \\u");
       v = v * 16 + uint32_t(std::isdigit(static_cast<unsigned char>(h))
                                 ? h - '0'
@@ -218,16 +224,23 @@ class Parser {
         line_ = start;
         fail("unterminated string");
       }
-      char ch = next();
+      const char ch = next();
       if (ch == quote) return out;
+      if (!hjson_ && static_cast<unsigned char>(ch) < 0x20) {
+        pos_--;
+        fail("control character inside a string");
+      }
       if (ch != '\\') {
         out += ch;
         continue;
       }
-      char esc = done() ? '\0' : next();
+      const char esc = done() ? '\0' : next();
       switch (esc) {
         case '"': out += '"'; break;
-        case '\'': out += '\''; break;
+        case '\'':
+          if (!hjson_) fail("unknown escape '\\''");
+          out += '\'';
+          break;
         case '\\': out += '\\'; break;
         case '/': out += '/'; break;
         case 'b': out += '\b'; break;
@@ -237,10 +250,16 @@ class Parser {
         case 't': out += '\t'; break;
         case 'u': {
           uint32_t cp = parse_hex4();
-          if (cp >= 0xD800 && cp < 0xDC00 && peek() == '\\' && peek(1) == 'u') {
+          if (cp >= 0xD800 && cp < 0xDC00) {
+            if (peek() != '\\' || peek(1) != 'u')
+              fail("\\u escape: a high surrogate without its low half");
             next(), next();
-            uint32_t low = parse_hex4();
+            const uint32_t low = parse_hex4();
+            if (low < 0xDC00 || low >= 0xE000)
+              fail("\\u escape: a high surrogate without its low half");
             cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+          } else if (cp >= 0xDC00 && cp < 0xE000) {
+            fail("\\u escape: a lone low surrogate");
           }
           append_utf8(out, cp);
           break;
@@ -252,8 +271,8 @@ class Parser {
 
   // '''text''': the lines as written, the first line's indentation removed from each.
   std::string parse_multiline() {
-    size_t line_start = s_.rfind('\n', pos_);
-    size_t indent = pos_ - (line_start == std::string::npos ? 0 : line_start + 1);
+    const size_t line_start = s_.rfind('\n', pos_);
+    const size_t indent = pos_ - (line_start == std::string::npos ? 0 : line_start + 1);
     const int start = line_;
     next(), next(), next();
     std::string raw;
@@ -270,7 +289,7 @@ class Parser {
     std::string out;
     size_t i = 0;
     while (i <= raw.size()) {
-      size_t end = raw.find('\n', i);
+      const size_t end = raw.find('\n', i);
       std::string piece = raw.substr(i, end == std::string::npos ? std::string::npos : end - i);
       size_t skip = 0;
       while (skip < indent && skip < piece.size() && (piece[skip] == ' ' || piece[skip] == '\t'))
@@ -285,52 +304,57 @@ class Parser {
   }
 
   static bool is_json_number(const std::string& t) {
-    size_t i = 0, n = t.size();
+    size_t i = 0;
+    const size_t n = t.size();
     if (i < n && t[i] == '-') i++;
-    size_t digits = i;
+    const size_t digits = i;
     while (i < n && std::isdigit(static_cast<unsigned char>(t[i]))) i++;
-    if (i == digits) return false;
+    if (i == digits || (t[digits] == '0' && i - digits > 1)) return false;
     if (i < n && t[i] == '.') {
-      size_t frac = ++i;
+      const size_t frac = ++i;
       while (i < n && std::isdigit(static_cast<unsigned char>(t[i]))) i++;
       if (i == frac) return false;
     }
     if (i < n && (t[i] == 'e' || t[i] == 'E')) {
       i++;
       if (i < n && (t[i] == '+' || t[i] == '-')) i++;
-      size_t exp = i;
+      const size_t exp = i;
       while (i < n && std::isdigit(static_cast<unsigned char>(t[i]))) i++;
       if (i == exp) return false;
     }
     return i == n;
   }
 
-  JsonValue parse_quoteless() {
+  JsonValue parse_literal() {
     JsonValue v;
     v.line = line_;
-    // A literal: the token up to a delimiter, if only space or a comment follows on the line.
+    // The token up to a delimiter; a literal if only space (or in Hjson a
+    // comment) follows on the line.
     size_t end = pos_;
-    while (end < s_.size() && std::string(",]}\n\r\t #/").find(s_[end]) == std::string::npos) end++;
-    std::string token = s_.substr(pos_, end - pos_);
+    while (end < s_.size() && std::string(",:]}\n\r\t #/").find(s_[end]) == std::string::npos)
+      end++;
+    const std::string token = s_.substr(pos_, end - pos_);
     size_t after = end;
     while (after < s_.size() && (s_[after] == ' ' || s_[after] == '\t' || s_[after] == '\r'))
       after++;
-    bool delimited = after >= s_.size() ||
-                     std::string(",]}\n#").find(s_[after]) != std::string::npos ||
-                     (s_[after] == '/' && after + 1 < s_.size() &&
-                      (s_[after + 1] == '/' || s_[after + 1] == '*'));
-    if (delimited) {
+    const bool delimited =
+        after >= s_.size() ||
+        std::string(hjson_ ? ",]}\n#" : ",]}\n").find(s_[after]) != std::string::npos ||
+        (hjson_ && s_[after] == '/' && after + 1 < s_.size() &&
+         (s_[after + 1] == '/' || s_[after + 1] == '*'));
+    if (delimited || !hjson_) {
       if (token == "true" || token == "false") v.kind = JsonValue::Kind::boolean;
       else if (token == "null") v.kind = JsonValue::Kind::null;
       else if (is_json_number(token)) v.kind = JsonValue::Kind::number;
+      else if (!hjson_) fail("expected a value, got '" + token.substr(0, 20) + "'");
       if (v.kind != JsonValue::Kind::null || token == "null") {
         v.text = token;
         while (pos_ < end) next();
         return v;
       }
     }
-    // A quoteless string: the rest of the line, trailing space removed (comments included,
-    // as Hjson reads them).
+    // A quoteless string: the rest of the line, trailing space removed (comments
+    // included, as Hjson reads them).
     std::string text;
     while (!done() && peek() != '\n') text += next();
     while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
@@ -341,6 +365,7 @@ class Parser {
 
   const std::string& s_;
   const std::string& source_;
+  bool hjson_;
   size_t pos_ = 0;
   int line_ = 1;
 };
@@ -353,15 +378,18 @@ const JsonValue* JsonValue::find(const std::string& key) const {
   return nullptr;
 }
 
-JsonValue parse_hjson(const std::string& text, const std::string& source) {
-  return Parser(text, source).parse_root();
+double JsonValue::number() const { return std::strtod(text.c_str(), nullptr); }
+
+JsonValue parse_json(const std::string& text, const std::string& source, JsonDialect dialect,
+                     int first_line) {
+  return Parser(text, source, dialect, first_line).parse_root();
 }
 
 std::string describe_json(const JsonValue& v) {
   switch (v.kind) {
     case JsonValue::Kind::null: return "null";
     case JsonValue::Kind::object: return "a JSON object";
-    case JsonValue::Kind::array: return "an array";
+    case JsonValue::Kind::array: return "an array of " + std::to_string(v.items.size());
     case JsonValue::Kind::string: return "'" + v.text + "'";
     default: return v.text;
   }
