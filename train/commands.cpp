@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "data/loader.h"
@@ -44,11 +43,13 @@ LoadedModel load_model(Config cfg, const std::vector<float>& weights) {
   return m;
 }
 
+// A checkpoint's weights, every file verified, and the config saved with it
+// (checked to describe the same model as the metadata).
 std::vector<float> checkpoint_weights(const std::string& ckpt, Config* cfg_out) {
+  const CheckpointMeta meta = read_checkpoint_meta(ckpt);
   *cfg_out = load_config(ckpt + "/config.yaml", {});
-  read_checkpoint_meta(ckpt);
-  ParamTable table(cfg_out->model);
-  return read_checkpoint_weights(ckpt, table.total());
+  check_same_model(ckpt, meta, cfg_out->model, nullptr, ckpt + "/config.yaml");
+  return read_checkpoint_weights(ckpt, meta);
 }
 
 }  // namespace
@@ -62,6 +63,7 @@ int run_eval_command(const std::vector<std::string>& args) {
   if (f.has("--init-from") && f.has("--checkpoint"))
     f.fail("--init-from and --checkpoint exclude each other");
   Config cfg = load_config(f.positional()[0], f.all("--set"));
+  if (!empty_config_note(cfg).empty()) std::printf("%s\n", empty_config_note(cfg).c_str());
   const int batches = static_cast<int>(f.get_int("--batches", cfg.train.eval_batches, 1, 1 << 30));
   DataLoader val(cfg.data.val, cfg.model.vocab_size, cfg.train.micro_batch, cfg.model.seq_len, 0, 1,
                  1, cfg.train.seed, false);
@@ -70,10 +72,10 @@ int run_eval_command(const std::vector<std::string>& args) {
   if (!f.get("--init-from").empty()) {
     w = read_llmc_model(f.get("--init-from"), table);
   } else if (!f.get("--checkpoint").empty()) {
-    Config saved;
-    w = checkpoint_weights(f.get("--checkpoint"), &saved);
-    if (w.size() != table.total())
-      throw ConfigError("eval: the checkpoint's model shape differs from " + f.positional()[0]);
+    const std::string ckpt = f.get("--checkpoint");
+    const CheckpointMeta meta = read_checkpoint_meta(ckpt);
+    check_same_model(ckpt, meta, cfg.model, nullptr, f.positional()[0]);
+    w = read_checkpoint_weights(ckpt, meta);
   } else {
     w.resize(table.total());
     init_gpt2_weights(table, cfg.train.seed, w.data());
