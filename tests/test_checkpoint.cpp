@@ -238,6 +238,31 @@ TEST_CASE("--resume falls back past corrupt checkpoints and refuses another mode
   }
 }
 
+TEST_CASE("a whole rank file from another checkpoint of the same step is rejected",
+          "[checkpoint]") {
+  // Its own header and data checksums are right; only meta.json's record of the
+  // file's size and CRC-32 tells it apart.
+  TestDir dir("zt_test_ckpt");
+  const std::string a = dir.file("a"), b = dir.file("b");
+  fs::create_directories(a);
+  fs::create_directories(b);
+  Engine e(2);
+  e.randomize(400);
+  save_checkpoint(context(a), 6, *e.engine, 0, 1);
+  e.randomize(401);
+  save_checkpoint(context(b), 6, *e.engine, 0, 1);
+  fs::copy_file(step_dir(b, 6) + "/rank_00000.bin", step_dir(a, 6) + "/rank_00000.bin",
+                fs::copy_options::overwrite_existing);
+  const CheckpointMeta meta = read_checkpoint_meta(step_dir(a, 6));
+  std::string message;
+  try {
+    read_checkpoint_weights(step_dir(a, 6), meta);
+  } catch (const DataError& err) {
+    message = err.what();
+  }
+  require_parts(message, {step_dir(a, 6) + "/rank_00000.bin: file checksum mismatch (meta.json"});
+}
+
 TEST_CASE("pruning keeps the newest checkpoints up to the current step", "[checkpoint]") {
   TestDir dir("zt_test_ckpt");
   const std::string run = dir.file("run");
