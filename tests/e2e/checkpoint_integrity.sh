@@ -10,6 +10,7 @@
 #  4. No checkpoint verifies: a clear error, exit 2, nothing written.
 #  5. A resume into another model shape or vocabulary fails in one line naming
 #     the key and both values, and leaves config.yaml and metrics.jsonl as they were.
+#  6. A resumed job that aborts has printed its "resumed from" line.
 . "$(dirname "$0")/../e2e_lib.sh"
 FAST=("${SMALL[@]}" --set train.global_batch_tokens=256)
 ARGS=("${FAST[@]}" --set train.steps=10 --set train.checkpoint_every=1 --set train.keep_checkpoints=3)
@@ -138,4 +139,10 @@ done
 [ "$(cat "$WORK/full/config.yaml" "$WORK/full/metrics.jsonl" | md5sum)" = "$sums" ] ||
   fail "a refused resume changed config.yaml or metrics.jsonl"
 [ "$(ls -R "$WORK/full")" = "$listing" ] || fail "a refused resume changed the run directory"
+# 6. A resumed job that then aborts: its "resumed from" line is out before the abort.
+"$ZT_BIN" train configs/tiny.yaml "${ARGS[@]}" --run-dir "$WORK/full" --resume --set train.steps=12 \
+  --set system.fault_inject=0:10:throw >"$WORK/abort.out" 2>"$WORK/abort.err" && fail "the fault did not fire"
+grep -q "^resumed from $WORK/full/checkpoints/step_00000010 " "$WORK/abort.out" ||
+  fail "the resumed line was lost in the abort: $(tail -2 "$WORK/abort.out")"
+grep -q "fault injection" "$WORK/abort.err" || fail "no fault message: $(cat "$WORK/abort.err")"
 echo "PASS checkpoint_integrity (kill -9 rounds, corruption after each: ${rounds[*]})"
