@@ -261,6 +261,19 @@ TEST_CASE("a whole rank file from another checkpoint of the same step is rejecte
     message = err.what();
   }
   require_parts(message, {step_dir(a, 6) + "/rank_00000.bin: file checksum mismatch (meta.json"});
+
+  // One of the same size from another step: its header says so.
+  save_checkpoint(context(b), 7, *e.engine, 0, 1);
+  fs::copy_file(step_dir(b, 7) + "/rank_00000.bin", step_dir(a, 6) + "/rank_00000.bin",
+                fs::copy_options::overwrite_existing);
+  message.clear();
+  try {
+    read_checkpoint_weights(step_dir(a, 6), meta);
+  } catch (const DataError& err) {
+    message = err.what();
+  }
+  require_parts(message, {step_dir(a, 6) + "/rank_00000.bin: the header says step 7, world 1, "
+                                           "rank 0; meta.json says step 6"});
 }
 
 TEST_CASE("pruning keeps the newest checkpoints up to the current step", "[checkpoint]") {
