@@ -13,7 +13,7 @@
 #  6. A resumed job that aborts has printed its "resumed from" line.
 . "$(dirname "$0")/../e2e_lib.sh"
 FAST=("${SMALL[@]}" --set train.global_batch_tokens=256)
-ARGS=("${FAST[@]}" --set train.steps=10 --set train.checkpoint_every=1 --set train.keep_checkpoints=3)
+ARGS=("${FAST[@]}" --set train.steps=24 --set train.checkpoint_every=1 --set train.keep_checkpoints=3)
 train() { "$ZT_BIN" train configs/tiny.yaml "${ARGS[@]}" "$@"; }
 complete() { for d in "$1"/checkpoints/step_*; do [ -e "$d/COMPLETE" ] && echo "$d"; done; }
 newest() { complete "$1" | sort | tail -1; }
@@ -56,7 +56,7 @@ for i in "${!kinds[@]}"; do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.02
   done
-  sleep "0.0$((RANDOM % 10))"
+  sleep "0.0$((RANDOM % 3))"  # the kill lands before, during or after the next write
   kill -9 "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   if [ "$i" -gt 0 ]; then
@@ -66,11 +66,12 @@ for i in "${!kinds[@]}"; do
   fi
   bad=$(newest "$run")
   [ -n "$bad" ] || fail "no checkpoint after run $i"
-  [ "$(basename "$bad")" = step_00000010 ] && break  # finished before the kill
+  [ "$(basename "$bad")" = step_00000024 ] && break  # finished before the kill
   corrupt "${kinds[$i]}" "$bad"
   rounds+=("${kinds[$i]}")
   resume=(--resume)
 done
+[ "${#rounds[@]}" -ge 4 ] || fail "only ${#rounds[@]} kill/corrupt rounds before the run ended"
 train --run-dir "$run" --resume >"$WORK/last.txt" 2>&1 || fail "final resume: $(tail -2 "$WORK/last.txt")"
 diff <(losses "$WORK/full/metrics.jsonl") <(losses "$run/metrics.jsonl") >/dev/null ||
   fail "losses after the kill/corrupt/resume loop differ from the uninterrupted run"
@@ -108,7 +109,7 @@ expect_error eval "$WORK/ck/rank_00000.bin: data checksum mismatch" \
 expect_error sample "$WORK/ck/rank_00000.bin: data checksum mismatch" \
   "$ZT_BIN" sample --checkpoint "$WORK/ck" --tokens 3
 rm -rf "$WORK/ck" && cp -r "$ck" "$WORK/ck"
-sed -i 's/"step":10/"step":"ten"/' "$WORK/ck/meta.json" && fix_meta_crc "$WORK/ck"
+sed -i 's/"step":24/"step":"ten"/' "$WORK/ck/meta.json" && fix_meta_crc "$WORK/ck"
 expect_error "non-numeric step" "$WORK/ck/meta.json: field 'step': expected an integer" \
   "$ZT_BIN" export --checkpoint "$WORK/ck" --format llmc "$WORK/model.bin"
 rm -rf "$WORK/ck" && cp -r "$ck" "$WORK/ck"
@@ -140,9 +141,9 @@ done
   fail "a refused resume changed config.yaml or metrics.jsonl"
 [ "$(ls -R "$WORK/full")" = "$listing" ] || fail "a refused resume changed the run directory"
 # 6. A resumed job that then aborts: its "resumed from" line is out before the abort.
-"$ZT_BIN" train configs/tiny.yaml "${ARGS[@]}" --run-dir "$WORK/full" --resume --set train.steps=12 \
-  --set system.fault_inject=0:10:throw >"$WORK/abort.out" 2>"$WORK/abort.err" && fail "the fault did not fire"
-grep -q "^resumed from $WORK/full/checkpoints/step_00000010 " "$WORK/abort.out" ||
+"$ZT_BIN" train configs/tiny.yaml "${ARGS[@]}" --run-dir "$WORK/full" --resume --set train.steps=26 \
+  --set system.fault_inject=0:24:throw >"$WORK/abort.out" 2>"$WORK/abort.err" && fail "the fault did not fire"
+grep -q "^resumed from $WORK/full/checkpoints/step_00000024 " "$WORK/abort.out" ||
   fail "the resumed line was lost in the abort: $(tail -2 "$WORK/abort.out")"
 grep -q "fault injection" "$WORK/abort.err" || fail "no fault message: $(cat "$WORK/abort.err")"
 echo "PASS checkpoint_integrity (kill -9 rounds, corruption after each: ${rounds[*]})"
