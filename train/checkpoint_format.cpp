@@ -367,8 +367,9 @@ std::string encode_complete(const FileRecord& meta_json) {
 
 FileRecord parse_complete(const std::string& text, const std::string& path) {
   if (text == "ok\n")
-    bad(path, "a checkpoint of format ZTCKPT01, written before checkpoints carried checksums: it "
-              "cannot be verified and is not loaded");
+    bad(path,
+        "a checkpoint of format ZTCKPT01, written before checkpoints carried checksums: it "
+        "cannot be verified and is not loaded");
   // Exactly "meta.json BYTES CRC32\n": decimal digits, 8 lowercase hex digits.
   const size_t a = text.find(' '), b = a == std::string::npos ? a : text.find(' ', a + 1);
   const std::string bytes = b == std::string::npos ? "" : text.substr(a + 1, b - a - 1);
