@@ -202,7 +202,7 @@ TEST_CASE("rank files: every corruption is rejected naming the file", "[checkpoi
   CHECK(rank_file_error(path).find("12 per element") != std::string::npos);
 
   // Not a regular file: refused without blocking.
-  HangGuard guard(20);
+  HangGuard guard(120);
   REQUIRE(::mkfifo(dir.file("fifo.bin").c_str(), 0644) == 0);
   CHECK(rank_file_error(dir.file("fifo.bin")).find("named pipe") != std::string::npos);
   CHECK(rank_file_error(dir.path).find("a directory") != std::string::npos);

@@ -357,7 +357,7 @@ TEST_CASE("file-level errors name the file", "[config]") {
 TEST_CASE("config files: only regular files, at most 1 MiB; an empty one is said to be",
           "[config]") {
   TestDir dir("zt_test_config");
-  HangGuard guard(20);  // a FIFO read that blocks fails the run instead of hanging it
+  HangGuard guard(120);  // a FIFO read that blocks fails the run instead of hanging it
   REQUIRE(::mkfifo(dir.file("fifo.yaml").c_str(), 0644) == 0);
   require_parts(load_error(dir.file("fifo.yaml")),
                 {dir.file("fifo.yaml") + ": cannot read config file: it is a named pipe (FIFO)"});

@@ -203,7 +203,7 @@ TEST_CASE("bad shards give one-line messages naming the file and the problem", "
 
 TEST_CASE("a FIFO, a device or a directory is refused as a shard, never read", "[data]") {
   TempDir dir;
-  HangGuard guard(20);  // a blocking open fails the run instead of hanging it
+  HangGuard guard(120);  // a blocking open fails the run instead of hanging it
   write_shard(dir.file("train_000.bin"), std::vector<uint32_t>(500, 7), false);
   REQUIRE(::mkfifo(dir.file("train_001.bin").c_str(), 0644) == 0);
   CHECK(contains(shard_error(dir.file("train_001.bin"), 256), "it is a named pipe (FIFO)"));

@@ -106,7 +106,7 @@ TEST_CASE("llm.c model files: fp32 round trip, bf16 read, errors", "[llmc]") {
   CHECK(error_of(cut, table).find("bytes, but a version 3 file") != std::string::npos);
 
   // A FIFO, a device, a directory: refused at once, never read.
-  HangGuard guard(20);
+  HangGuard guard(120);
   REQUIRE(::mkfifo(temp_path("fifo.bin").c_str(), 0644) == 0);
   CHECK(error_of(temp_path("fifo.bin"), table).find("named pipe") != std::string::npos);
   CHECK(error_of("/dev/zero", table).find("character device") != std::string::npos);

@@ -50,7 +50,7 @@ for i in "${!kinds[@]}"; do
   before=$(newest "$run")
   "$ZT_BIN" train configs/tiny.yaml "${ARGS[@]}" --run-dir "$run" "${resume[@]}" >"$WORK/out$i.txt" 2>&1 &
   pid=$!  # zerotrain itself, not a subshell, so that kill -9 reaches it
-  for _ in $(seq 400); do  # until a new checkpoint is complete beside an older one, or the end
+  for _ in $(seq 6000); do  # until a new checkpoint is complete beside an older one, or the end
     now=$(newest "$run")
     [ -n "$now" ] && [ "$now" != "$before" ] && [ "$(complete "$run" | wc -l)" -ge 2 ] && break
     kill -0 "$pid" 2>/dev/null || break
@@ -96,7 +96,7 @@ corrupt data "$WORK/ck"
 expect_error() {  # what expected-text command...
   local what=$1 want=$2
   shift 2
-  out=$(timeout 20 "$@" 2>&1 >/dev/null); rc=$?
+  out=$(timeout 300 "$@" 2>&1 >/dev/null); rc=$?
   [ "$rc" -eq 2 ] || fail "$what: exit $rc (expected 2): $out"
   [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "$what: not one line: $out"
   printf '%s' "$out" | grep -qF -- "$want" || fail "$what: '$out' lacks '$want'"

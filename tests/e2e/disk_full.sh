@@ -38,7 +38,7 @@ PY
 run_case() {
   local name=$1 want=$2 limit=$3
   shift 3
-  (eval "$limit"; exec timeout 120 "$@") >"$WORK/$name.out" 2>"$WORK/$name.err"
+  (eval "$limit"; exec timeout 300 "$@") >"$WORK/$name.out" 2>"$WORK/$name.err"
   local rc=$?
   [ "$rc" -ne 0 ] || fail "$name: the run succeeded"
   [ "$rc" -ne 124 ] || fail "$name: timed out"
