@@ -13,7 +13,7 @@ endif
 
 CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -I. -MMD -MP -pthread -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX
 LDFLAGS := -pthread
-LDLIBS := $(shell pkg-config --libs yaml-cpp 2>/dev/null || echo -lyaml-cpp)
+LDLIBS := $(shell pkg-config --libs yaml-cpp 2>/dev/null || echo -lyaml-cpp) -lz
 CXXFLAGS += $(shell pkg-config --cflags yaml-cpp 2>/dev/null)
 ifeq ($(WERROR),1)
   CXXFLAGS += -Werror

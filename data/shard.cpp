@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "data/input_file.h"
+
 namespace zt {
 namespace {
 
@@ -135,14 +137,17 @@ std::vector<uint32_t> read_shard(const std::string& path, int vocab_size) {
   if (vocab_size <= 0)
     throw DataError(path + ": cannot validate tokens against a non-positive vocab_size " +
                     std::to_string(vocab_size));
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY));
+  // O_NONBLOCK: a named pipe is refused below instead of waiting for a writer.
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK));
   if (fd.fd < 0) {
     if (errno == ENOENT) throw DataError(path + ": no such file");
     throw DataError(path + ": cannot open for reading (" + errno_text() + ")");
   }
   struct stat st;
   if (::fstat(fd.fd, &st) != 0) throw DataError(path + ": cannot stat (" + errno_text() + ")");
-  if (!S_ISREG(st.st_mode)) throw DataError(path + ": not a regular file");
+  if (!S_ISREG(st.st_mode))
+    throw DataError(path + ": cannot read token shard: it is " + file_type_name(st.st_mode) +
+                    ", expected a regular file");
   const int64_t file_bytes = int64_t(st.st_size);
   if (file_bytes == 0)
     throw DataError(path + ": file is empty (0 bytes); a token shard needs a " +

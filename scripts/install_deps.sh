@@ -5,7 +5,7 @@
 # that cannot be installed (no network, as on the GPU machine) are skipped with
 # a notice; the build falls back without them.
 set -u
-required=(libyaml-cpp-dev catch2 libopenmpi-dev openmpi-bin pkg-config)
+required=(libyaml-cpp-dev catch2 libopenmpi-dev openmpi-bin pkg-config zlib1g-dev)
 optional=(libopenblas-dev libsentencepiece-dev libpcre2-dev bible-kjv python3-torch python3-numpy python3-matplotlib)
 
 have() {  # a package counts as present when its files are, whatever installed them
@@ -15,6 +15,7 @@ have() {  # a package counts as present when its files are, whatever installed t
     libopenmpi-dev) command -v mpicxx >/dev/null ;;
     openmpi-bin) command -v mpirun >/dev/null ;;
     pkg-config) command -v pkg-config >/dev/null ;;
+    zlib1g-dev) [ -e /usr/include/zlib.h ] ;;
     libopenblas-dev) pkg-config --exists openblas ;;
     libsentencepiece-dev) [ -e /usr/include/sentencepiece_trainer.h ] ;;
     libpcre2-dev) pkg-config --exists libpcre2-8 ;;

@@ -2,6 +2,7 @@
 // and the presets in configs/. Bad configs are written to temporary files; each
 // error must be one line naming the file, line, key, what was expected and what
 // was found.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -354,6 +355,32 @@ TEST_CASE("file-level errors name the file", "[config]") {
   TempYaml scalar("just text\n");
   require_parts(load_error(scalar.path()),
                 {scalar.path() + ":1: expected a map of sections", "got 'just text'"});
+}
+
+TEST_CASE("config files: only regular files, at most 1 MiB; an empty one is said to be",
+          "[config]") {
+  TestDir dir("zt_test_config");
+  HangGuard guard(120);  // a FIFO read that blocks fails the run instead of hanging it
+  REQUIRE(::mkfifo(dir.file("fifo.yaml").c_str(), 0644) == 0);
+  require_parts(load_error(dir.file("fifo.yaml")),
+                {dir.file("fifo.yaml") + ": cannot read config file: it is a named pipe (FIFO)"});
+  require_parts(load_error("/dev/zero"), {"/dev/zero: cannot read config file: it is a character"});
+  require_parts(load_error(dir.path), {dir.path + ": cannot read config file: it is a directory"});
+  std::ofstream(dir.file("huge.yaml")) << "# " << std::string(kConfigMaxBytes, 'x') << "\n";
+  require_parts(load_error(dir.file("huge.yaml")),
+                {dir.file("huge.yaml") + ": config file is", "more than the limit of 1048576"});
+
+  for (const std::string text : {"", "# only a comment\n", "{}\n", "---\n"}) {
+    INFO("'" << text << "'");
+    TempYaml empty(text);
+    const Config c = load_config(empty.path(), {"train.steps=3"});
+    CHECK(c.empty_file);
+    CHECK(empty_config_note(c) == empty.path() + " is empty: every key takes its built-in default");
+    CHECK(c.train.steps == 3);
+  }
+  TempYaml section_only("model:\n");
+  CHECK_FALSE(load_config(section_only.path(), {}).empty_file);
+  CHECK(empty_config_note(load_config(section_only.path(), {})).empty());
 }
 
 TEST_CASE("bad overrides give one-line errors naming the --set text", "[config]") {

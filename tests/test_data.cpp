@@ -2,6 +2,7 @@
 // the stateless rank-aware loader, and `prepare`. Inputs are fresh random
 // data each run (the seed is reported on failure).
 #include <stdlib.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "data/shard.h"
 #include "data/tokenizer.h"
 #include "tests/catch.h"
+#include "tests/test_support.h"
 #include "train/commands.h"
 
 namespace fs = std::filesystem;
@@ -209,6 +211,21 @@ TEST_CASE("bad shards give one-line messages naming the file and the problem", "
     write_shard(path, tokens, wide);
     CHECK(read_shard(path, vocab) == tokens);
   }
+}
+
+TEST_CASE("a FIFO, a device or a directory is refused as a shard, never read", "[data]") {
+  TempDir dir;
+  HangGuard guard(120);  // a blocking open fails the run instead of hanging it
+  write_shard(dir.file("train_000.bin"), std::vector<uint32_t>(500, 7), false);
+  REQUIRE(::mkfifo(dir.file("train_001.bin").c_str(), 0644) == 0);
+  CHECK(contains(shard_error(dir.file("train_001.bin"), 256), "it is a named pipe (FIFO)"));
+  CHECK(contains(shard_error("/dev/zero", 256), "it is a character device"));
+  fs::create_directory(dir.file("train_002.bin"));
+  CHECK(contains(shard_error(dir.file("train_002.bin"), 256), "it is a directory"));
+  // A glob that matches the FIFO among real shards.
+  const std::string message =
+      error_of([&] { DataLoader(dir.file("train_*.bin"), 256, 2, 8, 0, 1, 1, 1, true); });
+  CHECK(contains(message, dir.file("train_001.bin") + ": cannot read token shard: it is a named"));
 }
 
 TEST_CASE("expand_glob sorts matches and names a pattern that matches nothing", "[data]") {

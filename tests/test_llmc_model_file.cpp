@@ -1,14 +1,20 @@
 // llm.c's model file: fp32 (version 3) round trip through zerotrain's layout,
-// bf16 (version 5) reading, and one-line errors for wrong files.
+// bf16 (version 5) reading, and one-line errors for wrong files (shape, magic,
+// size, not a regular file). Everything lives in one temporary directory that
+// the test removes.
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "data/shard.h"
 #include "model/host_floats.h"
 #include "model/param_table.h"
 #include "tests/catch.h"
+#include "tests/test_support.h"
 #include "train/llmc_model_file.h"
 
 namespace zt {
@@ -24,26 +30,22 @@ GPTConfig small_shape() {
   return c;
 }
 
-std::string temp_path(const char* name) {
-  char dir[] = "/tmp/zt_llmc_XXXXXX";
-  REQUIRE(mkdtemp(dir) != nullptr);
-  return std::string(dir) + "/" + name;
-}
-
 std::string error_of(const std::string& path, const ParamTable& table) {
   try {
     read_llmc_model(path, table);
-  } catch (const std::exception& e) {
+  } catch (const DataError& e) {
     return e.what();
   }
-  return "";
+  return "(no DataError)";
 }
 
 }  // namespace
 
 TEST_CASE("llm.c model files: fp32 round trip, bf16 read, errors", "[llmc]") {
   const ParamTable table(small_shape());
-  std::mt19937 rng(std::random_device{}());
+  TestDir dir("zt_llmc");
+  auto temp_path = [&](const char* name) { return dir.file(name); };
+  std::mt19937_64 rng(test_seed() + 0x11c);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> w(table.total());
   for (float& x : w) x = normal(rng);
@@ -85,6 +87,30 @@ TEST_CASE("llm.c model files: fp32 round trip, bf16 read, errors", "[llmc]") {
   std::fclose(out);
   CHECK(error_of(bad, table).find("bad magic 1234") != std::string::npos);
   CHECK(error_of("/nonexistent/model.bin", table).find("cannot open") != std::string::npos);
+
+  // The size must be exactly what the header's shape needs, both ways.
+  const std::string cut = temp_path("cut.bin");
+  FILE* whole = std::fopen(v3.c_str(), "rb");
+  std::vector<char> bytes(1024 + 4 * table.total());
+  REQUIRE(std::fread(bytes.data(), 1, bytes.size(), whole) == bytes.size());
+  std::fclose(whole);
+  out = std::fopen(cut.c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size() - 4, out);
+  std::fclose(out);
+  CHECK(error_of(cut, table).find("bytes, but a version 3 file of this shape has") !=
+        std::string::npos);
+  out = std::fopen(cut.c_str(), "wb");
+  std::fwrite(bytes.data(), 1, bytes.size(), out);
+  std::fwrite("junk", 1, 4, out);
+  std::fclose(out);
+  CHECK(error_of(cut, table).find("bytes, but a version 3 file") != std::string::npos);
+
+  // A FIFO, a device, a directory: refused at once, never read.
+  HangGuard guard(120);
+  REQUIRE(::mkfifo(temp_path("fifo.bin").c_str(), 0644) == 0);
+  CHECK(error_of(temp_path("fifo.bin"), table).find("named pipe") != std::string::npos);
+  CHECK(error_of("/dev/zero", table).find("character device") != std::string::npos);
+  CHECK(error_of(dir.path, table).find("a directory") != std::string::npos);
 }
 
 }  // namespace zt

@@ -1,8 +1,12 @@
 // Small helpers shared by the test files.
 #pragma once
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
@@ -34,5 +38,50 @@ inline void require_parts(const std::string& message, const std::vector<std::str
     CHECK(message.find(part) != std::string::npos);
   }
 }
+
+// A fresh directory under the system temp directory, removed with everything
+// in it when the test ends.
+struct TestDir {
+  std::string path;
+  explicit TestDir(const std::string& prefix = "zt_test") {
+    std::string pattern = (std::filesystem::temp_directory_path() / (prefix + ".XXXXXX")).string();
+    REQUIRE(::mkdtemp(&pattern[0]) != nullptr);
+    path = pattern;
+  }
+  ~TestDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+  TestDir(const TestDir&) = delete;
+  TestDir& operator=(const TestDir&) = delete;
+  std::string file(const std::string& name) const { return path + "/" + name; }
+};
+
+// Sends stdout to a file while alive (commands run inside a test print a lot).
+struct StdoutTo {
+  int saved = -1;
+  explicit StdoutTo(const std::string& path) {
+    std::fflush(stdout);
+    saved = ::dup(1);
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    REQUIRE(fd >= 0);
+    ::dup2(fd, 1);
+    ::close(fd);
+  }
+  ~StdoutTo() {
+    std::fflush(stdout);
+    ::dup2(saved, 1);
+    ::close(saved);
+  }
+  StdoutTo(const StdoutTo&) = delete;
+  StdoutTo& operator=(const StdoutTo&) = delete;
+};
+
+// Ends the test process (SIGALRM) if the scope takes longer than `seconds`:
+// a read that blocks (a FIFO) fails the run instead of hanging it.
+struct HangGuard {
+  explicit HangGuard(unsigned seconds) { ::alarm(seconds); }
+  ~HangGuard() { ::alarm(0); }
+};
 
 }  // namespace zt

@@ -17,7 +17,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-LOSS_TOL, GRAD_TOL = 1e-5, 1e-4  # fp32 (zerotrain) against fp64 (here)
+# fp32 (zerotrain) against fp64 (here). Measured on this test's model over 14 seeds: loss rel
+# err <= 2.1e-8, worst gradient rel err per tensor <= 6.7e-7; the tolerances sit 10x and 6x
+# above, so that a wrong constant (a GELU coefficient off by 0.03%) cannot hide under them.
+LOSS_TOL, GRAD_TOL = 2e-7, 4e-6
 
 
 class SelfAttention(nn.Module):

@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include "data/loader.h"
@@ -48,11 +47,13 @@ LoadedModel load_model(Config cfg, const std::vector<float>& weights) {
   return m;
 }
 
+// A checkpoint's weights, every file verified, and the config saved with it
+// (checked to describe the same model as the metadata).
 std::vector<float> checkpoint_weights(const std::string& ckpt, Config* cfg_out) {
+  const CheckpointMeta meta = read_checkpoint_meta(ckpt);
   *cfg_out = load_config(ckpt + "/config.yaml", {});
-  read_checkpoint_meta(ckpt);
-  ParamTable table(cfg_out->model);
-  return read_checkpoint_weights(ckpt, table.total());
+  check_same_model(ckpt, meta, cfg_out->model, nullptr, ckpt + "/config.yaml");
+  return read_checkpoint_weights(ckpt, meta);
 }
 
 }  // namespace
@@ -78,6 +79,8 @@ int run_eval_command(const std::vector<std::string>& args) {
   mpi_ranks(&rank, &world, &local_rank, &local_size);
   for (const std::string& note : apply_data_fallbacks(cfg.data, !hellaswag))
     if (rank == 0) std::printf("%s\n", note.c_str());
+  if (rank == 0 && !empty_config_note(cfg).empty())
+    std::printf("%s\n", empty_config_note(cfg).c_str());
   const int batches = static_cast<int>(f.get_int("--batches", cfg.train.eval_batches, 1, 1 << 30));
   std::unique_ptr<DataLoader> val;
   HellaswagSet examples;
@@ -96,10 +99,10 @@ int run_eval_command(const std::vector<std::string>& args) {
   if (!f.get("--init-from").empty()) {
     w = read_llmc_model(f.get("--init-from"), table);
   } else if (!f.get("--checkpoint").empty()) {
-    Config saved;
-    w = checkpoint_weights(f.get("--checkpoint"), &saved);
-    if (w.size() != table.total())
-      throw ConfigError("eval: the checkpoint's model shape differs from " + f.positional()[0]);
+    const std::string ckpt = f.get("--checkpoint");
+    const CheckpointMeta meta = read_checkpoint_meta(ckpt);
+    check_same_model(ckpt, meta, cfg.model, nullptr, f.positional()[0]);
+    w = read_checkpoint_weights(ckpt, meta);
   } else {
     w.resize(table.total());
     init_gpt2_weights(table, cfg.train.seed, w.data());

@@ -9,15 +9,15 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdint>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <cstdlib>
 #include <map>
 #include <sstream>
 
+#include "data/input_file.h"
+#include "data/shard.h"
 #include "train/config_schema.h"
+#include "train/json_writer.h"
 
 namespace zt {
 namespace {
@@ -79,22 +79,23 @@ class ConfigLoader {
 
 void ConfigLoader::load_file() {
   const std::string& path = config_.source;
-  std::error_code ignored;
-  if (std::filesystem::is_directory(path, ignored))
-    fail(path + ": cannot read config file: it is a directory");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path + ": cannot open config file: " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
-  if (in.bad()) fail(path + ": cannot read config file: " + std::strerror(errno));
+  std::string text;
+  try {
+    text = read_small_file(path, "config file", kConfigMaxBytes);
+  } catch (const DataError& e) {
+    fail(e.what());
+  }
 
   YAML::Node root;
   try {
-    root = YAML::Load(text.str());
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     fail(file_line(path, e.mark) + ": YAML syntax error: " + e.msg);
   }
-  if (root.IsNull()) return;  // an empty file: every default
+  if (root.IsNull() || (root.IsMap() && root.size() == 0)) {
+    config_.empty_file = true;  // every key takes its default; the commands say so
+    return;
+  }
   if (!root.IsMap())
     fail(file_line(path, root.Mark()) + ": expected a map of sections (" + join(config_sections()) +
          ") at the top level, got " + describe_node(root));
@@ -259,7 +260,34 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
          nearest_multiples(t.global_batch_tokens, tokens_per_micro_step));
 }
 
+// A YAML node as JSON, scalars typed as YAML reads them.
+std::string yaml_to_json(const YAML::Node& n) {
+  if (n.IsMap()) {
+    std::string o = "{";
+    for (auto it = n.begin(); it != n.end(); ++it) {
+      if (o.size() > 1) o += ",";
+      o += json_escape(it->first.as<std::string>()) + ":" + yaml_to_json(it->second);
+    }
+    return o + "}";
+  }
+  if (n.IsScalar()) {
+    const std::string s = n.Scalar();
+    if (s == "true" || s == "false") return s;
+    char* end = nullptr;
+    std::strtod(s.c_str(), &end);
+    if (!s.empty() && end && *end == '\0' && n.Tag() != "!") return s;
+    return json_escape(s);
+  }
+  return "null";
+}
+
 }  // namespace
+
+std::string config_to_json(const Config& c) { return yaml_to_json(YAML::Load(config_to_yaml(c))); }
+
+std::string empty_config_note(const Config& c) {
+  return c.empty_file ? c.source + " is empty: every key takes its built-in default" : "";
+}
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   ConfigLoader loader(path);

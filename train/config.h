@@ -71,8 +71,12 @@ struct Config {
   TrainConfig train;
   ZeroConfig zero;
   SystemConfig system;
-  std::string source;  // file the config came from (for messages)
+  std::string source;       // file the config came from (for messages)
+  bool empty_file = false;  // the file set nothing (empty, only comments, or {})
 };
+
+// Config files are read whole, and only up to this size.
+constexpr uint64_t kConfigMaxBytes = 1 << 20;
 
 // Loads `path`, applies `overrides` ("section.key=value", in order), validates
 // everything. On any problem throws ConfigError with one line:
@@ -85,6 +89,11 @@ void validate_config(const Config& c);
 void validate_for_world(const Config& c, int world_size);
 // The effective config as YAML (all keys, full precision), for printing and the run dir.
 std::string config_to_yaml(const Config& c);
+// The same as a JSON object, scalars typed (summary.json, checkpoint metadata).
+std::string config_to_json(const Config& c);
+// "FILE is empty: every key takes its built-in default" for a config file that
+// set nothing, otherwise ""; the commands print it.
+std::string empty_config_note(const Config& c);
 // Micro-steps per optimizer step for a world size.
 int grad_accum_steps(const Config& c, int world_size);
 

@@ -1,16 +1,16 @@
 #include "train/llmc_model_file.h"
 
-#include <unistd.h>
-
 #include <cstdint>
-#include <cstdio>
-#include <fstream>
-#include <stdexcept>
 
+#include "data/input_file.h"
+#include "data/shard.h"
 #include "model/host_floats.h"
+#include "train/atomic_file.h"
 
 namespace zt {
 namespace {
+
+constexpr uint64_t kHeaderBytes = 256 * sizeof(int32_t);
 
 // llm.c's order of kinds; per-layer kinds are stored for all layers consecutively.
 std::vector<int> file_order(const ParamTable& t) {
@@ -26,15 +26,13 @@ std::vector<int> file_order(const ParamTable& t) {
   return order;
 }
 
-void read_header(std::ifstream& in, const std::string& path, int32_t h[256]) {
-  in.read(reinterpret_cast<char*>(h), 256 * sizeof(int32_t));
-  if (!in) throw std::runtime_error(path + ": too short for an llm.c model header (1024 bytes)");
+void check_header(const std::string& path, const int32_t h[256]) {
   if (h[0] != 20240326)
-    throw std::runtime_error(path + ": bad magic " + std::to_string(h[0]) +
-                             " (an llm.c model file has 20240326)");
+    throw DataError(path + ": bad magic " + std::to_string(h[0]) +
+                    " (an llm.c model file has 20240326)");
   if (h[1] != 3 && h[1] != 5)
-    throw std::runtime_error(path + ": unsupported version " + std::to_string(h[1]) +
-                             " (expected 3 = fp32 or 5 = bf16)");
+    throw DataError(path + ": unsupported version " + std::to_string(h[1]) +
+                    " (expected 3 = fp32 or 5 = bf16)");
 }
 
 }  // namespace
@@ -51,27 +49,23 @@ void write_llmc_model(const std::string& path, const ParamTable& table,
   h[5] = c.n_head;
   h[6] = c.n_embd;
   h[7] = c.vocab_size;
-  const std::string tmp = path + ".tmp";
-  FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw std::runtime_error(path + ": cannot write model file");
-  bool ok = std::fwrite(h, sizeof h, 1, f) == 1;
+  AtomicFile f(path);
+  f.write(h, sizeof h);
   for (int i : file_order(table)) {
     const ParamInfo& p = table.params()[i];
-    ok = ok && std::fwrite(flat.data() + p.offset, sizeof(float), p.numel, f) == p.numel;
+    f.write(flat.data() + p.offset, p.numel * sizeof(float));
   }
-  ok = ok && std::fflush(f) == 0 && fsync(fileno(f)) == 0;
-  std::fclose(f);
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw std::runtime_error(path + ": write failed");
-  }
+  f.commit();
 }
 
 std::vector<float> read_llmc_model(const std::string& path, const ParamTable& table) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(path + ": cannot open model file");
+  const InputFile in(path, "model file");
+  if (in.size() < kHeaderBytes)
+    throw DataError(path + ": " + std::to_string(in.size()) +
+                    " bytes, too short for an llm.c model header (1024 bytes)");
   int32_t h[256];
-  read_header(in, path, h);
+  in.read_at(0, h, sizeof h);
+  check_header(path, h);
   const GPTConfig& c = table.config();
   const int want[5] = {c.seq_len, c.n_layer, c.n_head, c.n_embd, c.vocab_size};
   const int got[5] = {h[2], h[4], h[5], h[6], h[7]};
@@ -79,21 +73,28 @@ std::vector<float> read_llmc_model(const std::string& path, const ParamTable& ta
                           "model.vocab_size (padded)"};
   for (int i = 0; i < 5; i++)
     if (want[i] != got[i])
-      throw std::runtime_error(path + ": " + names[i] + " is " + std::to_string(got[i]) +
-                               " in the file but " + std::to_string(want[i]) + " in the config");
-  std::vector<float> flat(table.total());
+      throw DataError(path + ": " + names[i] + " is " + std::to_string(got[i]) +
+                      " in the file but " + std::to_string(want[i]) + " in the config");
   const bool bf16 = h[1] == 5;
+  const uint64_t expected = kHeaderBytes + table.total() * (bf16 ? 2 : 4);
+  if (in.size() != expected)
+    throw DataError(path + ": " + std::to_string(in.size()) + " bytes, but a version " +
+                    std::to_string(h[1]) + " file of this shape has " + std::to_string(expected) +
+                    " (1024-byte header + " + std::to_string(table.total()) + " parameters x " +
+                    (bf16 ? "2" : "4") + " bytes)");
+  std::vector<float> flat(table.total());
+  uint64_t at = kHeaderBytes;
   for (int i : file_order(table)) {
     const ParamInfo& p = table.params()[i];
     if (bf16) {
       std::vector<uint16_t> raw(p.numel);
-      in.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(p.numel * 2));
+      in.read_at(at, raw.data(), p.numel * 2);
       for (size_t j = 0; j < p.numel; j++) flat[p.offset + j] = bf16_to_float(raw[j]);
+      at += p.numel * 2;
     } else {
-      in.read(reinterpret_cast<char*>(flat.data() + p.offset),
-              static_cast<std::streamsize>(p.numel * 4));
+      in.read_at(at, flat.data() + p.offset, p.numel * 4);
+      at += p.numel * 4;
     }
-    if (!in) throw std::runtime_error(path + ": truncated at tensor " + p.name);
   }
   return flat;
 }

@@ -11,11 +11,13 @@
 
 namespace zt {
 
-// Writes fp32 (version 3) weights given in zerotrain's flat layout.
+// Writes fp32 (version 3) weights given in zerotrain's flat layout, atomically
+// (train/atomic_file.h).
 void write_llmc_model(const std::string& path, const ParamTable& table,
                       const std::vector<float>& flat);
 // Reads version 3 or 5 into zerotrain's flat layout; the file's shape must match
-// the table's config (vocab_size is compared with the padded vocab size).
+// the table's config (vocab_size is compared with the padded vocab size) and its
+// size must be exactly what that shape needs. Errors are DataErrors naming the file.
 std::vector<float> read_llmc_model(const std::string& path, const ParamTable& table);
 
 }  // namespace zt

@@ -1,10 +1,13 @@
 // zerotrain: one binary, one subcommand per job. Every rank runs main; errors
 // that every rank sees alike (config, data, usage) exit 2 with one line from
-// rank 0; any other error on any rank takes the whole job down.
+// rank 0, errors the ranks agreed on (a failed checkpoint write) exit 1 the
+// same way; any other error on any rank takes the whole job down.
 #include <mpi.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -50,6 +53,9 @@ int main(int argc, char** argv) {
     std::fputs(kUsage, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
+  // A file-size limit (ulimit -f) then fails the write with EFBIG, which every
+  // writer reports as a failed write naming the file, instead of killing us.
+  std::signal(SIGXFSZ, SIG_IGN);
   // Threads: the MPI communicator's progress thread calls MPI beside the main one.
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -57,19 +63,30 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const std::string cmd = argv[1];
   const std::vector<std::string> args(argv + 2, argv + argc);
+  // What was printed goes out before the error line.
+  auto report = [rank](const char* what) {
+    std::fflush(stdout);
+    if (rank == 0) std::fprintf(stderr, "zerotrain: %s\n", what);
+  };
   int rc = 0;
   try {
     rc = dispatch(cmd, args);
   } catch (const zt::ConfigError& e) {
-    if (rank == 0) std::fprintf(stderr, "zerotrain: %s\n", e.what());
+    report(e.what());
     rc = 2;
   } catch (const zt::DataError& e) {
-    if (rank == 0) std::fprintf(stderr, "zerotrain: %s\n", e.what());
+    report(e.what());
     rc = 2;
+  } catch (const zt::JobError& e) {
+    report(e.what());
+    rc = 1;
+  } catch (const std::bad_alloc&) {
+    zt::abort_job("out of memory (std::bad_alloc) in '" + cmd + "'");
   } catch (const std::exception& e) {
     zt::abort_job(e.what());
   }
   std::fflush(stdout);
+  std::fflush(stderr);
   MPI_Finalize();
   return rc;
 }

@@ -1,13 +1,13 @@
 #include "train/run_outputs.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
+#include <cstdlib>
 
+#include "data/input_file.h"
+#include "data/shard.h"
+#include "train/atomic_file.h"
 #include "train/json_writer.h"
 #include "zero/memory_formula.h"
 
@@ -22,33 +22,14 @@ std::string format_duration(double s) {
   return buf;
 }
 
-// The effective config (YAML) as a JSON object, scalars typed as YAML reads them.
-std::string yaml_to_json(const YAML::Node& n) {
-  if (n.IsMap()) {
-    std::string o = "{";
-    for (auto it = n.begin(); it != n.end(); ++it) {
-      if (o.size() > 1) o += ",";
-      o += json_escape(it->first.as<std::string>()) + ":" + yaml_to_json(it->second);
-    }
-    return o + "}";
-  }
-  if (n.IsScalar()) {
-    const std::string s = n.Scalar();
-    if (s == "true" || s == "false") return s;
-    char* end = nullptr;
-    std::strtod(s.c_str(), &end);
-    if (!s.empty() && end && *end == '\0' && n.Tag() != "!") return s;
-    return json_escape(s);
-  }
-  return "null";
-}
-
 }  // namespace
 
 RunOutputs::RunOutputs(const std::string& run_dir, bool writer) : dir_(run_dir), writer_(writer) {}
 
-RunOutputs::~RunOutputs() {
-  if (metrics_) std::fclose(metrics_);
+RunOutputs::~RunOutputs() = default;
+
+void RunOutputs::write_config(const std::string& config_yaml) {
+  if (writer_) write_file_atomic(dir_ + "/config.yaml", config_yaml);
 }
 
 void RunOutputs::open_metrics(int64_t start_step) {
@@ -56,18 +37,28 @@ void RunOutputs::open_metrics(int64_t start_step) {
   const std::string path = dir_ + "/metrics.jsonl";
   std::string kept;
   if (start_step > 0) {
-    std::ifstream in(path);
-    std::string line;
-    while (std::getline(in, line)) {
+    std::string old;
+    try {
+      old = read_small_file(path, "metrics log", kMetricsMaxBytes);
+    } catch (const DataError&) {
+      // No log to keep (or an unreadable one): the resumed run starts a new one.
+    }
+    // Whole records of steps up to the checkpoint's; a cut or garbled line goes.
+    size_t at = 0;
+    for (size_t nl; (nl = old.find('\n', at)) != std::string::npos; at = nl + 1) {
+      const std::string line = old.substr(at, nl - at);
       const size_t p = line.find("\"step\":");
-      if (p != std::string::npos && std::stoll(line.substr(p + 7)) <= start_step)
+      if (p == std::string::npos || line.front() != '{' || line.back() != '}') continue;
+      char* end = nullptr;
+      errno = 0;
+      const long long step = std::strtoll(line.c_str() + p + 7, &end, 10);
+      if (errno == 0 && end != line.c_str() + p + 7 && (*end == ',' || *end == '}') && step >= 1 &&
+          step <= start_step)
         kept += line + "\n";
     }
   }
-  metrics_ = std::fopen(path.c_str(), "w");
-  if (!metrics_) throw std::runtime_error(path + ": cannot open for writing");
-  std::fputs(kept.c_str(), metrics_);
-  std::fflush(metrics_);
+  write_file_atomic(path, kept);
+  metrics_.reset(new AppendFile(path));
 }
 
 void RunOutputs::step(const StepRecord& r, int total, double tok_s, double elapsed, int done,
@@ -91,8 +82,7 @@ void RunOutputs::step(const StepRecord& r, int total, double tok_s, double elaps
       .add("grad_norm", r.grad_norm)
       .add("ms", r.ms);
   if (r.val_loss >= 0) o.add("val_loss", r.val_loss);
-  std::fprintf(metrics_, "%s\n", o.str().c_str());
-  std::fflush(metrics_);
+  metrics_->append_line(o.str());
 }
 
 void RunOutputs::sample(int64_t step, const std::string& text) {
@@ -187,19 +177,14 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("params", static_cast<uint64_t>(s.params))
       .add("padded_params", static_cast<uint64_t>(s.padded_params))
       .add("device", s.device)
-      .raw("config", yaml_to_json(YAML::Load(s.config_yaml)))
+      .raw("config", s.config_json)
       .add("zero", zero)
       .add("comm", comm)
       .add("memory", mem);
   if (s.cluster_text.empty()) o.raw("cluster", "null");
-  else o.raw("cluster", yaml_to_json(YAML::Load(s.cluster_text)));
-  const std::string path = dir_ + "/summary.json", tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << o.str() << "\n";
-    if (!f) throw std::runtime_error(path + ": cannot write");
-  }
-  std::rename(tmp.c_str(), path.c_str());
+  else o.raw("cluster", s.cluster_text);
+  const std::string path = dir_ + "/summary.json";
+  write_file_atomic(path, o.str() + "\n");
   std::printf("summary: %s (%.0f tok/s, median %.1f ms/step, final loss %.4f)\n", path.c_str(),
               s.tokens_per_second, median, s.final_train_loss);
 }

@@ -1,12 +1,17 @@
-// What a run writes: the progress line per step, samples, RUN/metrics.jsonl
-// (one JSON object per optimizer step) and RUN/summary.json. Only rank 0 writes.
+// What a run writes: the progress line per step, samples, RUN/config.yaml,
+// RUN/metrics.jsonl (one JSON object per optimizer step) and RUN/summary.json.
+// Only rank 0 writes. Every write is checked (train/atomic_file.h): a metrics
+// line is appended whole or not at all, config.yaml and summary.json replace
+// the old file atomically, and a failure throws IoError naming the file.
 #pragma once
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/memory_ledger.h"
+#include "train/atomic_file.h"
 #include "zero/comm_stats.h"
 #include "zero/zero_config.h"
 
@@ -24,7 +29,7 @@ struct RunSummary {
   double final_train_loss = 0, final_val_loss = -1, initial_val_loss = -1, tokens_per_second = 0;
   std::vector<double> step_ms;
   size_t params = 0, padded_params = 0;
-  std::string config_yaml;
+  std::string config_json;  // the effective config
   int stage = 0;
   std::string grad_path;
   ZeroConfig zero;
@@ -35,15 +40,19 @@ struct RunSummary {
   std::string device;
   int nodes = 1, ranks_per_node = 1;
   // The emulated cluster's description (the JSON file ZT_CLUSTER names, written
-  // by scripts/cluster.sh), or "".
+  // by scripts/cluster.sh, checked to be a JSON object), or "".
   std::string cluster_text;
 };
+
+// A resumed run keeps the records of a metrics log up to this size.
+constexpr uint64_t kMetricsMaxBytes = uint64_t(1) << 30;
 
 class RunOutputs {
  public:
   RunOutputs(const std::string& run_dir, bool writer);
   ~RunOutputs();
-  // Opens metrics.jsonl, keeping only records up to start_step (resume).
+  void write_config(const std::string& config_yaml);
+  // Opens metrics.jsonl, keeping only the whole records up to start_step (resume).
   void open_metrics(int64_t start_step);
   // The progress line is printed every log_every steps (0: only on the first, last
   // and evaluating steps); metrics.jsonl gets every step.
@@ -55,7 +64,7 @@ class RunOutputs {
  private:
   std::string dir_;
   bool writer_;
-  FILE* metrics_ = nullptr;
+  std::unique_ptr<AppendFile> metrics_;
 };
 
 }  // namespace zt

@@ -3,6 +3,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -87,6 +88,28 @@ double sum_over_ranks(double x) {
 
 void barrier_all() { MPI_Barrier(MPI_COMM_WORLD); }
 
+std::string first_error_over_ranks(const std::string& mine) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int me = mine.empty() ? INT_MAX : rank, first = INT_MAX;
+  MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (first == INT_MAX) return "";
+  uint64_t n = rank == first ? mine.size() : 0;
+  MPI_Bcast(&n, 1, MPI_UINT64_T, first, MPI_COMM_WORLD);
+  std::string message = rank == first ? mine : std::string(n, ' ');
+  MPI_Bcast(&message[0], static_cast<int>(n), MPI_CHAR, first, MPI_COMM_WORLD);
+  return message;
+}
+
+std::vector<uint64_t> allgather_u64(const std::vector<uint64_t>& mine) {
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  std::vector<uint64_t> all(mine.size() * static_cast<size_t>(world));
+  MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
+                static_cast<int>(mine.size()), MPI_UINT64_T, MPI_COMM_WORLD);
+  return all;
+}
+
 void abort_job(const std::string& what) {
   int rank = 0, world = 1, init = 0;
   MPI_Initialized(&init);
@@ -94,6 +117,7 @@ void abort_job(const std::string& what) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &world);
   }
+  std::fflush(stdout);
   std::fprintf(stderr, "zerotrain: rank %d: %s\n", rank, what.c_str());
   std::fflush(stderr);
   if (init && world > 1) MPI_Abort(MPI_COMM_WORLD, 1);

@@ -2,9 +2,11 @@
 // rank (which GPU, how many BLAS threads), the Ops backend for system.device and
 // the counting communicator ZeRO talks through.
 #pragma once
+#include <cstdint>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "model/ops.h"
 #include "train/config.h"
@@ -26,7 +28,19 @@ NodeMap job_nodes();
 // Host-side sums across ranks for metrics (not ZeRO traffic, so not counted).
 double sum_over_ranks(double x);
 void barrier_all();
-// Any rank's fatal error: print "zerotrain: rank R: what" and take the job down.
+// Collective: the message of the lowest rank whose `mine` is not empty, on every
+// rank; "" when no rank has one. Lets all ranks act on one rank's failure alike.
+std::string first_error_over_ranks(const std::string& mine);
+// Collective: every rank's `mine` (the same count on each), in rank order.
+std::vector<uint64_t> allgather_u64(const std::vector<uint64_t>& mine);
+// Any rank's fatal error: flush stdout, print "zerotrain: rank R: what" and take
+// the job down.
 [[noreturn]] void abort_job(const std::string& what);
+
+// An error that every rank raised alike, after agreeing on it (a failed
+// checkpoint write): rank 0 prints it once and every rank exits with status 1.
+struct JobError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 }  // namespace zt

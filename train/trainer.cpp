@@ -6,9 +6,9 @@
 
 #include <mpi.h>
 #include <sys/stat.h>
-#include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -16,9 +16,11 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
-#include <sstream>
 
+#include "data/input_file.h"
+#include "data/json_reader.h"
 #include "data/loader.h"
+#include "data/shard.h"
 #include "data/tokenizer.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
@@ -95,16 +97,19 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
 std::string cluster_description() {
   const char* path = std::getenv("ZT_CLUSTER");
   if (!path || !*path) return "";
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) throw ConfigError(std::string("ZT_CLUSTER=") + path + ": cannot read the cluster file");
+  const std::string where = std::string("ZT_CLUSTER=") + path;
+  std::string text;
   try {
-    if (!YAML::Load(text.str()).IsMap()) throw YAML::Exception(YAML::Mark(), "not an object");
-  } catch (const YAML::Exception& e) {
-    throw ConfigError(std::string("ZT_CLUSTER=") + path + ": not a JSON object: " + e.msg);
+    text = read_small_file(path, "cluster description", kConfigMaxBytes);
+    if (parse_json(text, where, JsonDialect::Strict).kind != JsonValue::Kind::object)
+      throw ConfigError(where + ": expected a JSON object");
+  } catch (const JsonError& e) {
+    throw ConfigError(e.what());
+  } catch (const DataError& e) {
+    throw ConfigError(where + ": " + e.what());
   }
-  return text.str();
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text;
 }
 
 // This rank's counts, with the inter-node bytes averaged over the ranks
@@ -180,7 +185,7 @@ int run_train(const TrainArgs& a) {
 
   RunOutputs out(a.run_dir, rank == 0);
   if (rank == 0) {
-    make_dirs(a.run_dir);
+    if (!empty_config_note(cfg).empty()) std::printf("%s\n", empty_config_note(cfg).c_str());
     for (const auto& w : ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
     for (const auto& note : data_notes) std::printf("%s\n", note.c_str());
     if (!rt.device_note.empty()) std::printf("%s\n", rt.device_note.c_str());
@@ -195,27 +200,41 @@ int run_train(const TrainArgs& a) {
         "of %d x %d per rank per step\n",
         table.total(), engine->padded_params(), world, dtype_name(ops.dtype()), ops.name().c_str(),
         world, accum, B, T);
-    std::ofstream(a.run_dir + "/config.yaml") << config_yaml;
     std::fflush(stdout);
   }
-  if (cfg.system.comm_trace) {
-    char name[64];
-    std::snprintf(name, sizeof name, "/comm_trace_rank%d.jsonl", rank);
-    if (rank == 0) make_dirs(a.run_dir);
-    barrier_all();
-    rt.comm->open_trace(a.run_dir + name);
-  }
 
-  // 4. Initial state: a checkpoint, an llm.c model file, or GPT-2 initialisation.
+  // 4. Initial state: a checkpoint, an llm.c model file, or GPT-2 initialisation;
+  // before anything is written, so that a checkpoint that does not verify or
+  // does not fit this config leaves the run directory as it was.
+  CheckpointContext ckpt;
+  ckpt.run_dir = a.run_dir;
+  ckpt.model = cfg.model;
+  ckpt.keep = cfg.train.keep_checkpoints;
+  ckpt.config_yaml = config_yaml;
+  ckpt.config_json = config_to_json(cfg);
+  ckpt.tokenizer = tokenizer_identity(cfg.data.tokenizer);
+  ckpt.model_dtype = dtype_name(ops.dtype());
+  ckpt.device = ops.name();
   int64_t start_step = 0;
-  std::string ckpt = a.resume ? latest_checkpoint(a.run_dir) : "";
-  if (!ckpt.empty()) {
-    CheckpointMeta meta = read_checkpoint_meta(ckpt);
-    load_checkpoint(ckpt, *engine);
-    start_step = meta.step;
+  ResumePoint resumed;
+  if (a.resume) {
+    resumed = resume_from_checkpoint(
+        a.run_dir, cfg.model, ckpt.tokenizer, *engine, [&](const std::string& why) {
+          if (rank != 0) return;
+          std::fprintf(stderr, "zerotrain: --resume: rejected %s\n", why.c_str());
+          std::fflush(stderr);
+        });
+  }
+  if (!resumed.dir.empty()) {
+    start_step = resumed.meta.step;
     if (rank == 0) {
-      std::printf("resumed from %s (step %lld, saved by %d ranks at stage %d)\n", ckpt.c_str(),
-                  static_cast<long long>(meta.step), meta.world, meta.stage);
+      std::printf("resumed from %s (step %lld, saved by %d ranks at stage %d", resumed.dir.c_str(),
+                  static_cast<long long>(start_step), resumed.meta.world, resumed.meta.stage);
+      if (resumed.rejected > 0)
+        std::printf("; %d newer checkpoint%s rejected", resumed.rejected,
+                    resumed.rejected == 1 ? "" : "s");
+      std::printf(")\n");
+      std::fflush(stdout);
     }
   } else {
     std::vector<float> w;
@@ -225,8 +244,22 @@ int run_train(const TrainArgs& a) {
       init_gpt2_weights(table, cfg.train.seed, w.data());
     }
     engine->init_weights(w.data());
-    if (rank == 0 && a.resume)
+    if (rank == 0 && a.resume) {
       std::printf("--resume: no complete checkpoint in %s, starting fresh\n", a.run_dir.c_str());
+      std::fflush(stdout);
+    }
+  }
+
+  // 5. Outputs.
+  if (rank == 0) {
+    make_dirs(a.run_dir);
+    out.write_config(config_yaml);
+  }
+  if (cfg.system.comm_trace) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/comm_trace_rank%d.jsonl", rank);
+    barrier_all();
+    rt.comm->open_trace(a.run_dir + name);
   }
   out.open_metrics(start_step);
   std::unique_ptr<HellaswagLog> hellaswag_log;
@@ -302,7 +335,7 @@ int run_train(const TrainArgs& a) {
       if (rank == 0) out.sample(step + 1, sample_text(*tokenizer, toks));
     }
     if (cfg.train.checkpoint_every > 0 && ((step + 1) % cfg.train.checkpoint_every == 0 || last))
-      save_checkpoint(a.run_dir, step + 1, *engine, cfg, config_yaml, rank, world);
+      save_checkpoint(ckpt, step + 1, *engine, rank, world);
   }
 
   // 6. Summary.
@@ -318,7 +351,7 @@ int run_train(const TrainArgs& a) {
   s.step_ms = step_ms;
   s.params = table.total();
   s.padded_params = engine->padded_params();
-  s.config_yaml = config_yaml;
+  s.config_json = ckpt.config_json;
   s.stage = engine->stage();
   s.grad_path = engine->grad_path_key();
   s.zero = cfg.zero;

@@ -1,0 +1,49 @@
+# Inputs that are not what they claim: a FIFO, a device or a directory as the
+# config, a shard (through a data.train glob) or a model file; a config past the
+# 1 MiB limit; an empty config. Each is one line and exit 2, with no run
+# directory created; the empty config trains and says that every key takes its
+# default. Every command runs under `timeout 300` (far above a normal run even
+# on a loaded machine), so a read that blocks fails the test instead of hanging it.
+. "$(dirname "$0")/../e2e_lib.sh"
+FAST=("${SMALL[@]}" --set train.global_batch_tokens=256 --set train.steps=1)
+mkfifo "$WORK/fifo.yaml" "$WORK/fifo.bin"
+mkdir "$WORK/dir.yaml" "$WORK/shards"
+head -c $((2 << 20)) /dev/zero | tr '\0' '#' >"$WORK/huge.yaml"
+cp "$ZT_DATA_DIR"/val_000.bin "$WORK/shards/train_000.bin"
+mkfifo "$WORK/shards/train_001.bin"
+
+expect_error() {  # what expected-text command...
+  local what=$1 want=$2 out rc
+  shift 2
+  out=$(timeout 300 "$@" 2>&1 >/dev/null); rc=$?
+  [ "$rc" -ne 124 ] || fail "$what: hung (killed after 300 s)"
+  [ "$rc" -eq 2 ] || fail "$what: exit $rc (expected 2): $out"
+  [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "$what: not one line: $out"
+  printf '%s' "$out" | grep -qF -- "$want" || fail "$what: '$out' lacks '$want'"
+}
+RUN=(--run-dir "$WORK/run" "${FAST[@]}")
+
+expect_error "FIFO config" "$WORK/fifo.yaml: cannot read config file: it is a named pipe (FIFO)" \
+  "$ZT_BIN" train "$WORK/fifo.yaml" "${RUN[@]}"
+expect_error "/dev/zero config" "/dev/zero: cannot read config file: it is a character device" \
+  "$ZT_BIN" train /dev/zero "${RUN[@]}"
+expect_error "directory config" "$WORK/dir.yaml: cannot read config file: it is a directory" \
+  "$ZT_BIN" train "$WORK/dir.yaml" "${RUN[@]}"
+expect_error "2 MiB config" "config file is 2097152 bytes, more than the limit of 1048576" \
+  "$ZT_BIN" train "$WORK/huge.yaml" "${RUN[@]}"
+expect_error "glob matching a FIFO" "$WORK/shards/train_001.bin: cannot read token shard: it is a named pipe" \
+  "$ZT_BIN" train configs/tiny.yaml "${RUN[@]}" --set "data.train=$WORK/shards/train_*.bin"
+expect_error "FIFO model file" "$WORK/fifo.bin: cannot read model file: it is a named pipe" \
+  "$ZT_BIN" train configs/tiny.yaml "${RUN[@]}" --init-from "$WORK/fifo.bin"
+expect_error "/dev/zero model file" "/dev/zero: cannot read model file: it is a character device" \
+  "$ZT_BIN" eval configs/tiny.yaml "${FAST[@]}" --init-from /dev/zero
+expect_error "FIFO eval config" "cannot read config file: it is a named pipe" \
+  "$ZT_BIN" eval "$WORK/fifo.yaml"
+[ ! -e "$WORK/run" ] || fail "a run directory was created for bad input"
+
+: >"$WORK/empty.yaml"
+out=$(timeout 300 "$ZT_BIN" train "$WORK/empty.yaml" --run-dir "$WORK/run" "${FAST[@]}" 2>&1) ||
+  fail "empty config: $(printf '%s' "$out" | tail -2)"
+printf '%s\n' "$out" | head -1 | grep -qx "$WORK/empty.yaml is empty: every key takes its built-in default" ||
+  fail "empty config: no notice: $(printf '%s' "$out" | head -2)"
+echo "PASS hostile_inputs"
