@@ -10,5 +10,6 @@ int run_sample_command(const std::vector<std::string>& args);
 int run_export_command(const std::vector<std::string>& args);
 int run_plan_command(const std::vector<std::string>& args);
 int run_report_command(const std::vector<std::string>& args);
+int run_commbench_command(const std::vector<std::string>& args);
 
 }  // namespace zt
