@@ -189,10 +189,13 @@ harden_namespace() {
 }
 
 # tbf shapes the rate; netem, as tbf's child, delays. Half of the one-way
-# delay goes on each end of a node-to-node path.
+# delay goes on each end of a node-to-node path. The bucket holds 1 ms of
+# traffic (at least two full frames): a larger one lets every message after a
+# pause through at wire speed up to its size, which at 20 Mbit/s would make a
+# 64 KiB message look free.
 shape() {  # namespace device
-  local burst=$((rate_bps / 8 / 1000))  # 1 ms of traffic, at least 64 KiB
-  [ "$burst" -ge 65536 ] || burst=65536
+  local burst=$((rate_bps / 8 / 1000))
+  [ "$burst" -ge 3028 ] || burst=3028
   tc -n "$1" qdisc add dev "$2" root handle 1: tbf rate "${rate_bps}bit" burst "$burst" latency 100ms ||
     return 1
   if [ "$delay_us" -gt 0 ]; then
@@ -252,13 +255,27 @@ EOF
     echo 'exec ip netns exec "$ns" unshare --uts /bin/sh -c "hostname $ns && $*"'
   } >"$tmp/agent"
   # MCA settings. rtc ^hwloc: orted crashes in hwloc's shared-memory topology
-  # code when started this way. coll_libnbc_iallreduce_algorithm 1 (ring):
-  # libnbc's default for an in-place MPI_Iallreduce, which zerotrain issues, is
-  # a binomial reduce plus broadcast, 2.7x slower on a link (README: commbench).
+  # code when started this way. mpi_yield_when_idle: every node's ranks share
+  # this machine's cores, and ranks spinning in MPI_Wait starve the kernel's
+  # packet processing (stalls of 100 ms to seconds without it); Open MPI only
+  # yields by itself when it sees a node oversubscribed.
+  # The collectives: zerotrain issues non-blocking ones (MPI_I*), which Open
+  # MPI's libnbc schedules, and libnbc's default choices waste the links
+  # (README, "The collectives on a link"). Measured at 100 Mbit/s, as the
+  # share of the link the bus bandwidth reaches: an in-place iallreduce is a
+  # binomial reduce plus broadcast (30%), Rabenseifner's (3) reaches 90% at
+  # power-of-two world sizes and the ring (1) 80% elsewhere, where
+  # Rabenseifner falls to 40%; the chain ireduce (1) and ibcast (3) reach
+  # 85-94% against 35-55%; recursive doubling (2) lifts iallgather from 47%
+  # to 79% on 4 nodes (it is linear, the default, elsewhere).
+  local world=$((nodes * rpn)) allreduce_alg=1
+  [ $((world & (world - 1))) = 0 ] && allreduce_alg=3
   local mca=(
     plm_rsh_agent "$state/agent" plm_rsh_no_tree_spawn 1 rtc ^hwloc
     btl tcp,self,vader btl_tcp_if_include "$SUBNET" oob_tcp_if_include "$SUBNET"
-    coll_libnbc_iallreduce_algorithm 1
+    mpi_yield_when_idle 1 coll_libnbc_iallreduce_algorithm "$allreduce_alg"
+    coll_libnbc_ireduce_algorithm 1 coll_libnbc_ibcast_algorithm 3
+    coll_libnbc_iallgather_algorithm 2
   )
   {
     echo "# Environment of the emulated cluster $prefix (written by scripts/cluster.sh up)."
@@ -423,11 +440,16 @@ cmd_run() {
   return "$rc"
 }
 
-case "$cmd" in
-  up) cmd_up ;;
-  down) cmd_down ;;
-  status) cmd_status ;;
-  run) cmd_run; exit $? ;;
-  launcher) require_up; echo "$state/mpirun" ;;
-  env) require_up; echo "$state/env" ;;
-esac
+# One compound command, parsed whole before it runs: editing this file while a
+# long `run` is in progress cannot feed the running shell new lines.
+{
+  case "$cmd" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    run) cmd_run ;;
+    launcher) require_up && echo "$state/mpirun" ;;
+    env) require_up && echo "$state/env" ;;
+  esac
+  exit $?
+}

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -251,7 +252,8 @@ int run_commbench_command(const std::vector<std::string>& args) {
     std::printf(
         "\n# size: payload bytes (all_reduce, reduce, broadcast: the buffer; reduce_scatter: its "
         "input; all_gather: its output)\n"
-        "# time: mean per call, max over ranks; algbw = size / time; busbw = algbw x bus factor%s\n"
+        "# time: mean per call, max over ranks; median: of the calls' durations (max over ranks)\n"
+        "# algbw = size / time; busbw = algbw x bus factor%s\n"
         "# #wrong: elements off the exact result, over all ranks%s\n",
         cluster.json.empty() ? "" : "; link%: busbw x 8 / link rate",
         comm.name() == "mpi"
@@ -262,15 +264,16 @@ int run_commbench_command(const std::vector<std::string>& args) {
   auto print_point = [&](const CommbenchCurve& c, const CommbenchPoint& pt) {
     if (!writer) return;
     if (&pt == &c.points.front())
-      std::printf("#\n# %s %s (bus factor %s = %.4g)\n# %14s %12s %6s %6s %12s %12s %12s%s %7s\n",
-                  primitive_name(c.primitive), dtype_name(c.dtype), bus_factor_formula(c.primitive),
-                  bus_factor(c.primitive, rt.world), "size(B)", "count", "type", "calls",
-                  "time(us)", "algbw(GB/s)", "busbw(GB/s)", cluster.json.empty() ? "" : "   link%",
-                  "#wrong");
-    std::printf("  %14llu %12llu %6s %6d %12.1f %12.5f %12.5f",
+      std::printf(
+          "#\n# %s %s (bus factor %s = %.4g)\n# %14s %12s %6s %6s %12s %12s %12s %12s%s %7s\n",
+          primitive_name(c.primitive), dtype_name(c.dtype), bus_factor_formula(c.primitive),
+          bus_factor(c.primitive, rt.world), "size(B)", "count", "type", "calls", "time(us)",
+          "median(us)", "algbw(GB/s)", "busbw(GB/s)", cluster.json.empty() ? "" : "   link%",
+          "#wrong");
+    std::printf("  %14llu %12llu %6s %6d %12.1f %12.1f %12.5f %12.5f",
                 static_cast<unsigned long long>(pt.bytes),
                 static_cast<unsigned long long>(pt.count), dtype_name(c.dtype), pt.iters,
-                pt.time_us, pt.algbw_GBps, pt.busbw_GBps);
+                pt.time_us, pt.median_us, pt.algbw_GBps, pt.busbw_GBps);
     if (!cluster.json.empty())
       std::printf(" %7.1f", pt.busbw_GBps * 8e9 / cluster.rate_bits_per_s * 100);
     std::printf(" %7llu\n", static_cast<unsigned long long>(pt.wrong));
@@ -293,6 +296,7 @@ int run_commbench_command(const std::vector<std::string>& args) {
       JsonObject o;
       o.add("bytes", pt.bytes).add("count", pt.count).add("iters", pt.iters);
       o.add("time_us", pt.time_us)
+          .add("median_us", pt.median_us)
           .add("algbw_GBps", pt.algbw_GBps)
           .add("busbw_GBps", pt.busbw_GBps);
       o.add("check", pt.wrong == 0 ? "ok" : "wrong").add("wrong", pt.wrong);
@@ -306,14 +310,22 @@ int run_commbench_command(const std::vector<std::string>& args) {
   }
   doc.raw("curves", curves_json + "]");
   if (writer) {
+    // The largest size's bus bandwidth, from the mean and from the median call.
     for (const CommbenchCurve& c : curves) {
       const CommbenchPoint& big = c.points.back();
+      const double median_busbw =
+          big.bytes / (big.median_us * 1e-6) / 1e9 * bus_factor(c.primitive, rt.world);
       std::printf("# %s %s at %s: busbw %.5f GB/s", primitive_name(c.primitive),
                   dtype_name(c.dtype), human_bytes(big.bytes).c_str(), big.busbw_GBps);
       if (!cluster.json.empty())
         std::printf(" = %.1f%% of the %.6g Mbit/s link",
                     big.busbw_GBps * 8e9 / cluster.rate_bits_per_s * 100,
                     cluster.rate_bits_per_s / 1e6);
+      if (std::isfinite(median_busbw)) {
+        std::printf("; median call %.5f GB/s", median_busbw);
+        if (!cluster.json.empty())
+          std::printf(" = %.1f%%", median_busbw * 8e9 / cluster.rate_bits_per_s * 100);
+      }
       std::printf("\n");
     }
     if (!out.empty()) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -225,14 +226,26 @@ CommbenchPoint commbench_point(Communicator& comm, Ops& ops, Primitive p, DType 
     pt.iters = static_cast<int>(std::clamp<double>(fit, 1, spec.iters));
   }
 
+  std::vector<double> call_seconds(pt.iters);
   comm.barrier();
   const auto t0 = Clock::now();
-  for (int i = 0; i < pt.iters; i++)
+  auto last = t0;
+  for (int i = 0; i < pt.iters; i++) {
     issue(comm, p, send.get(), recv.get(), pt.count, t, spec.root)->wait();
+    const auto now = Clock::now();
+    call_seconds[i] = std::chrono::duration<double>(now - last).count();
+    last = now;
+  }
   ops.synchronize();
   const double mean = seconds_since(t0) / pt.iters;
   const double slowest = max_over_ranks(mean);
   pt.time_us = slowest * 1e6;
+  MPI_Allreduce(MPI_IN_PLACE, call_seconds.data(), pt.iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  std::sort(call_seconds.begin(), call_seconds.end());
+  const int mid = pt.iters / 2;
+  const double median =
+      pt.iters % 2 ? call_seconds[mid] : (call_seconds[mid - 1] + call_seconds[mid]) / 2;
+  pt.median_us = ops.on_device() ? std::nan("") : median * 1e6;
   pt.algbw_GBps = slowest > 0 ? bytes / slowest / 1e9 : 0;
   pt.busbw_GBps = pt.algbw_GBps * bus_factor(p, world);
   return pt;
