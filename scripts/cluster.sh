@@ -357,7 +357,7 @@ cmd_up() {
   trap - INT TERM
   local d=""
   [ "$delay_us" -gt 0 ] && d=", one-way delay ${delay_text}${jitter_text:+ ± $jitter_text}"
-  echo "cluster $prefix up: $nodes nodes x $rpn ranks, links $rate_text each way$d; nodes $(node_addr 0)..$(node_addr $((nodes - 1))) in namespaces $(node_ns 0)..$(node_ns $((nodes - 1))), switch $sw"
+  echo "cluster $prefix up: $nodes nodes x $rpn ranks per node, links $rate_text each way$d; nodes $(node_addr 0)..$(node_addr $((nodes - 1))) in namespaces $(node_ns 0)..$(node_ns $((nodes - 1))), switch $sw"
   echo "  run:      scripts/cluster.sh run -- -np $((nodes * rpn)) build/zerotrain ..."
   echo "  launcher: $state/mpirun (mpirun's arguments; ZT_CLUSTER=$state/cluster.json reaches every rank)"
   echo "  down:     scripts/cluster.sh down"

@@ -236,7 +236,7 @@ int run_commbench_command(const std::vector<std::string>& args) {
         rt.ops->name().c_str());
     if (cluster.json.empty()) std::printf("# cluster: none (ZT_CLUSTER not set)\n");
     else
-      std::printf("# cluster: %s: %d nodes x %d ranks, links of %.6g Mbit/s\n",
+      std::printf("# cluster: %s: %d nodes x %d ranks per node, links of %.6g Mbit/s\n",
                   cluster.path.c_str(), cluster.nodes, cluster.ranks_per_node,
                   cluster.rate_bits_per_s / 1e6);
     if (!cluster.json.empty() && (cluster.nodes != nodes || cluster.ranks_per_node != rpn))

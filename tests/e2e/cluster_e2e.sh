@@ -35,6 +35,12 @@ tbf_ok=$?
 ip netns del "${P}probe"
 [ "$tbf_ok" = 0 ] || skip "tc's tbf qdisc is not available in this kernel"
 
+# One cluster test at a time on this machine (other checkouts run it too,
+# under the same prefix); what a killed one left behind goes first.
+mkdir -p /run/zerotrain && exec 7>/run/zerotrain/.cluster_e2e.lock
+flock -w 600 7 || fail "another cluster_e2e has held /run/zerotrain/.cluster_e2e.lock for 10 minutes"
+"${C[@]}" down >/dev/null 2>&1
+
 # What the root namespace holds before: nothing of the cluster may change it.
 root_state() {
   ip -o addr show | awk '{print $2, $3, $4}'
