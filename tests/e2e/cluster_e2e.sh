@@ -6,9 +6,10 @@
 #   forwarding, addresses only in 198.18.0.0/24, tbf on both ends of every link;
 # - stage 2 at W = 4 on 2 nodes x 2 ranks gives the losses of a plain `mpirun -np 4`
 #   run bit for bit (both with the cluster's collective algorithms);
-# - on 4 nodes x 1 rank at 20 Mbit/s, DeepSpeed's default path
-#   (multi_rank_allreduce) is at least 1.15x slower per step than the
-#   per-owner reduces (the all-reduce puts twice the bytes on every link);
+# - on 4 nodes x 1 rank at 20 Mbit/s with Open MPI's own collective choices
+#   (issue 9's setting), DeepSpeed's default path (multi_rank_allreduce) is
+#   at least 1.5x slower per step than the per-owner reduces (about 3x
+#   measured); with cluster.sh's choices the ratio is printed;
 # - a `run` killed with SIGKILL leaves its processes behind until `down`,
 #   which removes them with everything else; a one-run cluster (`run
 #   --nodes ...`) is gone after it ends, after an error and after Ctrl-C;
@@ -122,27 +123,43 @@ grep -q '"world_size":4' "$WORK/ds/summary.json" || fail "summary.json: world_si
 # inter-node bytes against `plan --world $W` for $NODES nodes x $G here.
 
 # ---- The slow link, on 4 nodes x 1 rank: DeepSpeed's default against the
-# per-owner reduces. Per link and micro-step the all-reduce moves 1.5x the
-# gradient (Rabenseifner's, W = 4), the four chain reduces 0.75x. On 2 x 2
-# the chains cross between the nodes up to three times each and both paths
-# put about the gradient on a node's link (README, "Emulated clusters").
+# per-owner reduces, each path's fastest step after the first (which also
+# sets up the connections): other jobs and stalled calls only ever add time.
+# With Open MPI's own collective choices, as issue 9 measured, the all-reduce
+# is a binomial reduce plus broadcast at about 30% of the link, and DeepSpeed's
+# default is about 3x slower; asserted >= 1.5. With cluster.sh's choices
+# (Rabenseifner's all-reduce, 1.5x the gradient per link per micro-step
+# against about 1x for the four concurrent chain reduces) the gap is at most
+# 1.5x in communication and about 1.2-1.4x per step here: printed, not
+# asserted. On 2 x 2 the chains cross between the nodes up to three times
+# each and both paths put about the gradient on a node's link.
 "${C[@]}" up --nodes 4 --ranks-per-node 1 --link 20mbit >"$WORK/up3.log" 2>&1 ||
   fail "up 4 x 1: $(cat "$WORK/up3.log")"
-for path in ds po; do
-  extra=()
-  [ "$path" = po ] && extra=(--set zero.use_multi_rank_bucket_allreduce=false)
-  "${C[@]}" run -- "$ZT_BIN" train configs/tiny.yaml "${train_args[@]}" "${extra[@]}" \
-    --run-dir "$WORK/flat_$path" >"$WORK/flat_$path.log" 2>&1 ||
-    fail "$path on 4 x 1: $(tail -3 "$WORK/flat_$path.log")"
+libnbc_own=(--mca coll_libnbc_iallreduce_algorithm 0 --mca coll_libnbc_ireduce_algorithm 0)
+step_ms() { grep -o '"ms":[0-9.eE+-]*' "$1/metrics.jsonl" | cut -d: -f2 | tail -n +2; }
+fastest() { step_ms "$1" | sort -g | head -1; }
+ratios=()
+for collectives in libnbc cluster; do
+  for path in ds po; do
+    mca=()
+    [ "$collectives" = libnbc ] && mca=("${libnbc_own[@]}")
+    extra=()
+    [ "$path" = po ] && extra=(--set zero.use_multi_rank_bucket_allreduce=false)
+    dir="$WORK/flat_${collectives}_$path"
+    "${C[@]}" run -- "${mca[@]}" "$ZT_BIN" train configs/tiny.yaml "${train_args[@]}" "${extra[@]}" \
+      --run-dir "$dir" >"$dir.log" 2>&1 || fail "$path on 4 x 1: $(tail -3 "$dir.log")"
+  done
+  grep -q 'one rooted reduce per owner slice' "$WORK/flat_${collectives}_po.log" ||
+    fail "the per-owner run took another path"
+  ds_ms=$(fastest "$WORK/flat_${collectives}_ds")
+  po_ms=$(fastest "$WORK/flat_${collectives}_po")
+  ratio=$(awk -v a="$ds_ms" -v b="$po_ms" 'BEGIN { printf "%.2f", a / b }')
+  ratios+=("$ratio")
+  echo "fastest step on 4 x 1 at 20 Mbit/s, $collectives's collectives: DeepSpeed default $ds_ms ms, per-owner reduces $po_ms ms, ratio $ratio (load $(cut -d' ' -f1 /proc/loadavg))"
+  echo "  steps 2.., DeepSpeed default: $(step_ms "$WORK/flat_${collectives}_ds" | tr '\n' ' ')ms; per-owner: $(step_ms "$WORK/flat_${collectives}_po" | tr '\n' ' ')ms"
 done
-grep -q 'one rooted reduce per owner slice' "$WORK/flat_po.log" || fail "the per-owner run took another path"
-median_ms() { grep -o '"step_ms_median":[0-9.eE+-]*' "$1" | cut -d: -f2; }
-ds_ms=$(median_ms "$WORK/flat_ds/summary.json")
-po_ms=$(median_ms "$WORK/flat_po/summary.json")
-ratio=$(awk -v a="$ds_ms" -v b="$po_ms" 'BEGIN { printf "%.2f", a / b }')
-echo "median step on 4 x 1 at 20 Mbit/s: DeepSpeed default $ds_ms ms, per-owner reduces $po_ms ms, ratio $ratio (load $(cut -d' ' -f1 /proc/loadavg))"
-awk -v r="$ratio" 'BEGIN { exit !(r >= 1.15) }' ||
-  fail "DeepSpeed's default is only ${ratio}x the per-owner path's step time (expected >= 1.15)"
+awk -v r="${ratios[0]}" 'BEGIN { exit !(r >= 1.5) }' ||
+  fail "with Open MPI's own collectives DeepSpeed's default is only ${ratios[0]}x the per-owner path's step time (expected about 3, asserted >= 1.5)"
 
 # ---- A run killed with SIGKILL: its ranks live on in the namespaces until down.
 "${C[@]}" run -- "$ZT_BIN" train configs/tiny.yaml "${train_args[@]}" \
