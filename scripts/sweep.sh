@@ -14,6 +14,10 @@
 #   --out DIR              DIR/NAME/ per point: train.log, command.sh, the run's files
 #   --set KEY=VALUE        override for every point (repeatable); a grid point's
 #                          own value for the same key wins
+#   --cluster NxG          run every point on an emulated cluster of N nodes x G ranks
+#                          (scripts/cluster.sh): brought up before the first point,
+#                          torn down at the end, on error and on Ctrl-C; -np is N*G
+#   --link RATE[,DELAY[,JITTER]]  the cluster's links (with --cluster; e.g. 100mbit)
 #   --hosts H1,H2,...      mpirun's host list (Open MPI --host, MPICH -hosts)
 #   --hostfile FILE        mpirun's host file (Open MPI --hostfile, MPICH -f)
 #   --mpirun-args "ARGS"   extra mpirun words, split at blanks (no quoting; repeatable)
@@ -62,6 +66,8 @@ allow_root=auto
 only=""
 point_timeout=0
 dry_run=0
+cluster_spec=""
+cluster_link=""
 
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -70,6 +76,8 @@ while [ $# -gt 0 ]; do
     --grid) need_value "$@"; grid=$2; shift 2 ;;
     --config) need_value "$@"; configs+=("$2"); shift 2 ;;
     --set) need_value "$@"; common_sets+=("$2"); shift 2 ;;
+    --cluster) need_value "$@"; cluster_spec=$2; shift 2 ;;
+    --link) need_value "$@"; cluster_link=$2; shift 2 ;;
     --hosts) need_value "$@"; hosts=$2; shift 2 ;;
     --hostfile) need_value "$@"; hostfile=$2; shift 2 ;;
     --mpirun-args)
@@ -93,6 +101,20 @@ done
 [[ "$point_timeout" =~ ^[0-9]+$ ]] || die "--timeout: expected whole seconds, got '$point_timeout'"
 physical_cores=$(lscpu -p=Core,Socket 2>/dev/null | grep -v '^#' | sort -u | wc -l)
 [ "$physical_cores" -gt 0 ] 2>/dev/null || physical_cores=$(nproc 2>/dev/null || echo 1)
+cluster_sh="$(dirname "$0")/cluster.sh"
+if [ -n "$cluster_spec" ]; then
+  [[ "$cluster_spec" =~ ^([1-9][0-9]*)x([1-9][0-9]*)$ ]] ||
+    die "--cluster: expected NxG (nodes x ranks per node, e.g. 4x1), got '$cluster_spec'"
+  cluster_nodes=${BASH_REMATCH[1]}
+  cluster_rpn=${BASH_REMATCH[2]}
+  [ -n "$cluster_link" ] || die "--cluster needs --link RATE[,DELAY[,JITTER]] (e.g. --link 100mbit)"
+  [ -z "$hosts$hostfile" ] || die "--cluster brings its own nodes; drop --hosts/--hostfile"
+  [ -z "$np" ] || [ "$np" = $((cluster_nodes * cluster_rpn)) ] ||
+    die "-np $np: --cluster $cluster_spec runs $((cluster_nodes * cluster_rpn)) ranks"
+  np=$((cluster_nodes * cluster_rpn))
+elif [ -n "$cluster_link" ]; then
+  die "--link needs --cluster NxG"
+fi
 [ -n "$np" ] || np=$physical_cores
 [[ "$np" =~ ^[1-9][0-9]*$ ]] || die "-np: expected a positive integer, got '$np'"
 for s in "${common_sets[@]}"; do
@@ -182,7 +204,14 @@ if [ "$dry_run" = 0 ]; then
   command -v "$mpirun_cmd" >/dev/null 2>&1 || die "$mpirun_cmd: not found (set MPIRUN)"
   [ -x "$bin" ] || die "$bin: no zerotrain binary there (build it, or pass --bin / set ZT_BIN)"
 fi
-launch=("$mpirun_cmd" -np "$np")
+# On a cluster, each point goes through `cluster.sh run`, which starts mpirun
+# inside node 0 with the cluster's hostfile and MCA settings (and
+# --allow-run-as-root) and leaves no process behind in the cluster.
+if [ -n "$cluster_spec" ]; then
+  launch=("$cluster_sh" run -- -np "$np")
+else
+  launch=("$mpirun_cmd" -np "$np")
+fi
 if [ -n "$hosts" ]; then
   if [ "$is_openmpi" = 1 ]; then launch+=(--host "$hosts"); else launch+=(-hosts "$hosts"); fi
 fi
@@ -190,11 +219,12 @@ if [ -n "$hostfile" ]; then
   [ -r "$hostfile" ] || die "$hostfile: cannot read the host file"
   if [ "$is_openmpi" = 1 ]; then launch+=(--hostfile "$hostfile"); else launch+=(-f "$hostfile"); fi
 fi
-if [ "$allow_root" = yes ] || { [ "$allow_root" = auto ] && [ "$is_openmpi" = 1 ] && [ "$(id -u)" = 0 ]; }; then
+if [ "$allow_root" = yes ] || { [ "$allow_root" = auto ] && [ "$is_openmpi" = 1 ] &&
+  [ "$(id -u)" = 0 ] && [ -z "$cluster_spec" ]; }; then
   launch+=(--allow-run-as-root)
 fi
 if [ "$oversubscribe" = yes ] || { [ "$oversubscribe" = auto ] && [ "$is_openmpi" = 1 ] &&
-  [ -z "$hosts$hostfile" ] && [ "$np" -gt "$physical_cores" ]; }; then
+  [ -z "$hosts$hostfile$cluster_spec" ] && [ "$np" -gt "$physical_cores" ]; }; then
   launch+=(--oversubscribe)
 fi
 launch+=("${mpirun_extra[@]}")
@@ -226,6 +256,8 @@ done
 
 if [ "$dry_run" = 1 ]; then
   echo "# sweep: $total points, $to_run to run, $np ranks each; runs under $out"
+  [ -z "$cluster_spec" ] ||
+    echo "# on an emulated cluster: $cluster_sh up --nodes $cluster_nodes --ranks-per-node $cluster_rpn --link $cluster_link"
   for i in "${selected[@]}"; do
     [ -s "$out/${names[$i]}/summary.json" ] && echo "# ${names[$i]}: done (summary.json exists)" && continue
     command_of "$i"
@@ -240,6 +272,13 @@ failed_tsv="$out/failed.tsv"
 printf 'point\texit_code\tlog\tnote\n' >"$failed_tsv"
 interrupted=0
 trap 'interrupted=1' INT TERM
+if [ -n "$cluster_spec" ] && [ "$to_run" -gt 0 ]; then
+  trap '"$cluster_sh" down' EXIT
+  "$cluster_sh" up --nodes "$cluster_nodes" --ranks-per-node "$cluster_rpn" --link "$cluster_link" ||
+    die "--cluster $cluster_spec --link $cluster_link: the cluster did not come up"
+  [ "$interrupted" = 0 ] || exit 130
+  cp "$("$cluster_sh" env | sed 's/env$/cluster.json/')" "$out/cluster.json" 2>/dev/null
+fi
 
 echo "sweep: $total points, $((total - to_run)) already done, $to_run to run; $np ranks each; $(printf '%q ' "${launch[@]}")"
 ok=0 failed=0 skipped=0 ran=0 ran_seconds=0 k=0

@@ -12,5 +12,6 @@ int run_plan_command(const std::vector<std::string>& args);
 int run_report_command(const std::vector<std::string>& args);
 int run_prepare_command(const std::vector<std::string>& args);
 int run_tokenize_command(const std::vector<std::string>& args);
+int run_commbench_command(const std::vector<std::string>& args);
 
 }  // namespace zt

@@ -31,7 +31,10 @@ const char* kUsage =
     "  export --checkpoint CKPT --format llmc OUT.bin\n"
     "  plan CONFIG --world W [--set k=v ...]\n"
     "  report RUNS_DIR [--out DIR] [--no-plots]\n"
-    "  tokenize --tokenizer byte|gpt2|FILE.tiktoken|MODEL.model [--decode] [--eot] [--pieces]\n";
+    "  tokenize --tokenizer byte|gpt2|FILE.tiktoken|MODEL.model [--decode] [--eot] [--pieces]\n"
+    "  commbench [--primitives LIST|all] [--dtype fp32,bf16|all] [--min-bytes N] [--max-bytes N]\n"
+    "          [--warmup N] [--iters N] [--max-seconds S] [--root R] [--seed S]\n"
+    "          [--device auto|cpu|cuda] [--communicator auto|mpi|nccl] [--out FILE.json]\n";
 
 int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "train") return zt::run_train(zt::parse_train_args(args));
@@ -42,6 +45,7 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "plan") return zt::run_plan_command(args);
   if (cmd == "report") return zt::run_report_command(args);
   if (cmd == "tokenize") return zt::run_tokenize_command(args);
+  if (cmd == "commbench") return zt::run_commbench_command(args);
   std::fprintf(stderr, "zerotrain: unknown command '%s'\n%s", cmd.c_str(), kUsage);
   return 2;
 }

@@ -8,7 +8,6 @@
 #include <sys/stat.h>
 
 #include <algorithm>
-#include <cctype>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
@@ -25,6 +24,7 @@
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/cli_args.h"
+#include "train/cluster_description.h"
 #include "train/data_fallback.h"
 #include "train/deepspeed_import.h"
 #include "train/fault_inject.h"
@@ -92,26 +92,6 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
   return a;
 }
 
-// The emulated cluster the job runs on, as scripts/cluster.sh describes it in
-// the JSON file ZT_CLUSTER names; "" when not set.
-std::string cluster_description() {
-  const char* path = std::getenv("ZT_CLUSTER");
-  if (!path || !*path) return "";
-  const std::string where = std::string("ZT_CLUSTER=") + path;
-  std::string text;
-  try {
-    text = read_small_file(path, "cluster description", kConfigMaxBytes);
-    if (parse_json(text, where, JsonDialect::Strict).kind != JsonValue::Kind::object)
-      throw ConfigError(where + ": expected a JSON object");
-  } catch (const JsonError& e) {
-    throw ConfigError(e.what());
-  } catch (const DataError& e) {
-    throw ConfigError(where + ": " + e.what());
-  }
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  return text;
-}
-
 // This rank's counts, with the inter-node bytes averaged over the ranks
 // (each rank counts what it sends across; the summary speaks for the job).
 CommStats with_job_mean_inter_node(CommStats c, int world) {
@@ -144,7 +124,7 @@ int run_train(const TrainArgs& a) {
   const std::vector<std::string> data_notes =
       apply_data_fallbacks(cfg.data, cfg.train.eval_every > 0);
   const FaultInjection fault = parse_fault_injection(cfg.system.fault_inject);
-  const std::string cluster = cluster_description();
+  const std::string cluster = read_cluster_description().json;
   const std::string config_yaml = config_to_yaml(cfg);
   const int accum = grad_accum_steps(cfg, world);
   const int B = cfg.train.micro_batch, T = cfg.model.seq_len;

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# End to end: `zerotrain commbench` at W = 2 (plain mpirun, sizes up to 4 KiB,
+# fp32 and bf16): the table, the JSON curves with every check "ok" and the
+# cluster description from ZT_CLUSTER embedded; one-line errors with exit 2
+# for an unreadable ZT_CLUSTER and an --out that cannot be written (before
+# anything is measured). About 3 s.
+here=$(cd "$(dirname "$0")/../.." && pwd)
+source "$here/tests/e2e_lib.sh"
+cat >"$WORK/cluster.json" <<'JSON'
+{"prefix": "zt-", "nodes": 1, "ranks_per_node": 2, "world": 2,
+ "link": {"spec": "100mbit", "rate_bits_per_s": 100000000, "delay_us": null, "jitter_us": null}}
+JSON
+ZT_CLUSTER="$WORK/cluster.json" mpirun -np 2 "$ZT_BIN" commbench --max-bytes 4K --iters 2 --warmup 1 \
+  --dtype all --out "$WORK/cb.json" >"$WORK/cb.log" 2>&1 || fail "commbench exited $?: $(tail -3 "$WORK/cb.log")"
+grep -q '^# all_reduce bf16 (bus factor 2(W-1)/W = 1)' "$WORK/cb.log" || fail "no all_reduce bf16 table: $(head -20 "$WORK/cb.log")"
+grep -q 'link%' "$WORK/cb.log" || fail "no link% column with ZT_CLUSTER set"
+/usr/bin/python3 - "$WORK/cb.json" <<'PY' || fail "the JSON is not what it should be"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["communicator"] == "mpi" and d["world"] == 2 and d["nodes"] == 1 and d["ranks_per_node"] == 2, d
+assert d["cluster"]["link"]["rate_bits_per_s"] == 1e8, d["cluster"]
+curves = {(c["primitive"], c["dtype"]): c for c in d["curves"]}
+prims = ["all_reduce", "reduce_scatter", "all_gather", "reduce", "broadcast"]
+assert sorted(curves) == sorted((p, t) for p in prims for t in ("fp32", "bf16")), sorted(curves)
+for (p, t), c in curves.items():
+    assert c["points"][-1]["bytes"] == 4096, (p, t, c["points"][-1])
+    for pt in c["points"]:
+        assert pt["check"] == "ok" and pt["wrong"] == 0, (p, t, pt)
+        assert pt["count"] * (4 if t == "fp32" else 2) == pt["bytes"], (p, t, pt)
+        assert abs(pt["busbw_GBps"] - pt["algbw_GBps"] * c["bus_factor"]) <= 1e-12 * max(1, pt["busbw_GBps"]), pt
+PY
+
+echo 'not json' >"$WORK/bad.json"
+out=$(ZT_CLUSTER="$WORK/bad.json" "$ZT_BIN" commbench --max-bytes 64 2>&1)
+rc=$?
+[ "$rc" = 2 ] || fail "a bad ZT_CLUSTER exited $rc, expected 2: $out"
+[ "$(echo "$out" | wc -l)" = 1 ] && [[ "$out" == *"ZT_CLUSTER=$WORK/bad.json:1:1: JSON syntax error"* ]] ||
+  fail "a bad ZT_CLUSTER said: $out"
+out=$(mpirun -np 2 "$ZT_BIN" commbench --max-bytes 64 --out "$WORK/no/such/dir/cb.json" 2>&1)
+rc=$?
+[ "$rc" != 0 ] || fail "an unwritable --out exited 0"
+[[ "$out" == *"--out $WORK/no/such/dir/cb.json: cannot write there"* ]] || fail "an unwritable --out said: $out"
+[[ "$out" != *"all_reduce fp32"* ]] || fail "commbench measured before finding that --out cannot be written"
+echo "PASS commbench_cli"

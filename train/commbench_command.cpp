@@ -1,0 +1,293 @@
+// `zerotrain commbench`: nccl-tests for zerotrain's own communicators (the
+// measurement is zero/commbench). Rank 0 prints one table per primitive and
+// dtype and writes the curves as JSON; the exit status is 1 when any result
+// check failed.
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "train/atomic_file.h"
+#include "train/cli_args.h"
+#include "train/commands.h"
+#include "train/cluster_description.h"
+#include "train/config.h"
+#include "train/json_writer.h"
+#include "train/runtime.h"
+#include "zero/comm_stats.h"
+#include "zero/commbench.h"
+
+namespace zt {
+namespace {
+
+int uniform_ranks_per_node(const NodeMap& m) {
+  std::vector<int> size(m.nodes(), 0);
+  for (int n : m.node_of) size[n]++;
+  for (int s : size)
+    if (s != size[0]) return -1;
+  return size[0];
+}
+
+const char* kUsage =
+    "usage: zerotrain commbench [--primitives LIST|all] [--dtype fp32,bf16|all] [--min-bytes N] "
+    "[--max-bytes N] [--warmup N] [--iters N] [--max-seconds S] [--root R] [--seed S] "
+    "[--device auto|cpu|cuda] [--communicator auto|mpi|nccl] [--out FILE.json]";
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ',')) out.push_back(item);
+  return out;
+}
+
+// "4096", "64K", "64M", "1G" (binary multiples; a trailing "B" or "iB" is allowed).
+uint64_t parse_bytes(const CliArgs& f, const std::string& name, uint64_t fallback) {
+  if (!f.has(name)) return fallback;
+  const std::string text = f.get(name);
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) digits++;
+  std::string unit = text.substr(digits);
+  if (unit.size() >= 2 && unit.substr(unit.size() - 2) == "iB") unit.resize(unit.size() - 2);
+  else if (!unit.empty() && unit.back() == 'B') unit.pop_back();
+  int shift = -1;
+  if (unit.empty()) shift = 0;
+  else if (unit == "K") shift = 10;
+  else if (unit == "M") shift = 20;
+  else if (unit == "G") shift = 30;
+  if (digits == 0 || digits > 12 || shift < 0)
+    f.fail(name + " expects a byte count such as 4096, 64K, 64M or 1G, got '" + text + "'");
+  const uint64_t v = std::stoull(text.substr(0, digits)) << shift;
+  const uint64_t cap = uint64_t(4) << 30;
+  if (v < 1 || v > cap)
+    f.fail(name + " expects 1 B to 4 GiB (send and receive buffers are allocated at it), got '" +
+           text + "'");
+  return v;
+}
+
+std::string one_of(const CliArgs& f, const std::string& name, const std::string& fallback,
+                   const std::vector<std::string>& allowed) {
+  const std::string v = f.get(name, fallback);
+  for (const std::string& a : allowed)
+    if (v == a) return v;
+  std::string list;
+  for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  f.fail(name + " expects one of " + list + ", got '" + v + "'");
+}
+
+std::string human_bytes(uint64_t b) {
+  char buf[32];
+  if (b >= (uint64_t(1) << 30) && b % (uint64_t(1) << 30) == 0)
+    std::snprintf(buf, sizeof buf, "%llu GiB", static_cast<unsigned long long>(b >> 30));
+  else if (b >= (1u << 20) && b % (1u << 20) == 0)
+    std::snprintf(buf, sizeof buf, "%llu MiB", static_cast<unsigned long long>(b >> 20));
+  else if (b >= 1024 && b % 1024 == 0)
+    std::snprintf(buf, sizeof buf, "%llu KiB", static_cast<unsigned long long>(b >> 10));
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+const char* bus_factor_formula(Primitive p) {
+  switch (p) {
+    case Primitive::AllReduce: return "2(W-1)/W";
+    case Primitive::ReduceScatter:
+    case Primitive::AllGather: return "(W-1)/W";
+    default: return "1";
+  }
+}
+
+}  // namespace
+
+int run_commbench_command(const std::vector<std::string>& args) {
+  const CliArgs f("commbench", kUsage,
+                  {{"--primitives"},
+                   {"--dtype"},
+                   {"--min-bytes"},
+                   {"--max-bytes"},
+                   {"--warmup"},
+                   {"--iters"},
+                   {"--max-seconds"},
+                   {"--root"},
+                   {"--seed"},
+                   {"--device"},
+                   {"--communicator"},
+                   {"--out"}},
+                  args, 0, 0);
+  CommbenchSpec spec;
+  const std::string prims = f.get("--primitives", "all");
+  if (prims != "all") {
+    spec.primitives.clear();
+    for (const std::string& name : split_commas(prims)) {
+      bool known = false;
+      for (Primitive p : commbench_primitives())
+        if (name == primitive_name(p)) spec.primitives.push_back(p), known = true;
+      if (!known) {
+        std::string list;
+        for (Primitive p : commbench_primitives())
+          list += (list.empty() ? "" : ", ") + std::string(primitive_name(p));
+        f.fail("--primitives: unknown primitive '" + name + "' (expected all or some of " + list +
+               ")");
+      }
+    }
+  }
+  spec.min_bytes = parse_bytes(f, "--min-bytes", spec.min_bytes);
+  spec.max_bytes = parse_bytes(f, "--max-bytes", spec.max_bytes);
+  if (spec.max_bytes < spec.min_bytes)
+    f.fail("--max-bytes " + std::to_string(spec.max_bytes) + " is below --min-bytes " +
+           std::to_string(spec.min_bytes));
+  spec.warmup = static_cast<int>(f.get_int("--warmup", spec.warmup, 0, 1000000));
+  spec.iters = static_cast<int>(f.get_int("--iters", spec.iters, 1, 1000000));
+  spec.max_seconds = f.get_double("--max-seconds", spec.max_seconds, 0, 86400);
+  spec.seed = static_cast<uint64_t>(f.get_int("--seed", 1, 0, INT64_MAX));
+  SystemConfig sys;
+  sys.device = one_of(f, "--device", "auto", {"auto", "cpu", "cuda"});
+  sys.communicator = one_of(f, "--communicator", "auto", {"auto", "mpi", "nccl"});
+  const std::string out = f.get("--out");
+  const ClusterDescription cluster = read_cluster_description();
+
+  Runtime rt = make_runtime(sys);
+  int rank = 0, world = 1, local_rank = 0, local_size = 1;
+  mpi_ranks(&rank, &world, &local_rank, &local_size);
+  // Before measuring (which can take minutes): can rank 0 write the JSON? Every
+  // rank learns the answer, so that all of them stop alike.
+  if (!out.empty()) {
+    double cannot = 0;
+    if (rank == 0) {
+      std::ofstream probe(out + ".tmp");
+      cannot = probe ? 0 : 1;
+      probe.close();
+      std::remove((out + ".tmp").c_str());
+    }
+    if (sum_over_ranks(cannot) > 0) throw ConfigError("--out " + out + ": cannot write there");
+  }
+  spec.root = static_cast<int>(f.get_int("--root", 0, 0, world - 1));
+  const std::string dtypes = f.get("--dtype", dtype_name(rt.ops->dtype()));
+  spec.dtypes.clear();
+  for (const std::string& name : split_commas(dtypes == "all" ? "fp32,bf16" : dtypes)) {
+    if (name == "fp32") spec.dtypes.push_back(DType::F32);
+    else if (name == "bf16") spec.dtypes.push_back(DType::BF16);
+    else f.fail("--dtype: expected fp32, bf16, both (fp32,bf16) or all, got '" + name + "'");
+  }
+  const NodeMap node_map = job_nodes();
+  const int nodes = node_map.nodes();
+  const int rpn = uniform_ranks_per_node(node_map);  // -1: nodes differ in size
+  const bool writer = rank == 0;
+  Communicator& comm = *rt.comm;  // commbench's process only: its counts are never reported
+
+  if (writer) {
+    if (!rt.device_note.empty()) std::printf("# %s\n", rt.device_note.c_str());
+    std::printf(
+        "# zerotrain commbench: communicator %s, W = %d on %d node%s x %s rank%s, device %s\n",
+        comm.name().c_str(), world, nodes, nodes == 1 ? "" : "s",
+        rpn > 0 ? std::to_string(rpn).c_str() : "uneven", rpn == 1 ? "" : "s",
+        rt.ops->name().c_str());
+    if (cluster.json.empty()) std::printf("# cluster: none (ZT_CLUSTER not set)\n");
+    else
+      std::printf("# cluster: %s: %d nodes x %d ranks per node, links of %.6g Mbit/s\n",
+                  cluster.path.c_str(), cluster.nodes, cluster.ranks_per_node,
+                  cluster.rate_bits_per_s / 1e6);
+    if (!cluster.json.empty() && (cluster.nodes != nodes || cluster.ranks_per_node != rpn))
+      std::printf("# warning: MPI sees %d nodes x %d ranks, the cluster file says %d x %d\n", nodes,
+                  rpn, cluster.nodes, cluster.ranks_per_node);
+    std::printf(
+        "# sizes %s to %s by powers of two; per size 1 checked call, up to %d warm-up and %d "
+        "timed calls",
+        human_bytes(spec.min_bytes).c_str(), human_bytes(spec.max_bytes).c_str(), spec.warmup,
+        spec.iters);
+    if (spec.max_seconds > 0)
+      std::printf(" (fewer where they would take over %g s)", spec.max_seconds);
+    std::printf(
+        "\n# size: payload bytes (all_reduce, reduce, broadcast: the buffer; reduce_scatter: its "
+        "input; all_gather: its output)\n"
+        "# time: mean per call, max over ranks; median: of the calls' durations (max over ranks)\n"
+        "# algbw = size / time; busbw = algbw x bus factor%s\n"
+        "# #wrong: elements off the exact result, over all ranks%s\n",
+        cluster.json.empty() ? "" : "; link%: busbw x 8 / link rate",
+        comm.name() == "mpi"
+            ? "; the MPI communicator widens bf16 to fp32 (2x the bytes on the wire)"
+            : "");
+    std::fflush(stdout);
+  }
+  auto print_point = [&](const CommbenchCurve& c, const CommbenchPoint& pt) {
+    if (!writer) return;
+    if (&pt == &c.points.front())
+      std::printf(
+          "#\n# %s %s (bus factor %s = %.4g)\n# %14s %12s %6s %6s %12s %12s %12s %12s%s %7s\n",
+          primitive_name(c.primitive), dtype_name(c.dtype), bus_factor_formula(c.primitive),
+          bus_factor(c.primitive, world), "size(B)", "count", "type", "calls", "time(us)",
+          "median(us)", "algbw(GB/s)", "busbw(GB/s)", cluster.json.empty() ? "" : "   link%",
+          "#wrong");
+    std::printf("  %14llu %12llu %6s %6d %12.1f %12.1f %12.5f %12.5f",
+                static_cast<unsigned long long>(pt.bytes),
+                static_cast<unsigned long long>(pt.count), dtype_name(c.dtype), pt.iters,
+                pt.time_us, pt.median_us, pt.algbw_GBps, pt.busbw_GBps);
+    if (!cluster.json.empty())
+      std::printf(" %7.1f", pt.busbw_GBps * 8e9 / cluster.rate_bits_per_s * 100);
+    std::printf(" %7llu\n", static_cast<unsigned long long>(pt.wrong));
+    std::fflush(stdout);
+  };
+  const std::vector<CommbenchCurve> curves = run_commbench(comm, *rt.ops, spec, print_point);
+
+  uint64_t wrong = 0;
+  JsonObject doc;
+  doc.add("communicator", comm.name()).add("world", world).add("nodes", nodes);
+  doc.raw("ranks_per_node", rpn > 0 ? std::to_string(rpn) : "null");
+  doc.raw("cluster", cluster.json.empty() ? "null" : cluster.json);
+  doc.add("device", rt.ops->name()).add("warmup", spec.warmup).add("iters", spec.iters);
+  doc.add("max_seconds", spec.max_seconds).add("root", spec.root);
+  std::string curves_json = "[";
+  for (const CommbenchCurve& c : curves) {
+    std::string points = "[";
+    for (const CommbenchPoint& pt : c.points) {
+      wrong += pt.wrong;
+      JsonObject o;
+      o.add("bytes", pt.bytes).add("count", pt.count).add("iters", pt.iters);
+      o.add("time_us", pt.time_us)
+          .add("median_us", pt.median_us)
+          .add("algbw_GBps", pt.algbw_GBps)
+          .add("busbw_GBps", pt.busbw_GBps);
+      o.add("check", pt.wrong == 0 ? "ok" : "wrong").add("wrong", pt.wrong);
+      points += (points.size() > 1 ? "," : "") + o.str();
+    }
+    JsonObject cj;
+    cj.add("primitive", primitive_name(c.primitive)).add("dtype", dtype_name(c.dtype));
+    cj.add("bus_factor", bus_factor(c.primitive, world));
+    cj.raw("points", points + "]");
+    curves_json += (curves_json.size() > 1 ? ",\n " : "\n ") + cj.str();
+  }
+  doc.raw("curves", curves_json + "]");
+  if (writer) {
+    // The largest size's bus bandwidth, from the mean and from the median call.
+    for (const CommbenchCurve& c : curves) {
+      const CommbenchPoint& big = c.points.back();
+      const double median_busbw =
+          big.bytes / (big.median_us * 1e-6) / 1e9 * bus_factor(c.primitive, world);
+      std::printf("# %s %s at %s: busbw %.5f GB/s", primitive_name(c.primitive),
+                  dtype_name(c.dtype), human_bytes(big.bytes).c_str(), big.busbw_GBps);
+      if (!cluster.json.empty())
+        std::printf(" = %.1f%% of the %.6g Mbit/s link",
+                    big.busbw_GBps * 8e9 / cluster.rate_bits_per_s * 100,
+                    cluster.rate_bits_per_s / 1e6);
+      if (std::isfinite(median_busbw)) {
+        std::printf("; median call %.5f GB/s", median_busbw);
+        if (!cluster.json.empty())
+          std::printf(" = %.1f%%", median_busbw * 8e9 / cluster.rate_bits_per_s * 100);
+      }
+      std::printf("\n");
+    }
+    if (!out.empty()) {
+      write_file_atomic(out, doc.str() + "\n");
+      std::printf("# wrote %s\n", out.c_str());
+    }
+    if (wrong > 0)
+      std::fprintf(stderr, "zerotrain: commbench: %llu elements differ from the exact result\n",
+                   static_cast<unsigned long long>(wrong));
+  }
+  return wrong > 0 ? 1 : 0;
+}
+
+}  // namespace zt
