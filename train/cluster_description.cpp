@@ -24,25 +24,30 @@ double field(const JsonValue& obj, const char* key, const std::string& where, bo
 
 }  // namespace
 
-ClusterDescription parse_cluster_description(const std::string& json, const std::string& where) {
+ClusterDescription cluster_from_json(const JsonValue& root, const std::string& where) {
   ClusterDescription c;
-  try {
-    const JsonValue root = parse_json(json, where, JsonDialect::Strict);
-    if (root.kind != JsonValue::Kind::object)
-      throw ConfigError(where + ": expected a JSON object (scripts/cluster.sh's cluster.json)");
-    c.nodes = static_cast<int>(field(root, "nodes", where, true));
-    c.ranks_per_node = static_cast<int>(field(root, "ranks_per_node", where, true));
-    const JsonValue* link = root.find("link");
-    if (!link || link->kind != JsonValue::Kind::object)
-      throw ConfigError(where + ": field 'link' missing (expected an object with rate_bits_per_s)");
-    c.rate_bits_per_s = field(*link, "rate_bits_per_s", where + ": link", true);
-    c.delay_us = field(*link, "delay_us", where + ": link", false);
-  } catch (const JsonError& e) {
-    throw ConfigError(e.what());
-  }
+  if (root.kind != JsonValue::Kind::object)
+    throw ConfigError(where + ": expected a JSON object (scripts/cluster.sh's cluster.json)");
+  c.nodes = static_cast<int>(field(root, "nodes", where, true));
+  c.ranks_per_node = static_cast<int>(field(root, "ranks_per_node", where, true));
+  const JsonValue* link = root.find("link");
+  if (!link || link->kind != JsonValue::Kind::object)
+    throw ConfigError(where + ": field 'link' missing (expected an object with rate_bits_per_s)");
+  c.rate_bits_per_s = field(*link, "rate_bits_per_s", where + ": link", true);
+  c.delay_us = field(*link, "delay_us", where + ": link", false);
   if (c.nodes < 1 || c.ranks_per_node < 1 || !(c.rate_bits_per_s > 0))
     throw ConfigError(where + ": expected nodes >= 1, ranks_per_node >= 1 and a positive " +
                       "link.rate_bits_per_s");
+  return c;
+}
+
+ClusterDescription parse_cluster_description(const std::string& json, const std::string& where) {
+  ClusterDescription c;
+  try {
+    c = cluster_from_json(parse_json(json, where, JsonDialect::Strict), where);
+  } catch (const JsonError& e) {
+    throw ConfigError(e.what());
+  }
   c.json = json;
   while (!c.json.empty() && std::isspace(static_cast<unsigned char>(c.json.back())))
     c.json.pop_back();

@@ -7,6 +7,8 @@
 
 namespace zt {
 
+struct JsonValue;
+
 struct ClusterDescription {
   std::string path;  // ZT_CLUSTER's value; empty: not on an emulated cluster
   std::string json;  // the file's text, trailing whitespace removed
@@ -20,7 +22,9 @@ struct ClusterDescription {
 // Throws ConfigError naming ZT_CLUSTER's file when it cannot be read or lacks
 // nodes, ranks_per_node or link.rate_bits_per_s.
 ClusterDescription read_cluster_description();
-// The same fields from a description's JSON text (a summary.json's "cluster").
+// The same fields from a description's JSON text, or from the parsed object
+// (a summary.json's "cluster"; `json` stays empty there).
 ClusterDescription parse_cluster_description(const std::string& json, const std::string& where);
+ClusterDescription cluster_from_json(const JsonValue& root, const std::string& where);
 
 }  // namespace zt

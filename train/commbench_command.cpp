@@ -13,8 +13,8 @@
 
 #include "train/atomic_file.h"
 #include "train/cli_args.h"
-#include "train/commands.h"
 #include "train/cluster_description.h"
+#include "train/commands.h"
 #include "train/config.h"
 #include "train/json_writer.h"
 #include "train/runtime.h"

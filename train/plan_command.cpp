@@ -8,8 +8,10 @@
 #include "train/cli_args.h"
 #include "train/commands.h"
 #include "train/config.h"
+#include "train/network_file.h"
 #include "train/zero_setup.h"
 #include "zero/plan.h"
+#include "zero/step_time_model.h"
 
 namespace zt {
 namespace {
@@ -54,13 +56,57 @@ void print_calls(const char* title, const std::vector<PlannedCall>& calls) {
                 primitive_name(c.primitive), dtype_name(c.dtype), c.count, c.root, c.what.c_str());
 }
 
+// DeepSpeed's default gradient path of a stage (its switches at their defaults).
+bool is_deepspeed_default(const StepPlan& p) {
+  if (p.stage == 0) return true;
+  if (p.stage == 3) return p.grad_path == "reduce_scatter";
+  return p.grad_path == "multi_rank_allreduce";
+}
+
+struct PredictedRow {
+  std::string label;
+  StepPlan plan;
+  StepTimePrediction t;
+};
+
+void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel& net,
+                       const ComputeTimes& compute, int A, const std::string& configured) {
+  std::printf(
+      "\nstep-time model (a prediction, not a measurement; README, \"The step-time model\"):\n"
+      "  network: %s\n  compute: %s: %.3f ms per micro-step (forward 1/3, backward 2/3), "
+      "optimizer %.3f ms over the whole model\n"
+      "  comm = every call's predicted time added up; exposed = what the compute does not hide; "
+      "step = compute + exposed; speed-up = the DeepSpeed-default path's step of the same stage "
+      "/ this step\n\n",
+      net.source.c_str(), compute.source.c_str(), compute.micro_step_s * 1e3,
+      compute.optimizer_s * 1e3);
+  std::printf("  %-30s %12s %12s %12s %12s %10s\n", "configuration", "compute ms", "comm ms",
+              "exposed ms", "step ms", "speed-up");
+  for (const PredictedRow& r : rows) {
+    double base = 0;
+    for (const PredictedRow& b : rows)
+      if (b.plan.stage == r.plan.stage && is_deepspeed_default(b.plan)) base = b.t.step_s;
+    std::printf("%s %-30s %12.2f %12.2f %12.2f %12.2f %9.2fx\n", r.label == configured ? "*" : " ",
+                r.label.c_str(), r.t.compute_s * 1e3, r.t.comm_s * 1e3, r.t.exposed_s * 1e3,
+                r.t.step_s * 1e3, base > 0 ? base / r.t.step_s : 0.0);
+  }
+  std::printf("  (%d micro-steps per step)\n", A);
+}
+
 }  // namespace
 
 int run_plan_command(const std::vector<std::string>& args) {
   const CliArgs f("plan",
                   "usage: zerotrain plan CONFIG --world W [--ranks-per-node G] [--set k=v ...] "
-                  "[--calls]",
-                  {{"--world"}, {"--ranks-per-node"}, {"--set", true, true}, {"--calls", false}},
+                  "[--calls] [--network FILE.json --compute-from SUMMARY.json | --compute-ms "
+                  "MICRO,OPT]",
+                  {{"--world"},
+                   {"--ranks-per-node"},
+                   {"--set", true, true},
+                   {"--calls", false},
+                   {"--network"},
+                   {"--compute-from"},
+                   {"--compute-ms"}},
                   args, 1, 1);
   if (!f.has("--world")) f.fail("--world W is required");
   const int world = static_cast<int>(f.get_int("--world", 1, 1, 1 << 20));
@@ -69,6 +115,20 @@ int run_plan_command(const std::vector<std::string>& args) {
     f.fail("--ranks-per-node " + std::to_string(per_node) + " does not divide --world " +
            std::to_string(world));
   const NodeMap nodes = NodeMap::uniform(world, per_node);
+  const bool predict = f.has("--network");
+  if (!predict && (f.has("--compute-from") || f.has("--compute-ms")))
+    f.fail("--compute-from and --compute-ms need --network FILE.json");
+  if (predict && f.has("--compute-from") == f.has("--compute-ms"))
+    f.fail("--network needs one of --compute-from SUMMARY.json or --compute-ms MICRO,OPT");
+  NetworkModel net;
+  ComputeTimes compute;
+  if (predict) {
+    net = read_network_file(f.get("--network"));
+    compute = f.has("--compute-from") ? read_compute_times(f.get("--compute-from"))
+                                      : parse_compute_ms(f.get("--compute-ms"), "--compute-ms");
+  }
+  std::vector<PredictedRow> predicted;
+  std::string configured_label;
   const std::string path = f.positional()[0];
   const std::vector<std::string> overrides = f.all("--set");
   Config cfg = load_config(path, overrides);
@@ -97,6 +157,8 @@ int run_plan_command(const std::vector<std::string>& args) {
     setup.z = v.z;
     const StepPlan p = plan_step(setup, table, world, A, t, nodes);
     const char* mark = p.stage == mine.stage && p.grad_path == mine.grad_path ? "*" : " ";
+    if (*mark == '*') configured_label = v.label;
+    if (predict) predicted.push_back({v.label, p, predict_step(p, world, A, nodes, net, compute)});
     bool first = true;
     for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
       const PlannedPrimitive& c = p.per_step[i];
@@ -128,6 +190,7 @@ int run_plan_command(const std::vector<std::string>& args) {
       "\nstage 3 rows: stage3_param_persistence_threshold %lld keeps tensors of at most that "
       "many elements whole on every rank\n",
       static_cast<long long>(cfg.zero.stage3_param_persistence_threshold));
+  if (predict) print_predictions(predicted, net, compute, A, configured_label);
   if (f.has("--calls")) {
     print_calls("every collective of a steady step, in order (the configured variant)",
                 mine.steady_step);

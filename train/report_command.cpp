@@ -17,6 +17,8 @@
 #include "train/cli_args.h"
 #include "train/commands.h"
 #include "train/config.h"
+#include "train/network_file.h"
+#include "train/report_prediction.h"
 #include "train/report_table.h"
 #include "train/runtime.h"
 
@@ -30,17 +32,19 @@ namespace fs = std::filesystem;
 const char* kPython = "/usr/bin/python3";
 
 struct ReportArgs {
-  std::string runs_dir, out_dir;
+  std::string runs_dir, out_dir, network;
   bool plots = true;
 };
 
 ReportArgs parse_report_args(const std::vector<std::string>& args) {
-  const CliArgs f("report", "usage: zerotrain report RUNS_DIR [--out DIR] [--no-plots]",
-                  {{"--out"}, {"--no-plots", false}}, args, 1, 1);
+  const CliArgs f("report",
+                  "usage: zerotrain report RUNS_DIR [--out DIR] [--no-plots] [--network FILE.json]",
+                  {{"--out"}, {"--no-plots", false}, {"--network"}}, args, 1, 1);
   ReportArgs a;
   a.runs_dir = f.positional()[0];
   a.out_dir = f.get("--out", a.runs_dir);
   a.plots = !f.has("--no-plots");
+  a.network = f.get("--network");
   return a;
 }
 
@@ -124,6 +128,19 @@ std::string markdown_document(const ReportArgs& a, const RunsDir& runs, const st
   std::string md = "# zerotrain report\n\n" + std::to_string(runs.rows.size()) + " runs from `" +
                    a.runs_dir + "` (every `RUN/summary.json`).\n\n";
   md += report_markdown_table(runs.rows) + "\n" + report_caption() + "\n\n";
+  bool predicted = false;
+  for (const ReportRow& r : runs.rows) predicted = predicted || r.has_prediction;
+  if (predicted) {
+    md +=
+        "## Measured against the step-time model\n\n"
+        "Predicted by the step-time model (README, \"The step-time model\") from each run's "
+        "own config, node layout and measured compute (summary.json's timing) and the "
+        "network: " +
+        (a.network.empty() ? std::string("each run's recorded emulated cluster (its link)")
+                           : "`" + a.network + "`") +
+        ". Speed-ups are over the same DeepSpeed-default run as above.\n\n" +
+        report_prediction_table(runs.rows) + "\n";
+  }
   if (!runs.without_summary.empty()) {
     md += "Directories without summary.json (failed, unfinished or not runs):";
     for (const std::string& d : runs.without_summary) md += " `" + d + "`";
@@ -140,7 +157,10 @@ int run_report_command(const std::vector<std::string>& args) {
   mpi_ranks(&rank, &world, &local_rank, &local_size);
   if (rank != 0) return 0;
   try {
-    const RunsDir runs = load_runs_dir(a.runs_dir);
+    RunsDir runs = load_runs_dir(a.runs_dir);
+    NetworkModel network;
+    if (!a.network.empty()) network = read_network_file(a.network);
+    predict_rows(runs, a.runs_dir, a.network.empty() ? nullptr : &network);
     std::error_code ec;
     fs::create_directories(a.out_dir, ec);
     if (ec) throw std::runtime_error("report: " + a.out_dir + ": cannot create: " + ec.message());

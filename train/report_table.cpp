@@ -263,7 +263,7 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
       "grad_all_reduce_bytes,grad_all_reduce_bus_bytes,grad_reduce_bytes,grad_reduce_bus_bytes,"
       "grad_reduce_scatter_bytes,grad_reduce_scatter_bus_bytes,param_all_gather_bytes,"
       "param_all_gather_bus_bytes,model_states_bytes,peak_total_bytes,speedup_vs_ds_default,"
-      "baseline_run\n";
+      "baseline_run,predicted_step_ms,predicted_exposed_comm_ms,predicted_speedup_vs_ds_default\n";
   for (const ReportRow& r : rows) {
     const std::vector<std::string> f = {csv_field(r.run),
                                         csv_field(r.device),
@@ -290,7 +290,10 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
                                         g12(r.model_states_bytes),
                                         g12(r.peak_total_bytes),
                                         r.has_baseline ? g12(r.speedup) : "",
-                                        csv_field(r.baseline_run)};
+                                        csv_field(r.baseline_run),
+                                        r.has_prediction ? g12(r.predicted_step_ms) : "",
+                                        r.has_prediction ? g12(r.predicted_exposed_ms) : "",
+                                        r.predicted_speedup > 0 ? g12(r.predicted_speedup) : ""};
     for (size_t i = 0; i < f.size(); i++) s += (i ? "," : "") + f[i];
     s += "\n";
   }
@@ -327,6 +330,31 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
                                         human_bytes(r.model_states_bytes),
                                         human_bytes(r.peak_total_bytes),
                                         r.has_baseline ? fmt("%.2fx", r.speedup) : "—"};
+    s += "|";
+    for (const std::string& x : f) s += " " + x + " |";
+    s += "\n";
+  }
+  return s;
+}
+
+std::string report_prediction_table(const std::vector<ReportRow>& rows) {
+  std::string s =
+      "| run | stage | grad path | step ms measured | step ms predicted | predicted / measured | "
+      "exposed comm ms measured | exposed comm ms predicted | speed-up measured | speed-up "
+      "predicted |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  for (const ReportRow& r : rows) {
+    if (!r.has_prediction) continue;
+    const std::vector<std::string> f = {
+        r.run,
+        std::to_string(r.stage),
+        r.grad_path,
+        fmt("%.1f", r.step_ms),
+        fmt("%.1f", r.predicted_step_ms),
+        fmt("%.2f", r.predicted_step_ms / r.step_ms),
+        fmt("%.1f", r.exposed_comm_ms_per_step),
+        fmt("%.1f", r.predicted_exposed_ms),
+        r.has_baseline ? fmt("%.2fx", r.speedup) : "—",
+        r.predicted_speedup > 0 ? fmt("%.2fx", r.predicted_speedup) : "—"};
     s += "|";
     for (const std::string& x : f) s += " " + x + " |";
     s += "\n";

@@ -39,6 +39,12 @@ struct ReportRow {
   bool has_baseline = false;  // a DeepSpeed-default run with the same settings exists
   double speedup = 0;         // tokens_per_second over the baseline's
   std::string baseline_run;
+
+  // The step-time model's (train/report_prediction.h), when a network is known.
+  bool has_prediction = false;
+  double predicted_step_ms = 0, predicted_exposed_ms = 0;
+  double predicted_speedup = 0;  // the baseline's predicted step over this one's; 0: none
+  std::string network;           // where the network figures came from
 };
 
 struct RunsDir {
@@ -69,5 +75,7 @@ std::string report_csv(const std::vector<ReportRow>& rows);
 std::string report_markdown_table(const std::vector<ReportRow>& rows);
 // The caption under the Markdown table: units, formulas, what was excluded.
 std::string report_caption();
+// Measured against the step-time model, for the rows that have a prediction.
+std::string report_prediction_table(const std::vector<ReportRow>& rows);
 
 }  // namespace zt

@@ -163,6 +163,13 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("overlap_comm", s.zero.overlap_comm)
       .add("allgather_bucketed", s.zero.allgather_bucketed);
 
+  JsonObject timing;
+  timing.add("micro_steps", s.micro_steps)
+      .add("compute_ms_per_micro_step", s.compute.micro_step_ms)
+      .add("optimizer_ms", s.compute.optimizer_ms)
+      .add("note",
+           "compute = wall time less the time blocked waiting for collectives; medians over the "
+           "steps after the first, the slowest rank's; per micro-step: forward + backward");
   JsonObject o;
   o.add("world_size", s.world)
       .add("steps", s.steps_done)
@@ -180,7 +187,8 @@ void RunOutputs::summary(const RunSummary& s) {
       .raw("config", s.config_json)
       .add("zero", zero)
       .add("comm", comm)
-      .add("memory", mem);
+      .add("memory", mem)
+      .add("timing", timing);
   if (s.cluster_text.empty()) o.raw("cluster", "null");
   else o.raw("cluster", s.cluster_text);
   const std::string path = dir_ + "/summary.json";

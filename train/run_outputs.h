@@ -23,11 +23,20 @@ struct StepRecord {
   double val_loss;  // < 0: not evaluated this step
 };
 
+// One step's compute: wall time less the time blocked in the communicator's
+// wait(), per micro-step (forward + backward, averaged over the step's
+// micro-steps) and for the optimizer step.
+struct ComputeSample {
+  double micro_step_ms, optimizer_ms;
+};
+
 struct RunSummary {
   int world = 1;
   int64_t steps_done = 0, steps_this_run = 0;
   double final_train_loss = 0, final_val_loss = -1, initial_val_loss = -1, tokens_per_second = 0;
   std::vector<double> step_ms;
+  ComputeSample compute{};  // medians over the steps after the first, slowest rank
+  int micro_steps = 1;
   size_t params = 0, padded_params = 0;
   std::string config_json;  // the effective config
   int stage = 0;

@@ -92,6 +92,21 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
   return a;
 }
 
+// The medians of the steps after the first (the first sets up buffers and
+// connections), the slowest rank's: it is the one every collective waits for.
+ComputeSample compute_medians(std::vector<ComputeSample> v) {
+  if (v.size() > 1) v.erase(v.begin());
+  auto median = [&](double ComputeSample::*field) {
+    std::vector<double> x;
+    for (const ComputeSample& c : v) x.push_back(c.*field);
+    std::sort(x.begin(), x.end());
+    double mine = x.empty() ? 0 : x[x.size() / 2], slowest = 0;
+    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    return slowest;
+  };
+  return {median(&ComputeSample::micro_step_ms), median(&ComputeSample::optimizer_ms)};
+}
+
 // This rank's counts, with the inter-node bytes averaged over the ranks
 // (each rank counts what it sends across; the summary speaks for the job).
 CommStats with_job_mean_inter_node(CommStats c, int world) {
@@ -252,6 +267,7 @@ int run_train(const TrainArgs& a) {
   std::vector<int> in(static_cast<size_t>(B) * T), tgt(in.size());
   const double global_tokens = static_cast<double>(cfg.train.global_batch_tokens);
   std::vector<double> step_ms;
+  std::vector<ComputeSample> compute_ms;
   double last_loss = 0, last_val = -1, timed_seconds = 0;
   int64_t timed_tokens = 0;
   const auto run_t0 = Clock::now();
@@ -271,6 +287,7 @@ int run_train(const TrainArgs& a) {
     const auto t0 = Clock::now();
     const double lr = learning_rate(cfg.train, static_cast<int>(step));
     double loss_sum = 0;
+    const double exposed_at_start = rt.comm->stats().exposed_seconds;
     for (int micro = 0; micro < accum; micro++) {
       train_data.micro_batch(step, micro, in.data(), tgt.data());
       engine->begin_micro_step(micro, accum);
@@ -278,11 +295,20 @@ int run_train(const TrainArgs& a) {
                                          static_cast<float>(1.0 / global_tokens), *engine);
       engine->end_micro_step();
     }
+    ops.synchronize();
+    const auto t_opt = Clock::now();
+    const double exposed_at_opt = rt.comm->stats().exposed_seconds;
     OptimSettings os{static_cast<float>(lr), static_cast<float>(cfg.train.beta1),
                      static_cast<float>(cfg.train.beta2), static_cast<float>(cfg.train.eps),
                      static_cast<float>(cfg.train.weight_decay)};
     const double norm = engine->step(os, static_cast<int>(step) + 1);
     ops.synchronize();
+    // Compute = wall time less the time blocked in the communicator's wait().
+    const double exposed_now = rt.comm->stats().exposed_seconds;
+    compute_ms.push_back(
+        {(std::chrono::duration<double>(t_opt - t0).count() - (exposed_at_opt - exposed_at_start)) *
+             1e3 / accum,
+         (seconds_since(t_opt) - (exposed_now - exposed_at_opt)) * 1e3});
     last_loss = sum_over_ranks(loss_sum) / global_tokens;
     const double ms = seconds_since(t0) * 1e3;
     step_ms.push_back(ms);
@@ -329,6 +355,8 @@ int run_train(const TrainArgs& a) {
   s.initial_val_loss = initial_val;
   s.tokens_per_second = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;
   s.step_ms = step_ms;
+  s.compute = compute_medians(compute_ms);
+  s.micro_steps = accum;
   s.params = table.total();
   s.padded_params = engine->padded_params();
   s.config_json = ckpt.config_json;

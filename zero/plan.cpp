@@ -13,19 +13,34 @@ namespace zt {
 namespace {
 
 void add_bucket_calls(const BucketSchedule& g, const std::vector<int>& buckets, Phase phase,
-                      int micro, DType wire, std::vector<PlannedCall>& out) {
+                      int micro, DType wire, double at, std::vector<PlannedCall>& out) {
   for (int b : buckets)
     for (const BucketCall& c : g.buckets[b].calls)
       out.push_back({phase, micro, Purpose::Gradients, c.primitive, wire, c.count, c.root,
-                     "gradients, bucket " + std::to_string(b)});
+                     "gradients, bucket " + std::to_string(b), at});
 }
 
-std::vector<PlannedCall> stage012_step(const Stage012Schedule& s, int A) {
+// reduce_at[i]'s place in the backward: the share of the gradient elements
+// that arrived before order[i]; 1 for the flush after the last.
+std::vector<double> arrival_fractions(const BucketSchedule& g, const ParamTable& table) {
+  std::vector<double> at;
+  double done = 0;
+  for (int p : g.order) {
+    at.push_back(done / table.total());
+    done += table.params()[p].numel;
+  }
+  at.push_back(1.0);
+  return at;
+}
+
+std::vector<PlannedCall> stage012_step(const Stage012Schedule& s, const ParamTable& table, int A) {
+  const std::vector<double> at = arrival_fractions(s.grads, table);
   std::vector<PlannedCall> out;
   for (int m = 0; m < A; m++) {
     if (!s.every_micro_step && m + 1 < A) continue;
-    for (const std::vector<int>& at : s.grads.reduce_at)
-      add_bucket_calls(s.grads, at, Phase::Backward, m, s.wire, out);
+    for (size_t i = 0; i < s.grads.reduce_at.size(); i++)
+      add_bucket_calls(s.grads, s.grads.reduce_at[i], Phase::Backward, m, s.wire,
+                       s.during_backward ? at[i] : 1.0, out);
   }
   for (const StepCall& c : s.step)
     out.push_back({Phase::Step, A - 1,
@@ -51,11 +66,14 @@ class RecordingBackend : public GatherBackend {
     for (size_t k = 0; k < params.size() && k < 3; k++)
       what += " " + table_.params()[params[k]].name;
     if (params.size() > 3) what += " (+" + std::to_string(params.size() - 3) + " more)";
-    out->push_back(
-        {phase, micro, Purpose::Parameters, Primitive::AllGather, dtype_, per_rank, -1, what});
+    index_of_[next_ - 1] = out->size();
+    out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, dtype_, per_rank, -1,
+                    what, position});
   }
   void wait(int param) override {
     const int call = call_of_.at(param);
+    (*out)[index_of_.at(call)].at = position;  // needed here, whenever it was issued
+    index_of_.erase(call);
     for (int p : members_[call]) {
       call_of_.erase(p);
       if (!layout_.persistent(p) && gathered_.insert(p).second) live_ += table_.params()[p].numel;
@@ -74,6 +92,7 @@ class RecordingBackend : public GatherBackend {
   std::vector<PlannedCall>* out = nullptr;
   Phase phase = Phase::Forward;
   int micro = 0;
+  double position = 0;  // the share of the current pass's compute done
   uint64_t peak = 0;
 
  private:
@@ -82,6 +101,7 @@ class RecordingBackend : public GatherBackend {
   DType dtype_;
   std::map<int, int> call_of_;
   std::map<int, std::vector<int>> members_;
+  std::map<int, size_t> index_of_;  // call -> its place in *out, until first waited for
   std::set<int> gathered_;
   uint64_t live_ = 0;
   int next_ = 0;
@@ -105,21 +125,30 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
     for (int m = 0; m < A; m++) {
       rec.micro = m;
       size_t arrived = 0;
+      double done = 0;  // parameter elements of the modules that ran in this pass
       for (const ModuleEvent& e : s.events) {
         const bool root = table.modules()[e.index].parent < 0 && e.kind != ModuleEvent::GradReady;
         if (e.kind == ModuleEvent::Fetch) {
-          if (root) rec.phase = e.backward ? Phase::Backward : Phase::Forward;
+          if (root) {
+            rec.phase = e.backward ? Phase::Backward : Phase::Forward;
+            done = 0;
+          }
+          rec.position = done / table.total();
           train.fetch(e.index, e.backward);
         } else if (e.kind == ModuleEvent::Release) {
+          for (int p : table.modules()[e.index].params) done += table.params()[p].numel;
+          rec.position = done / table.total();
           train.release(e.index, e.backward);
           if (root && e.backward) train.end_pass();
         } else {
-          add_bucket_calls(grads, grads.reduce_at[arrived++], Phase::Backward, m, wire, *out);
+          add_bucket_calls(grads, grads.reduce_at[arrived++], Phase::Backward, m, wire,
+                           rec.position, *out);
         }
       }
-      add_bucket_calls(grads, grads.reduce_at[arrived], Phase::Backward, m, wire, *out);
+      add_bucket_calls(grads, grads.reduce_at[arrived], Phase::Backward, m, wire, 1.0, *out);
     }
     rec.phase = Phase::Step;
+    rec.position = 0;
     train.release_all();
     for (const StepCall& c : layout.norm_calls())
       out->push_back(
@@ -127,6 +156,7 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
     train.gather_persistent();
   }
   const uint64_t es = dtype_size(model);
+  plan.overlap_comm = s.z.overlap_comm;
   plan.grad_path = s.z.reduce_scatter ? "reduce_scatter" : "allreduce";
   plan.describe = s.z.reduce_scatter
                       ? "one reduce-scatter per bucket"
@@ -170,7 +200,9 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
     plan_stage3(s, table, W, A, model, plan);
   } else {
     const Stage012Schedule sched = make_stage012_schedule(s, table, W, model);
-    plan.steady_step = stage012_step(sched, A);
+    plan.steady_step = stage012_step(sched, table, A);
+    plan.overlap_comm = s.z.overlap_comm;
+    plan.double_buffered = s.z.stage == 2 && s.z.overlap_comm;
     plan.first_step = plan.steady_step;
     plan.grad_path = sched.key;
     plan.describe = sched.describe;

@@ -24,6 +24,11 @@ struct PlannedCall {
   size_t count;  // per the Communicator's convention
   int root;      // -1 unless rooted
   std::string what;
+  // Where in its micro-step's forward or backward the call sits, as the
+  // fraction of that pass's compute (parameter elements of the modules run)
+  // done: gradients are issued once it is done, parameters are needed before
+  // the compute beyond it. Step-phase calls: 0.
+  double at = 0;
 };
 
 struct PlannedPrimitive {
@@ -35,6 +40,8 @@ using PrimitiveTotals = std::array<PlannedPrimitive, static_cast<int>(Primitive:
 
 struct StepPlan {
   int stage = 0;
+  bool overlap_comm = false;     // collectives run beside the compute (otherwise it waits for each)
+  bool double_buffered = false;  // stage 2 with overlap_comm: two buckets alternate
   std::string grad_path, describe, chosen_by;
   // The very first step (stage 3 records its trace there) and a steady one.
   std::vector<PlannedCall> first_step, steady_step;
