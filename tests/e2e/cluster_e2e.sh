@@ -119,8 +119,14 @@ env "${coll_env[@]}" mpirun -np $W "$ZT_BIN" train configs/tiny.yaml "${train_ar
 grep -q 'all-reduce of packed owner slices (DeepSpeed default)' "$WORK/ds.log" ||
   fail "the cluster run did not take DeepSpeed's default path"
 grep -q '"world_size":4' "$WORK/ds/summary.json" || fail "summary.json: world_size is not 4"
-# Node-aware accounting (issue 9, item 2) checks $WORK/ds/summary.json's
-# inter-node bytes against `plan --world $W` for $NODES nodes x $G here.
+# Node-aware accounting: the inter-node bytes the run counted (per primitive,
+# per step, the mean over the ranks) equal the plan's for this node layout.
+plan_out=$("$ZT_BIN" plan configs/tiny.yaml "${train_args[@]}" --world $W --ranks-per-node $G) ||
+  fail "plan: $plan_out"
+check=$(/usr/bin/python3 tests/e2e/inter_node_bytes.py "$WORK/ds/summary.json" <<<"$plan_out" 2>&1) ||
+  fail "inter-node bytes differ from the plan's: $check"
+[ -n "$check" ] || fail "no inter-node bytes compared"
+echo "inter-node bus bytes per step equal the plan's on $NODES x $G: $(echo $check)"
 
 # ---- The slow link, on 4 nodes x 1 rank: DeepSpeed's default against the
 # per-owner reduces, each path's fastest step after the first (which also

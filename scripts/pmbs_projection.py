@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The step-time model's projection for real clusters (docs/PMBS.md, part b).
+
+    /usr/bin/python3 scripts/pmbs_projection.py [--network PRESET.json] [--bin ZEROTRAIN]
+
+For GPT-2 124M, 350M, 1.5B and a ~7B GPT on 8 to 1024 GPUs (8 per node), runs
+`zerotrain plan --network PRESET --compute-ms MICRO,OPT` and prints one
+Markdown table: per model and GPU count, DeepSpeed's default (stage 2), the
+best stage and path the model finds, tok/s per GPU and the exposed share of
+communication. Everything printed is model output; its inputs are the preset
+(network and compute figures, each with its source) and these formulas:
+
+    micro-step compute = (6N + 6·L·C·T) · B · T / effective FLOP/s
+    optimizer step     = N · 32 B / memory bandwidth   (AdamW: fp32 master,
+                         m, v and the gradient, each read and written)
+
+Weak scaling: every GPU runs one micro-batch of B x T tokens per step. A
+configuration fits when its model states per GPU (parameters, gradients,
+optimizer: plan's exact bytes) take at most 75% of the device memory, the
+rest left to activations and buffers; "best" is the fastest that fits.
+"""
+import argparse
+import json
+import re
+import subprocess
+import sys
+
+MODELS = [  # name, config, micro-batch per GPU
+    ("GPT-2 124M", "configs/gpt2-124m.yaml", 16),
+    ("GPT-2 350M", "configs/gpt2-350m.yaml", 16),
+    ("GPT-2 1.5B", "configs/gpt2-1.5b.yaml", 8),
+    ("GPT ~7B", "configs/pmbs/gpt_7b.yaml", 4),
+]
+GPUS = [8, 64, 256, 1024]
+STATES = re.compile(r"^([* ]) (stage \d.*?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+) \|")
+ROW = re.compile(r"^([* ]) (stage \d.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x$")
+
+
+def model_shape(config):
+    shape = {}
+    for line in open(config):
+        m = re.match(r"\s+(n_layer|n_embd|seq_len):\s*(\d+)", line)
+        if m:
+            shape[m.group(1)] = int(m.group(2))
+    return shape
+
+
+def plan(args, config, world, per_node, micro, seq_len, compute_ms):
+    cmd = [args.bin, "plan", config, "--world", str(world), "--ranks-per-node", str(per_node),
+           "--set", "system.device=cuda", "--set", f"train.micro_batch={micro}",
+           "--set", f"train.global_batch_tokens={world * micro * seq_len}",
+           "--network", args.network, "--compute-ms", compute_ms]
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    if out.returncode != 0:
+        sys.exit(f"pmbs_projection: {' '.join(cmd)}: {out.stderr.strip()}")
+    params = int(re.search(r", (\d+) parameters,", out.stdout).group(1))
+    states, rows = {}, []
+    for line in out.stdout.splitlines():
+        m = STATES.match(line)
+        if m:
+            states[m.group(2).strip()] = int(m.group(6))
+        m = ROW.match(line)
+        if m:
+            label = m.group(2).strip()
+            rows.append({"label": label, "compute": float(m.group(3)),
+                         "exposed": float(m.group(5)), "step": float(m.group(6)),
+                         "states": states[label]})
+    return params, rows
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--network", default="configs/networks/h100_ib400_8gpu.json")
+    p.add_argument("--bin", default="build/zerotrain")
+    args = p.parse_args()
+    preset = json.load(open(args.network))
+    per_node = preset["gpus_per_node"]
+    tflops = preset["compute"]["effective_TFLOPs"] * 1e12
+    tbps = preset["compute"]["memory_TBps"] * 1e12
+    budget = 0.75 * preset["device_memory_GB"] * 1e9
+    print(f"Model output (zerotrain plan's step-time model), not measurements. Network and "
+          f"compute: `{args.network}` ({preset['preset']}); {preset['compute']['effective_TFLOPs']} "
+          f"TFLOP/s effective, {preset['compute']['memory_TBps']} TB/s for the optimizer. "
+          f"Weak scaling, one micro-batch per GPU per step. Fits: model states at most 75% of "
+          f"{preset['device_memory_GB']} GB per GPU; ✗ marks a configuration that does not.\n")
+    print("| model | GPUs | B x T per GPU | compute ms | DS default (stage 2) tok/s/GPU | exposed | "
+          "best: stage and path | tok/s/GPU | exposed | vs DS default | stage 3 (DS default) "
+          "tok/s/GPU |")
+    print("| --- | ---: | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: |")
+    for name, config, micro in MODELS:
+        shape = model_shape(config)
+        T = shape["seq_len"]
+        n, _ = plan(args, config, per_node, per_node, micro, T, "1,0")
+        flops = 6 * n + 6 * shape["n_layer"] * shape["n_embd"] * T
+        micro_ms = flops * micro * T / tflops * 1e3
+        opt_ms = n * 32 / tbps * 1e3
+        for world in GPUS:
+            _, rows = plan(args, config, world, per_node, micro, T, f"{micro_ms:.6g},{opt_ms:.6g}")
+            by = {r["label"]: r for r in rows}
+            ds = by["stage 2 multi_rank_allreduce"]
+            s3 = by["stage 3 reduce_scatter"]
+            fitting = [r for r in rows if r["states"] <= budget]
+            tok = micro * T
+
+            def rate(r):
+                return f"{tok / r['step'] * 1e3:,.0f}" + ("" if r["states"] <= budget else " ✗")
+
+            if fitting:
+                best = min(fitting, key=lambda r: r["step"])
+                best_cols = (f"{best['label']} | {rate(best)} | {best['exposed'] / best['step']:.0%} "
+                             f"| {ds['step'] / best['step']:.2f}x")
+            else:
+                best_cols = "nothing fits | — | — | —"
+            print(f"| {name} | {world} | {micro} x {T} | {micro_ms:.1f} | {rate(ds)} "
+                  f"| {ds['exposed'] / ds['step']:.0%} | {best_cols} | {rate(s3)} |")
+
+
+if __name__ == "__main__":
+    main()
