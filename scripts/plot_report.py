@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 """Plots of a `zerotrain report` table: OUT/throughput.png (tokens per second
-per configuration) and OUT/bytes_per_primitive.png (bus bytes per rank per
+per configuration), OUT/bytes_per_primitive.png (bus bytes per rank per
 step, stacked by primitive: the gradient all-reduce, reduce and
-reduce-scatter, and the parameter all-gather).
+reduce-scatter, and the parameter all-gather) and, when the report has the
+step-time model's predictions, OUT/predicted_vs_measured.png (predicted
+against measured step time, one point per run, on the diagonal when equal).
 
     /usr/bin/python3 scripts/plot_report.py REPORT_CSV OUT_DIR
 
@@ -101,6 +103,30 @@ def plot_bytes(plt, rows, out_path):
     plt.close(fig)
 
 
+def plot_predicted(plt, rows, out_path):
+    points = [r for r in rows if r.get("predicted_step_ms")]
+    measured = [float(r["step_ms"]) for r in points]
+    predicted = [float(r["predicted_step_ms"]) for r in points]
+    fig, ax = plt.subplots(figsize=(7, 6))
+    top = max(measured + predicted) * 1.1
+    ax.plot([0, top], [0, top], color="#7f7f7f", lw=1, label="predicted = measured")
+    ax.fill_between([0, top], [0, top * 0.85], [0, top * 1.15], color="#7f7f7f", alpha=0.12,
+                    label="within 15%")
+    for r, m, p in zip(points, measured, predicted):
+        color = STAGE_COLORS[int(r["stage"]) % len(STAGE_COLORS)]
+        ax.scatter([m], [p], color=color, s=24)
+        ax.annotate(r["run"], (m, p), fontsize=6, xytext=(3, 2), textcoords="offset points")
+    ax.set_xlim(0, top)
+    ax.set_ylim(0, top)
+    ax.set_xlabel("measured step ms (median)")
+    ax.set_ylabel("predicted step ms (the step-time model)")
+    ax.set_title("Step time: the model against the runs (colour: ZeRO stage)")
+    ax.legend(fontsize=8, loc="upper left")
+    fig.tight_layout()
+    fig.savefig(out_path, dpi=120, bbox_inches="tight")
+    plt.close(fig)
+
+
 def main(argv):
     if len(argv) != 3:
         print(__doc__, file=sys.stderr)
@@ -116,6 +142,8 @@ def main(argv):
     try:
         plot_throughput(plt, rows, f"{argv[2]}/throughput.png")
         plot_bytes(plt, rows, f"{argv[2]}/bytes_per_primitive.png")
+        if any(r.get("predicted_step_ms") for r in rows):
+            plot_predicted(plt, rows, f"{argv[2]}/predicted_vs_measured.png")
     except ValueError as e:
         fail(f"{argv[1]}: a number did not parse ({e})")
     except OSError as e:

@@ -85,7 +85,8 @@ std::string find_plot_script() {
 
 // Draws the plots; returns the Markdown section that shows them or says why not.
 std::string plots_section(const ReportArgs& a, const fs::path& csv) {
-  const char* names[] = {"throughput.png", "bytes_per_primitive.png"};
+  const char* names[] = {"throughput.png", "bytes_per_primitive.png",
+                         "predicted_vs_measured.png"};
   for (const char* n : names) fs::remove(fs::path(a.out_dir) / n);  // never show stale plots
   std::string skipped;
   std::string script;
@@ -115,7 +116,11 @@ std::string plots_section(const ReportArgs& a, const fs::path& csv) {
          "Tokens per second per configuration:\n\n![tok/s per configuration](throughput.png)\n\n" +
          "Bus bytes per rank per step, stacked by primitive (gradients, and the parameter "
          "all-gather; norm all-reduce excluded):\n\n"
-         "![bus bytes per primitive per configuration](bytes_per_primitive.png)\n";
+         "![bus bytes per primitive per configuration](bytes_per_primitive.png)\n" +
+         (fs::exists(fs::path(a.out_dir) / "predicted_vs_measured.png")
+              ? "\nStep time predicted by the step-time model against measured, per run:\n\n"
+                "![predicted against measured step time](predicted_vs_measured.png)\n"
+              : "");
 }
 
 void write_file(const fs::path& path, const std::string& text) {
