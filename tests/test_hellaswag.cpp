@@ -25,6 +25,7 @@
 #include "tests/test_support.h"
 #include "train/hellaswag.h"
 #include "train/init_weights.h"
+#include "train/run_outputs.h"
 
 namespace zt {
 namespace {
@@ -244,7 +245,7 @@ TEST_CASE("hellaswag: ending losses equal a direct computation at every rank", "
   CHECK(hellaswag_positions(set, 16) == 16);
 }
 
-TEST_CASE("hellaswag: result line and the run's hellaswag.jsonl across a resume", "[hellaswag]") {
+TEST_CASE("hellaswag: result line and the counts in metrics.jsonl across a resume", "[hellaswag]") {
   HellaswagResult r;
   r.examples = 10042;
   r.correct = 2952;
@@ -255,24 +256,38 @@ TEST_CASE("hellaswag: result line and the run's hellaswag.jsonl across a resume"
   std::string pattern = (fs::temp_directory_path() / "zt_hellaswag_run.XXXXXX").string();
   REQUIRE(::mkdtemp(&pattern[0]) != nullptr);
   const std::string dir = pattern;
+  auto record = [&](int64_t step, bool scored) {
+    StepRecord rec{step, 1.5, 1e-3, 0.5, 10, -1};
+    if (scored) {
+      rec.hellaswag_examples = r.examples;
+      rec.hellaswag_correct = r.correct;
+      rec.hellaswag_correct_norm = r.correct_norm;
+    }
+    return rec;
+  };
   {
-    HellaswagLog log(dir, true, 0);
-    for (int64_t step : {5, 10, 15}) log.add(step, r);
+    RunOutputs out(dir, true);
+    out.open_metrics(0);
+    for (int64_t step = 1; step <= 15; step++)
+      out.step(record(step, step % 5 == 0), 20, 1, 1, 1, 0);
   }
-  HellaswagLog resumed(dir, true, 10);
-  resumed.add(20, r);
-  std::ifstream in(dir + "/hellaswag.jsonl");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  REQUIRE(lines.size() == 3);
-  CHECK(lines[0].find("{\"step\":5,\"acc\":0.29396") == 0);
-  CHECK(lines[1].find("{\"step\":10,") == 0);
-  CHECK(lines[2].find("{\"step\":20,") == 0);
-  CHECK(lines[2].find("\"correct\":2952,\"correct_norm\":2967,\"examples\":10042}") !=
+  {
+    RunOutputs resumed(dir, true);
+    resumed.open_metrics(10);
+    resumed.step(record(11, false), 20, 1, 1, 1, 0);
+  }
+  std::ifstream in(dir + "/metrics.jsonl");
+  std::vector<std::string> scored;
+  int lines = 0;
+  for (std::string line; std::getline(in, line); lines++)
+    if (line.find("\"hellaswag\":") != std::string::npos) scored.push_back(line);
+  CHECK(lines == 11);
+  REQUIRE(scored.size() == 2);
+  CHECK(scored[0].find("{\"step\":5,") == 0);
+  CHECK(scored[1].find("{\"step\":10,") == 0);
+  CHECK(scored[1].find("\"hellaswag\":{\"acc\":0.29396") != std::string::npos);
+  CHECK(scored[1].find("\"correct\":2952,\"correct_norm\":2967,\"examples\":10042}") !=
         std::string::npos);
-  HellaswagLog other_rank(dir + "/nowhere", false, 0);
-  other_rank.add(1, r);  // writes nothing
-  CHECK(!fs::exists(dir + "/nowhere"));
   fs::remove_all(dir);
 }
 

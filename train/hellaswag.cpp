@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 
 #include "data/shard.h"
-#include "train/json_writer.h"
 
 namespace zt {
 namespace {
@@ -135,38 +133,6 @@ std::string describe_hellaswag(const HellaswagResult& r, const std::string& sour
     out +=
         " | " + std::to_string(r.rows_cut) + " rows longer than seq_len + 1 kept their last tokens";
   return out;
-}
-
-HellaswagLog::HellaswagLog(const std::string& run_dir, bool writer, int64_t start_step)
-    : path_(run_dir + "/hellaswag.jsonl"), writer_(writer) {
-  if (!writer_) return;
-  std::string kept;
-  if (start_step > 0) {
-    std::ifstream in(path_);
-    std::string line;
-    while (std::getline(in, line)) {
-      const size_t p = line.find("\"step\":");
-      if (p != std::string::npos && std::stoll(line.substr(p + 7)) <= start_step)
-        kept += line + "\n";
-    }
-  }
-  std::ofstream out(path_, std::ios::trunc);
-  out << kept;
-  if (!out) throw DataError(path_ + ": cannot write");
-}
-
-void HellaswagLog::add(int64_t step, const HellaswagResult& r) {
-  if (!writer_) return;
-  JsonObject o;
-  o.add("step", step)
-      .add("acc", r.acc())
-      .add("acc_norm", r.acc_norm())
-      .add("correct", r.correct)
-      .add("correct_norm", r.correct_norm)
-      .add("examples", r.examples);
-  std::ofstream out(path_, std::ios::app);
-  out << o.str() << "\n";
-  if (!out) throw DataError(path_ + ": cannot write");
 }
 
 }  // namespace zt

@@ -72,17 +72,4 @@ HellaswagResult score_hellaswag(GPT& model, ModuleHooks& hooks, const HellaswagS
 // "hellaswag: acc 0.2940 (2952/10042) | acc_norm 0.2955 (2967/10042) | FILE"
 std::string describe_hellaswag(const HellaswagResult& r, const std::string& source);
 
-// RUN/hellaswag.jsonl: one {"step", "acc", "acc_norm", "correct", "correct_norm",
-// "examples"} line per evaluation during training. On resume, the lines up
-// to start_step are kept. Only the writer (rank 0) touches the file.
-class HellaswagLog {
- public:
-  HellaswagLog(const std::string& run_dir, bool writer, int64_t start_step);
-  void add(int64_t step, const HellaswagResult& r);
-
- private:
-  std::string path_;
-  bool writer_;
-};
-
 }  // namespace zt

@@ -85,8 +85,7 @@ std::string find_plot_script() {
 
 // Draws the plots; returns the Markdown section that shows them or says why not.
 std::string plots_section(const ReportArgs& a, const fs::path& csv) {
-  const char* names[] = {"throughput.png", "bytes_per_primitive.png",
-                         "predicted_vs_measured.png"};
+  const char* names[] = {"throughput.png", "bytes_per_primitive.png", "predicted_vs_measured.png"};
   for (const char* n : names) fs::remove(fs::path(a.out_dir) / n);  // never show stale plots
   std::string skipped;
   std::string script;

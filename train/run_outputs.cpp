@@ -82,6 +82,16 @@ void RunOutputs::step(const StepRecord& r, int total, double tok_s, double elaps
       .add("grad_norm", r.grad_norm)
       .add("ms", r.ms);
   if (r.val_loss >= 0) o.add("val_loss", r.val_loss);
+  if (r.hellaswag_examples >= 0) {
+    const double n = static_cast<double>(std::max<int64_t>(r.hellaswag_examples, 1));
+    JsonObject h;
+    h.add("acc", r.hellaswag_correct / n)
+        .add("acc_norm", r.hellaswag_correct_norm / n)
+        .add("correct", r.hellaswag_correct)
+        .add("correct_norm", r.hellaswag_correct_norm)
+        .add("examples", r.hellaswag_examples);
+    o.add("hellaswag", h);
+  }
   metrics_->append_line(o.str());
 }
 

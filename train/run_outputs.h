@@ -21,6 +21,8 @@ struct StepRecord {
   int64_t step;  // optimizer steps completed
   double loss, lr, grad_norm, ms;
   double val_loss;  // < 0: not evaluated this step
+  // HellaSwag counts (train.hellaswag_every); examples < 0: not evaluated this step.
+  int64_t hellaswag_examples = -1, hellaswag_correct = 0, hellaswag_correct_norm = 0;
 };
 
 // One step's compute: wall time less the time blocked in the communicator's

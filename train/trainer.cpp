@@ -257,8 +257,6 @@ int run_train(const TrainArgs& a) {
     rt.comm->open_trace(a.run_dir + name);
   }
   out.open_metrics(start_step);
-  std::unique_ptr<HellaswagLog> hellaswag_log;
-  if (hellaswag_model) hellaswag_log.reset(new HellaswagLog(a.run_dir, rank == 0, start_step));
 
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGINT, on_stop_signal);
@@ -323,16 +321,19 @@ int run_train(const TrainArgs& a) {
       rec.val_loss = last_val =
           evaluate(model, *engine, *val_data, cfg.train.eval_batches, B, T, world);
     }
+    const bool score = hellaswag_model && ((step + 1) % cfg.train.hellaswag_every == 0 || last);
+    HellaswagResult h;
+    if (score) {
+      h = score_hellaswag(*hellaswag_model, *engine, hellaswag, rank, world, sum_over_ranks);
+      rec.hellaswag_examples = h.examples;
+      rec.hellaswag_correct = h.correct;
+      rec.hellaswag_correct_norm = h.correct_norm;
+    }
     out.step(rec, cfg.train.steps, global_tokens / (ms / 1e3), seconds_since(run_t0),
              static_cast<int>(step + 1 - start_step), cfg.train.log_every);
-    if (hellaswag_model && ((step + 1) % cfg.train.hellaswag_every == 0 || last)) {
-      const HellaswagResult h =
-          score_hellaswag(*hellaswag_model, *engine, hellaswag, rank, world, sum_over_ranks);
-      if (rank == 0)
-        std::printf("step %5lld | %s\n", static_cast<long long>(step + 1),
-                    describe_hellaswag(h, cfg.train.hellaswag_file).c_str());
-      hellaswag_log->add(step + 1, h);
-    }
+    if (score && rank == 0)
+      std::printf("step %5lld | %s\n", static_cast<long long>(step + 1),
+                  describe_hellaswag(h, cfg.train.hellaswag_file).c_str());
     if (sampler_model && ((step + 1) % cfg.train.sample_every == 0 || last)) {
       SampleSettings ss{cfg.train.sample_tokens, cfg.train.temperature, cfg.train.top_k,
                         cfg.train.seed + static_cast<uint64_t>(step), tokenizer->vocab_size()};

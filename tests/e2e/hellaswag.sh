@@ -41,10 +41,16 @@ HS=(--set train.steps=4 --set train.hellaswag_every=2 --set "train.hellaswag_fil
 mpirun -np 2 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/w2" "${SMALL[@]}" "${HS[@]}" \
   --set zero.stage=3 >"$WORK/w2.log" 2>&1 || fail "train W=2 stage 3: $(tail -2 "$WORK/w2.log")"
 grep -q "^step     2 | hellaswag: acc" "$WORK/w1.log" || fail "no hellaswag line: $(tail -3 "$WORK/w1.log")"
-[ "$(wc -l <"$WORK/w1/hellaswag.jsonl")" -eq 2 ] || fail "hellaswag.jsonl: $(cat "$WORK/w1/hellaswag.jsonl")"
-counts() { grep -o '"step":[0-9]*\|"correct":[0-9]*\|"correct_norm":[0-9]*\|"examples":[0-9]*' "$1" | paste -sd' '; }
-[ "$(counts "$WORK/w1/hellaswag.jsonl")" = "$(counts "$WORK/w2/hellaswag.jsonl")" ] ||
-  fail "W=1 and W=2 stage 3 differ: $(counts "$WORK/w1/hellaswag.jsonl") vs $(counts "$WORK/w2/hellaswag.jsonl")"
+# metrics.jsonl: the counts in the records of steps 2 and 4 only.
+[ "$(grep -c '"hellaswag":' "$WORK/w1/metrics.jsonl")" -eq 2 ] &&
+  grep '"hellaswag":' "$WORK/w1/metrics.jsonl" | grep -q '^{"step":2,' ||
+  fail "metrics.jsonl: $(cat "$WORK/w1/metrics.jsonl")"
+counts() {
+  grep '"hellaswag":' "$1" |
+    grep -o '"step":[0-9]*\|"correct":[0-9]*\|"correct_norm":[0-9]*\|"examples":[0-9]*' | paste -sd' '
+}
+[ "$(counts "$WORK/w1/metrics.jsonl")" = "$(counts "$WORK/w2/metrics.jsonl")" ] ||
+  fail "W=1 and W=2 stage 3 differ: $(counts "$WORK/w1/metrics.jsonl") vs $(counts "$WORK/w2/metrics.jsonl")"
 
 # A malformed line: one line naming the file and the line, exit 2, no run directory.
 { head -2 "$WORK/hs.jsonl"; echo '{"ctx": "x", "endings": ["a", "b"], "label": 0}'; } >"$WORK/bad.jsonl"
@@ -56,5 +62,5 @@ out=$("$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/bad" "${SMALL[@]}" --se
 [ ! -e "$WORK/bad" ] || fail "a run directory was made for a bad HellaSwag file"
 out=$("$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/bad" "${SMALL[@]}" --set train.hellaswag_every=1 2>&1)
 [ $? -eq 2 ] && printf '%s' "$out" | grep -qF "expected train.hellaswag_file" || fail "hellaswag_every without a file: $out"
-echo "during training: $(counts "$WORK/w2/hellaswag.jsonl")"
+echo "during training: $(counts "$WORK/w2/metrics.jsonl")"
 echo "PASS hellaswag ($n examples)"
