@@ -10,7 +10,8 @@
 
 namespace zt {
 
-// A commbench --out file or a network preset; which one, from its keys.
+// A commbench --out file (each point's median call, else its mean), a network
+// preset, or an emulated cluster's cluster.json; which one, from its keys.
 // Throws ConfigError naming the file and key.
 NetworkModel read_network_file(const std::string& path);
 // The shaped link of an emulated cluster (scripts/cluster.sh): its rate each
