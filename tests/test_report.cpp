@@ -47,7 +47,7 @@ std::mt19937_64 seeded_rng() {
 }
 
 struct Bytes {
-  double payload, bus;
+  double payload, bus, inter = 0;  // inter: the part of bus sent to another node
 };
 
 // What one fake run reports; the test's own notion of a summary.json.
@@ -61,9 +61,11 @@ struct FakeRun {
 };
 
 std::string per_step_json(const char* name, Bytes b) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "\"%s\":{\"calls\":1,\"bytes\":%.17g,\"bus_bytes\":%.17g}", name,
-                b.payload, b.bus);
+  char buf[200];
+  std::snprintf(buf, sizeof buf,
+                "\"%s\":{\"calls\":1,\"bytes\":%.17g,\"bus_bytes\":%.17g,"
+                "\"inter_node_bus_bytes\":%.17g}",
+                name, b.payload, b.bus, b.inter);
   return buf;
 }
 
@@ -158,6 +160,8 @@ std::vector<FakeRun> make_runs(std::mt19937_64& rng) {
     else if (path == "reduce_scatter") r.reduce_scatter_bytes = {grad, grad * (W - 1) / W};
     else r.all_reduce = {grad, grad * 2 * (W - 1) / W};
     if (stage > 0) r.all_gather = {4.0 * params, 4.0 * params * (W - 1) / W};
+    for (Bytes* b : {&r.all_reduce, &r.reduce, &r.reduce_scatter_bytes, &r.all_gather})
+      b->inter = b->bus * u(rng);  // any share of it may cross nodes
     return r;
   };
   std::vector<FakeRun> runs = {run("a-s0", 0, "allreduce"),
@@ -221,6 +225,9 @@ TEST_CASE("report rows: configuration, throughput, gradient bytes and speed-ups"
     CHECK(close(num(row["grad_reduce_scatter_bytes"]), r.reduce_scatter_bytes.payload));
     CHECK(close(num(row["grad_reduce_scatter_bus_bytes"]), r.reduce_scatter_bytes.bus));
     CHECK(close(num(row["param_all_gather_bytes"]), r.all_gather.payload));
+    CHECK(close(
+        num(row["inter_node_bus_bytes"]),
+        r.all_reduce.inter + r.reduce.inter + r.reduce_scatter_bytes.inter + r.all_gather.inter));
     CHECK(close(num(row["model_states_bytes"]), r.model_states));
     CHECK(close(num(row["peak_total_bytes"]), r.peak_total));
   }

@@ -96,7 +96,8 @@ class SummaryFile {
 PrimitiveBytes per_step(const SummaryFile& s, const std::string& purpose,
                         const std::string& primitive) {
   const std::string k = "comm.per_step_by_purpose." + purpose + "." + primitive;
-  return {s.number(k + ".bytes"), s.number(k + ".bus_bytes")};
+  return {s.number(k + ".bytes"), s.number(k + ".bus_bytes"),
+          s.number(k + ".inter_node_bus_bytes")};
 }
 
 // ---- Ordering and baselines.
@@ -262,7 +263,8 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
       "params,tokens_per_second,tflops_per_gpu,step_ms,exposed_comm_ms_per_step,"
       "grad_all_reduce_bytes,grad_all_reduce_bus_bytes,grad_reduce_bytes,grad_reduce_bus_bytes,"
       "grad_reduce_scatter_bytes,grad_reduce_scatter_bus_bytes,param_all_gather_bytes,"
-      "param_all_gather_bus_bytes,model_states_bytes,peak_total_bytes,speedup_vs_ds_default,"
+      "param_all_gather_bus_bytes,inter_node_bus_bytes,model_states_bytes,peak_total_bytes,"
+      "speedup_vs_ds_default,"
       "baseline_run,predicted_step_ms,predicted_exposed_comm_ms,predicted_speedup_vs_ds_default\n";
   for (const ReportRow& r : rows) {
     const std::vector<std::string> f = {csv_field(r.run),
@@ -287,6 +289,8 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
                                         g12(r.grad_reduce_scatter.bus),
                                         g12(r.param_all_gather.payload),
                                         g12(r.param_all_gather.bus),
+                                        g12(r.grad_all_reduce.inter + r.grad_reduce.inter +
+                                            r.grad_reduce_scatter.inter + r.param_all_gather.inter),
                                         g12(r.model_states_bytes),
                                         g12(r.peak_total_bytes),
                                         r.has_baseline ? g12(r.speedup) : "",
@@ -304,32 +308,35 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
   std::string s =
       "| run | stage | grad path | bucket | overlap | micro-batch | accum | world | tok/s | "
       "TFLOP/s per GPU | step ms | exposed comm ms/step | grad all_reduce | grad reduce | "
-      "grad reduce_scatter | param all_gather | model states | peak total | speed-up vs DS default "
-      "|\n"
+      "grad reduce_scatter | param all_gather | of which inter-node | model states | peak total | "
+      "speed-up vs DS default |\n"
       "| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-      "---: | ---: | ---: | ---: | ---: | ---: |\n";
+      "---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const ReportRow& r : rows) {
     std::string path = r.grad_path;
     if (r.stage > 0 && is_deepspeed_default(r)) path += " (DS default)";
-    const std::vector<std::string> f = {r.run,
-                                        std::to_string(r.stage),
-                                        path,
-                                        bucket_label(r.reduce_bucket_size),
-                                        r.overlap_comm ? "on" : "off",
-                                        std::to_string(r.micro_batch),
-                                        std::to_string(r.accum_steps),
-                                        std::to_string(r.world),
-                                        fmt("%.0f", r.tokens_per_second),
-                                        fmt("%.3g", r.tflops_per_gpu),
-                                        fmt("%.1f", r.step_ms),
-                                        fmt("%.2f", r.exposed_comm_ms_per_step),
-                                        human_bytes(r.grad_all_reduce.bus),
-                                        human_bytes(r.grad_reduce.bus),
-                                        human_bytes(r.grad_reduce_scatter.bus),
-                                        human_bytes(r.param_all_gather.bus),
-                                        human_bytes(r.model_states_bytes),
-                                        human_bytes(r.peak_total_bytes),
-                                        r.has_baseline ? fmt("%.2fx", r.speedup) : "—"};
+    const std::vector<std::string> f = {
+        r.run,
+        std::to_string(r.stage),
+        path,
+        bucket_label(r.reduce_bucket_size),
+        r.overlap_comm ? "on" : "off",
+        std::to_string(r.micro_batch),
+        std::to_string(r.accum_steps),
+        std::to_string(r.world),
+        fmt("%.0f", r.tokens_per_second),
+        fmt("%.3g", r.tflops_per_gpu),
+        fmt("%.1f", r.step_ms),
+        fmt("%.2f", r.exposed_comm_ms_per_step),
+        human_bytes(r.grad_all_reduce.bus),
+        human_bytes(r.grad_reduce.bus),
+        human_bytes(r.grad_reduce_scatter.bus),
+        human_bytes(r.param_all_gather.bus),
+        human_bytes(r.grad_all_reduce.inter + r.grad_reduce.inter + r.grad_reduce_scatter.inter +
+                    r.param_all_gather.inter),
+        human_bytes(r.model_states_bytes),
+        human_bytes(r.peak_total_bytes),
+        r.has_baseline ? fmt("%.2fx", r.speedup) : "—"};
     s += "|";
     for (const std::string& x : f) s += " " + x + " |";
     s += "\n";
@@ -373,7 +380,10 @@ std::string report_caption() {
          "reduce-scatter and all-gather, × 1 for reduce); the one 4-byte fp32 all-reduce of the "
          "squared gradient norm that stages 1–3 issue per step is subtracted from all_reduce "
          "(4 B payload, 4·2(W−1)/W B bus; stage 0 takes the norm locally). **param all_gather**: "
-         "bus bytes of the parameter all-gathers. report.csv has the payload bytes as well. "
+         "bus bytes of the parameter all-gathers. **of which inter-node**: the part of those "
+         "gradient and parameter bus bytes sent to another node (a ring in rank order; the "
+         "mean over the ranks; 0 on one node), the rest stays inside a node. report.csv has "
+         "the payload bytes as well. "
          "**model states**: parameters, gradients and optimizer state held per rank; **peak "
          "total**: the allocator's peak of everything. **speed-up**: tok/s over the run with "
          "DeepSpeed's default path of the same stage, bucket, overlap, micro-batch, accumulation, "

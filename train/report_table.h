@@ -15,6 +15,7 @@ namespace zt {
 struct PrimitiveBytes {
   double payload = 0;
   double bus = 0;
+  double inter = 0;  // the part of bus sent to another node
 };
 
 struct ReportRow {
