@@ -3,15 +3,13 @@
 // here; the optimizer and scheduler in train/deepspeed_optimizer.cpp.
 #include "train/deepspeed_import.h"
 
-#include <cerrno>
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 
+#include "data/input_file.h"
+#include "data/shard.h"
 #include "train/config_schema.h"
 #include "train/deepspeed_import_context.h"
 
@@ -241,13 +239,16 @@ void DeepSpeedImporter::hf_only_auto(int line, const std::string& key, const std
 }
 
 void DeepSpeedImporter::run() {
-  std::ifstream in(ctx_.path, std::ios::binary);
-  if (!in) throw ConfigError(ctx_.path + ": cannot open DeepSpeed config: " + std::strerror(errno));
-  std::stringstream text;
-  text << in.rdbuf();
+  // A regular file of at most 1 MiB: a FIFO or a device is refused, not read forever.
+  std::string text;
+  try {
+    text = read_small_file(ctx_.path, "DeepSpeed config", kConfigMaxBytes);
+  } catch (const DataError& e) {
+    throw ConfigError(e.what());
+  }
   JsonValue root;
   try {
-    root = parse_json(text.str(), ctx_.path, JsonDialect::Hjson);
+    root = parse_json(text, ctx_.path, JsonDialect::Hjson);
   } catch (const JsonError& e) {
     throw ConfigError(
         std::string(e.what()) +

@@ -6,7 +6,7 @@
 # on a loaded machine), so a read that blocks fails the test instead of hanging it.
 . "$(dirname "$0")/../e2e_lib.sh"
 FAST=("${SMALL[@]}" --set train.global_batch_tokens=256 --set train.steps=1)
-mkfifo "$WORK/fifo.yaml" "$WORK/fifo.bin"
+mkfifo "$WORK/fifo.yaml" "$WORK/fifo.bin" "$WORK/fifo.json"
 mkdir "$WORK/dir.yaml" "$WORK/shards"
 head -c $((2 << 20)) /dev/zero | tr '\0' '#' >"$WORK/huge.yaml"
 cp "$ZT_DATA_DIR"/val_000.bin "$WORK/shards/train_000.bin"
@@ -39,6 +39,10 @@ expect_error "/dev/zero model file" "/dev/zero: cannot read model file: it is a 
   "$ZT_BIN" eval configs/tiny.yaml "${FAST[@]}" --init-from /dev/zero
 expect_error "FIFO eval config" "cannot read config file: it is a named pipe" \
   "$ZT_BIN" eval "$WORK/fifo.yaml"
+expect_error "FIFO ds_config" "$WORK/fifo.json: cannot read DeepSpeed config: it is a named pipe" \
+  "$ZT_BIN" train configs/tiny.yaml "${RUN[@]}" --deepspeed "$WORK/fifo.json"
+expect_error "FIFO network file" "$WORK/fifo.json: cannot read network file: it is a named pipe" \
+  "$ZT_BIN" plan configs/tiny.yaml --world 2 --network "$WORK/fifo.json" --compute-ms 1,1
 [ ! -e "$WORK/run" ] || fail "a run directory was created for bad input"
 
 : >"$WORK/empty.yaml"
