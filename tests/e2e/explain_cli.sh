@@ -65,6 +65,11 @@ ds "$WORK/s3.json" '{"stage": 3}'
 out=$("$ZT_BIN" explain "$WORK/s3.json" --world 4 "${MODEL[@]}") || fail "explain stage 3: $out"
 printf '%s\n' "$out" | grep -q "reaches the paper's volume: none needed" || fail "stage 3: $out"
 
+# The example ds_configs in configs/deepspeed/ import without an error, on their own model.
+for f in configs/deepspeed/*.json; do
+  out=$("$ZT_BIN" explain "$f" --world 4 2>&1) || fail "$f: $out"
+done
+
 # Bad input: one line naming the file, key or option, exit 2.
 bad() {  # WHAT EXPECTED_TEXT ARGS...
   local what=$1 expect=$2
