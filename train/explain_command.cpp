@@ -99,8 +99,10 @@ std::string deepspeed_code(int stage, const std::string& key) {
          "issue a reduce-scatter)";
 }
 
-std::string tensor_span(const ParamTable& table, const std::vector<int>& params) {
-  if (params.empty()) return "(padding only)";
+std::string tensor_span(const ParamTable& table, const GradBucket& b) {
+  const std::vector<int>& params = b.params;
+  if (params.empty())
+    return b.size > 0 ? "(padding only)" : "(empty: closed before a larger tensor)";
   const std::string first = table.params()[params.front()].name;
   if (params.size() == 1) return first;
   return first + " .. " + table.params()[params.back()].name;
@@ -146,7 +148,7 @@ void print_buckets(const ParamTable& table, const BucketSchedule& g, int world,
     std::set<int> owners;
     for (const BucketSlice& s : b.slices) owners.insert(s.owner);
     std::printf("  %6zu %12zu %7zu %6zu  %-48s %s\n", i, b.size, b.params.size(), owners.size(),
-                tensor_span(table, b.params).c_str(), bucket_calls(b, world).c_str());
+                tensor_span(table, b).c_str(), bucket_calls(b, world).c_str());
   }
 }
 
@@ -198,17 +200,9 @@ uint64_t calls_of(const StepPlan& p, Purpose u, Primitive prim) {
   return p.per_step_by_purpose[static_cast<int>(u)][static_cast<int>(prim)].calls;
 }
 
-void print_notes(const Config& cfg, const ZeroSetup& s, const ParamTable& table, int world, int A,
-                 DType model, const NodeMap& nodes, const std::string& ds_dtype,
-                 const StepPlan& mine) {
-  const ZeroConfig& z = s.z;
-  std::printf("\nnotes:\n");
-  if (ds_dtype == "fp16")
-    std::printf(
-        "- fp16: DeepSpeed checks every step for an overflow of the loss-scaled gradients "
-        "(has_overflow, stages 1-3): one more all_reduce of 1 uint8 (MAX) per step, not in the "
-        "table (zerotrain has no fp16 mode)\n");
-  // Parameter groups: the other grouping, planned.
+// Parameter groups: the other grouping, planned.
+void print_group_note(const Config& cfg, const ZeroSetup& s, const ParamTable& table, int world,
+                      int A, DType model, const NodeMap& nodes, const StepPlan& mine) {
   const std::string other = cfg.train.param_groups == "two" ? "one" : "two";
   ZeroSetup regrouped = s;
   regrouped.groups = make_param_groups(table, other);
@@ -223,8 +217,22 @@ void print_notes(const Config& cfg, const ZeroSetup& s, const ParamTable& table,
       other.c_str(), regrouped.groups.size(),
       static_cast<unsigned long long>(calls_of(alt, Purpose::Scalars, Primitive::AllReduce)),
       static_cast<unsigned long long>(calls_of(alt, Purpose::Parameters, Primitive::AllGather)),
-      z.stage == 3 ? " (per sub-group of sub_group_size elements, in float64)"
-                   : " and, in stages 1/2, all-gathers each group's parameters with its own call");
+      s.z.stage == 3
+          ? " (per sub-group of sub_group_size elements, in float64)"
+          : " and, in stages 1/2, all-gathers each group's parameters with its own call");
+}
+
+void print_notes(const Config& cfg, const ZeroSetup& s, const ParamTable& table, int world, int A,
+                 DType model, const NodeMap& nodes, const std::string& ds_dtype,
+                 const StepPlan& mine) {
+  const ZeroConfig& z = s.z;
+  std::printf("\nnotes:\n");
+  if (ds_dtype == "fp16")
+    std::printf(
+        "- fp16: DeepSpeed checks every step for an overflow of the loss-scaled gradients "
+        "(has_overflow, stages 1-3): one more all_reduce of 1 uint8 (MAX) per step, not in the "
+        "table (zerotrain has no fp16 mode)\n");
+  if (z.stage > 0) print_group_note(cfg, s, table, world, A, model, nodes, mine);
   if (z.stage == 0)
     std::printf(
         "- stage 0: reduce_bucket_size plays no part (fixed 5e8-element buckets); the gradient "
