@@ -9,6 +9,7 @@ int run_eval_command(const std::vector<std::string>& args);
 int run_sample_command(const std::vector<std::string>& args);
 int run_export_command(const std::vector<std::string>& args);
 int run_plan_command(const std::vector<std::string>& args);
+int run_explain_command(const std::vector<std::string>& args);
 int run_report_command(const std::vector<std::string>& args);
 int run_prepare_command(const std::vector<std::string>& args);
 int run_tokenize_command(const std::vector<std::string>& args);

@@ -208,6 +208,7 @@ class DeepSpeedImporter {
  public:
   DeepSpeedImporter(DsContext& ctx) : ctx_(ctx), c_(ctx.c) {}
   void run();
+  const char* deepspeed_dtype() const { return bf16_ ? "bf16" : fp16_ ? "fp16" : "fp32"; }
 
  private:
   void import_zero(const JsonMember& m);
@@ -591,11 +592,14 @@ void DeepSpeedImporter::check_precision() {
 }  // namespace
 
 void apply_deepspeed_config(const std::string& json_path, Config& c,
-                            std::vector<std::string>& warnings, int world_size) {
+                            std::vector<std::string>& warnings, int world_size,
+                            std::string* deepspeed_dtype) {
   if (world_size < 1)
     throw ConfigError("world size: expected an integer >= 1, got " + std::to_string(world_size));
   DsContext ctx(json_path, world_size, c, warnings);
-  DeepSpeedImporter(ctx).run();
+  DeepSpeedImporter importer(ctx);
+  importer.run();
+  if (deepspeed_dtype) *deepspeed_dtype = importer.deepspeed_dtype();
 }
 
 }  // namespace zt

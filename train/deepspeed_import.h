@@ -51,8 +51,10 @@ namespace zt {
 
 // Applies the JSON file to `c` (which holds the model shape and train.deepspeed_auto) for a run
 // on `world_size` ranks; appends one line per ignored or approximated key to `warnings`.
-// Leaves model, data and system untouched.
+// Leaves model, data and system untouched. `deepspeed_dtype`, when given, receives the dtype
+// DeepSpeed itself would train in ("bf16", "fp16" or "fp32"), for `explain`.
 void apply_deepspeed_config(const std::string& json_path, Config& c,
-                            std::vector<std::string>& warnings, int world_size);
+                            std::vector<std::string>& warnings, int world_size,
+                            std::string* deepspeed_dtype = nullptr);
 
 }  // namespace zt

@@ -30,6 +30,8 @@ const char* kUsage =
     "          [--seed S]\n"
     "  export --checkpoint CKPT --format llmc OUT.bin\n"
     "  plan CONFIG --world W [--set k=v ...]\n"
+    "  explain DS_CONFIG.json --world W [--ranks-per-node G] [--config CONFIG | --model NAME]\n"
+    "          [--set k=v ...]\n"
     "  report RUNS_DIR [--out DIR] [--no-plots]\n"
     "  tokenize --tokenizer byte|gpt2|FILE.tiktoken|MODEL.model [--decode] [--eot] [--pieces]\n"
     "  commbench [--primitives LIST|all] [--dtype fp32,bf16|all] [--min-bytes N] [--max-bytes N]\n"
@@ -43,6 +45,7 @@ int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "sample") return zt::run_sample_command(args);
   if (cmd == "export") return zt::run_export_command(args);
   if (cmd == "plan") return zt::run_plan_command(args);
+  if (cmd == "explain") return zt::run_explain_command(args);
   if (cmd == "report") return zt::run_report_command(args);
   if (cmd == "tokenize") return zt::run_tokenize_command(args);
   if (cmd == "commbench") return zt::run_commbench_command(args);

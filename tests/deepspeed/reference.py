@@ -1,10 +1,11 @@
 #!/usr/bin/python3
 """The DeepSpeed reference test: runs each variant on DeepSpeed and on zerotrain with the same
 model, ds_config, micro-batch, accumulation and world size, and compares their collectives in
-the steady step (the second of three), rank by rank (compare.py).
+the steady step (the second of three), rank by rank (compare.py); `zerotrain explain` of the same
+ds_config must give DeepSpeed's calls and bytes per (op, dtype) too.
 
   reference.py [VARIANT ...] [--all] [--list] [--out DIR] [--report FILE] [--reuse]
-               [--device cpu|cuda] [--timeout S]
+               [--device cpu|cuda] [--timeout S] [--retries N]
 
 Without names or --all it runs the quick subset (variants.QUICK). DeepSpeed comes from
 --site (default $ZT_DEEPSPEED_SITE or build/deepspeed-site), installed there by
@@ -111,6 +112,35 @@ def run_zerotrain(spec, vdir, device, timeout):
     return ""
 
 
+def run_explain(spec, vdir):
+    """`zerotrain explain` of the variant's ds_config on its model: {(op, dtype): (calls, bytes)}
+    of a steady step, summed over purposes, or a string saying why there is none. explain trains
+    in DeepSpeed's dtype (bf16 when the ds_config enables it), so it must match the trace
+    exactly, dtype included."""
+    command = [os.environ.get("ZT_BIN", os.path.join(ROOT, "build/zerotrain")), "explain",
+               os.path.join(vdir, "ds_config.json"), "--world", str(spec["world"]),
+               "--config", os.path.join(ROOT, "configs/pmbs/cpu_base.yaml"),
+               "--set", f"train.param_groups={spec['groups']}"]
+    for k, v in spec["model"].items():
+        command += ["--set", f"model.{k}={v}"]
+    run = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if run.returncode != 0:
+        return f"explain exited with status {run.returncode}: {run.stderr.strip()}"
+    out, on = {}, False
+    for line in run.stdout.splitlines():
+        f = line.split()
+        if line.startswith("per rank per optimizer step"):
+            on = True
+        elif on and f and f[0] == "purpose":
+            continue
+        elif on and len(f) == 8 and f[0] in ("gradients", "parameters", "scalars"):
+            calls, size = out.get((f[1], f[2]), (0, 0))
+            out[(f[1], f[2])] = (calls + int(f[3]), size + int(f[4]))
+        elif on:
+            on = False
+    return out
+
+
 def compact_sequence(records):
     """The calls of one rank, 'phase+micro  op dtype count root', a micro-step's block written
     once when the next micro-steps repeat it."""
@@ -152,6 +182,13 @@ def check_variant(name, args):
     result = dict(name=name, spec=spec, status="", lines=[], ds_sequence=[], ranks_same="")
     start = time.monotonic()
     problem = run_deepspeed(spec, vdir, args.site, args.timeout, args.reuse)
+    for _ in range(args.retries):
+        if not problem:
+            break
+        # gloo's rendezvous on loopback can abort a rank at start-up (a port taken between
+        # launch.py's probe and the bind); a real failure fails again.
+        print(f"RETRY    {name}: DeepSpeed: {problem}", flush=True)
+        problem = run_deepspeed(spec, vdir, args.site, args.timeout, False)
     if problem:
         result.update(status="failed", lines=[f"DeepSpeed: {problem}"])
         return result
@@ -168,6 +205,13 @@ def check_variant(name, args):
         return result
     zt = compare.load(os.path.join(vdir, "zt"), "comm_trace_rank")
     lines, ok = compare.report(ds, zt, STEADY_STEP, 3)
+    explained = run_explain(spec, vdir)
+    expected = dict(compare.totals(steady[0]))
+    if explained == expected:
+        lines.append("explain: the same calls and bytes per (op, dtype) as DeepSpeed's rank 0")
+    else:
+        ok = False
+        lines.append(f"explain differs from DeepSpeed's rank 0: {explained} against {expected}")
     result.update(status="match" if ok else "differs", lines=lines,
                   seconds=time.monotonic() - start)
     return result
@@ -212,6 +256,8 @@ def main():
     parser.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
                         help="zerotrain's system.device")
     parser.add_argument("--timeout", type=float, default=300, help="seconds per run")
+    parser.add_argument("--retries", type=int, default=1,
+                        help="launches of DeepSpeed again after a failed one (default 1)")
     args = parser.parse_args()
     if args.list:
         print("\n".join(VARIANTS))
