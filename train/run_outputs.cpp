@@ -178,8 +178,9 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("compute_ms_per_micro_step", s.compute.micro_step_ms)
       .add("optimizer_ms", s.compute.optimizer_ms)
       .add("note",
-           "compute = wall time less the time blocked waiting for collectives; medians over the "
-           "steps after the first, the slowest rank's; per micro-step: forward + backward");
+           "compute = wall time less the time blocked waiting for collectives; per step the "
+           "slowest rank's, the median over the steps after the first; per micro-step: forward + "
+           "backward");
   JsonObject o;
   o.add("world_size", s.world)
       .add("steps", s.steps_done)

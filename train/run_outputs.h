@@ -37,7 +37,7 @@ struct RunSummary {
   int64_t steps_done = 0, steps_this_run = 0;
   double final_train_loss = 0, final_val_loss = -1, initial_val_loss = -1, tokens_per_second = 0;
   std::vector<double> step_ms;
-  ComputeSample compute{};  // medians over the steps after the first, slowest rank
+  ComputeSample compute{};  // per step the slowest rank's, median over the steps after the first
   int micro_steps = 1;
   size_t params = 0, padded_params = 0;
   std::string config_json;  // the effective config

@@ -92,17 +92,18 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
   return a;
 }
 
-// The medians of the steps after the first (the first sets up buffers and
-// connections), the slowest rank's: it is the one every collective waits for.
+// The median over the steps after the first (the first sets up buffers and
+// connections) of each step's slowest rank: every collective waits for it, so
+// the step's compute is its compute. Every rank has the same steps.
 ComputeSample compute_medians(std::vector<ComputeSample> v) {
   if (v.size() > 1) v.erase(v.begin());
   auto median = [&](double ComputeSample::*field) {
-    std::vector<double> x;
-    for (const ComputeSample& c : v) x.push_back(c.*field);
-    std::sort(x.begin(), x.end());
-    double mine = x.empty() ? 0 : x[x.size() / 2], slowest = 0;
-    MPI_Allreduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return slowest;
+    std::vector<double> mine, slowest(v.size());
+    for (const ComputeSample& c : v) mine.push_back(c.*field);
+    MPI_Allreduce(mine.data(), slowest.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
+                  MPI_COMM_WORLD);
+    std::sort(slowest.begin(), slowest.end());
+    return slowest.empty() ? 0.0 : slowest[slowest.size() / 2];
   };
   return {median(&ComputeSample::micro_step_ms), median(&ComputeSample::optimizer_ms)};
 }
