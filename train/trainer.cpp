@@ -156,7 +156,7 @@ int run_train(const TrainArgs& a) {
   ParamTable table(cfg.model);
   std::unique_ptr<ZeroEngine> engine =
       make_zero_engine(zero_setup(cfg, table), table, ops, *rt.comm);
-  GPT model(table, ops, B, T);
+  GPT model(table, ops, B, T, recompute_level(cfg));
   std::unique_ptr<GPT> sampler_model;
   if (cfg.train.sample_every > 0) sampler_model.reset(new GPT(table, ops, 1, T));
   std::unique_ptr<GPT> hellaswag_model;
