@@ -65,7 +65,6 @@ class GPT {
 
   int B() const { return B_; }
   int T() const { return T_; }
-  Recompute recompute() const { return recompute_; }
 
  private:
   struct Block {
