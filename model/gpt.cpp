@@ -5,27 +5,51 @@
 
 namespace zt {
 
-GPT::GPT(const ParamTable& table, Ops& ops, int B, int T)
-    : table_(table), ops_(ops), B_(B), T_(T), es_(dtype_size(ops.dtype())) {
+GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute)
+    : table_(table), ops_(ops), B_(B), T_(T), recompute_(recompute), es_(dtype_size(ops.dtype())) {
   const GPTConfig& c = table.config();
   const size_t N = static_cast<size_t>(B) * T, C = c.n_embd, NH = c.n_head;
+  const bool share_attention = recompute == Recompute::Attn || recompute == Recompute::Block;
+  const bool share_residual = recompute == Recompute::Block;
+  const bool share_mlp = recompute == Recompute::Mlp || recompute == Recompute::Block;
   embed_ = act(N * C);
   blocks_.resize(c.n_layer);
   for (int l = 0; l < c.n_layer; l++) {
     Block& b = blocks_[l];
     b.r_in = l == 0 ? embed_ : act(N * C);
-    b.ln1 = act(N * C);
-    b.qkv = act(N * 3 * C);
-    b.atty = act(N * C);
-    b.r_mid = act(N * C);
-    b.ln2 = act(N * C);
-    b.fch = act(N * 4 * C);
-    b.fcg = act(N * 4 * C);
-    b.ln1_mean = stat(N);
-    b.ln1_rstd = stat(N);
-    b.ln2_mean = stat(N);
-    b.ln2_rstd = stat(N);
-    b.lse = stat(N * NH);
+    if (l == 0 || !share_attention) {
+      b.ln1 = act(N * C);
+      b.qkv = act(N * 3 * C);
+      b.atty = act(N * C);
+      b.ln1_mean = stat(N);
+      b.ln1_rstd = stat(N);
+      b.lse = stat(N * NH);
+    } else {
+      b.ln1 = blocks_[0].ln1;
+      b.qkv = blocks_[0].qkv;
+      b.atty = blocks_[0].atty;
+      b.ln1_mean = blocks_[0].ln1_mean;
+      b.ln1_rstd = blocks_[0].ln1_rstd;
+      b.lse = blocks_[0].lse;
+    }
+    if (l == 0 || !share_residual) {
+      b.r_mid = act(N * C);
+      b.ln2 = act(N * C);
+      b.ln2_mean = stat(N);
+      b.ln2_rstd = stat(N);
+    } else {
+      b.r_mid = blocks_[0].r_mid;
+      b.ln2 = blocks_[0].ln2;
+      b.ln2_mean = blocks_[0].ln2_mean;
+      b.ln2_rstd = blocks_[0].ln2_rstd;
+    }
+    if (l == 0 || !share_mlp) {
+      b.fch = act(N * 4 * C);
+      b.fcg = act(N * 4 * C);
+    } else {
+      b.fch = blocks_[0].fch;
+      b.fcg = blocks_[0].fcg;
+    }
   }
   fcproj_ = act(N * C);
   r_fin_ = act(N * C);
@@ -83,7 +107,7 @@ void GPT::upload_tokens(const int* inputs, const int* targets, int n) {
 // released after. The root module stays open until the head is done.
 void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
-  const int N = b * t, C = c.n_embd, NH = c.n_head;
+  const int N = b * t, C = c.n_embd;
   hooks.fetch(root_, false);
   // The two embeddings are separate modules, as in PyTorch: lookup, then the
   // position add in place (bit-identical to one fused add).
@@ -92,43 +116,87 @@ void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
   ops_.encoder_forward(embed_, tokens_, nullptr, hooks.fetch(wpe_, false)[0], b, t, C);
   hooks.release(wpe_, false);
   for (int l = 0; l < c.n_layer; l++) {
-    Block& k = blocks_[l];
     const BlockModules& m = block_modules_[l];
     hooks.fetch(m.block, false);
-    const void* const* ln1 = hooks.fetch(m.ln_1, false);
-    if (l == 0) ops_.layernorm_forward(k.ln1, k.ln1_mean, k.ln1_rstd, k.r_in, ln1[0], ln1[1], N, C);
-    else
-      ops_.residual_layernorm_forward(k.r_in, k.ln1, k.ln1_mean, k.ln1_rstd, blocks_[l - 1].r_mid,
-                                      fcproj_, ln1[0], ln1[1], N, C);
-    hooks.release(m.ln_1, false);
-    hooks.fetch(m.attn, false);
-    const void* const* qkv = hooks.fetch(m.c_attn, false);
-    ops_.matmul_forward(k.qkv, nullptr, k.ln1, qkv[0], qkv[1], N, C, 3 * C);
-    hooks.release(m.c_attn, false);
-    ops_.attention_forward(k.atty, k.lse, k.qkv, b, t, C, NH);
-    // fcproj_ doubles as scratch for the attention projection: it is consumed at once.
-    const void* const* proj = hooks.fetch(m.attn_proj, false);
-    ops_.matmul_forward(fcproj_, nullptr, k.atty, proj[0], proj[1], N, C, C);
-    hooks.release(m.attn_proj, false);
-    hooks.release(m.attn, false);
-    const void* const* ln2 = hooks.fetch(m.ln_2, false);
-    ops_.residual_layernorm_forward(k.r_mid, k.ln2, k.ln2_mean, k.ln2_rstd, k.r_in, fcproj_, ln2[0],
-                                    ln2[1], N, C);
-    hooks.release(m.ln_2, false);
-    hooks.fetch(m.mlp, false);
-    const void* const* fc = hooks.fetch(m.c_fc, false);
-    ops_.matmul_forward(k.fcg, k.fch, k.ln2, fc[0], fc[1], N, C, 4 * C);
-    hooks.release(m.c_fc, false);
-    const void* const* fcp = hooks.fetch(m.mlp_proj, false);
-    ops_.matmul_forward(fcproj_, nullptr, k.fcg, fcp[0], fcp[1], N, 4 * C, C);
-    hooks.release(m.mlp_proj, false);
-    hooks.release(m.mlp, false);
+    ln1_forward(l, N, l > 0, hooks);
+    attn_forward(l, b, t, true, hooks);
+    ln2_forward(l, N, hooks);
+    mlp_forward(l, N, true, hooks);
     hooks.release(m.block, false);
   }
   const void* const* lnf = hooks.fetch(ln_f_, false);
   ops_.residual_layernorm_forward(r_fin_, lnf_, lnf_mean_, lnf_rstd_, blocks_.back().r_mid, fcproj_,
                                   lnf[0], lnf[1], N, C);
   hooks.release(ln_f_, false);
+}
+
+void GPT::ln1_forward(int l, int n, bool add_residual, ModuleHooks& hooks) {
+  const int C = table_.config().n_embd;
+  Block& k = blocks_[l];
+  const BlockModules& m = block_modules_[l];
+  const void* const* w = hooks.fetch(m.ln_1, false);
+  if (add_residual)
+    ops_.residual_layernorm_forward(k.r_in, k.ln1, k.ln1_mean, k.ln1_rstd, blocks_[l - 1].r_mid,
+                                    fcproj_, w[0], w[1], n, C);
+  else ops_.layernorm_forward(k.ln1, k.ln1_mean, k.ln1_rstd, k.r_in, w[0], w[1], n, C);
+  hooks.release(m.ln_1, false);
+}
+
+void GPT::attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks) {
+  const int N = b * t, C = table_.config().n_embd, NH = table_.config().n_head;
+  Block& k = blocks_[l];
+  const BlockModules& m = block_modules_[l];
+  hooks.fetch(m.attn, false);
+  const void* const* qkv = hooks.fetch(m.c_attn, false);
+  ops_.matmul_forward(k.qkv, nullptr, k.ln1, qkv[0], qkv[1], N, C, 3 * C);
+  hooks.release(m.c_attn, false);
+  ops_.attention_forward(k.atty, k.lse, k.qkv, b, t, C, NH);
+  if (project) {
+    // fcproj_ doubles as scratch for the attention projection: it is consumed at once.
+    const void* const* proj = hooks.fetch(m.attn_proj, false);
+    ops_.matmul_forward(fcproj_, nullptr, k.atty, proj[0], proj[1], N, C, C);
+    hooks.release(m.attn_proj, false);
+  }
+  hooks.release(m.attn, false);
+}
+
+void GPT::ln2_forward(int l, int n, ModuleHooks& hooks) {
+  const int C = table_.config().n_embd;
+  Block& k = blocks_[l];
+  const BlockModules& m = block_modules_[l];
+  const void* const* w = hooks.fetch(m.ln_2, false);
+  ops_.residual_layernorm_forward(k.r_mid, k.ln2, k.ln2_mean, k.ln2_rstd, k.r_in, fcproj_, w[0],
+                                  w[1], n, C);
+  hooks.release(m.ln_2, false);
+}
+
+void GPT::mlp_forward(int l, int n, bool project, ModuleHooks& hooks) {
+  const int C = table_.config().n_embd;
+  Block& k = blocks_[l];
+  const BlockModules& m = block_modules_[l];
+  hooks.fetch(m.mlp, false);
+  const void* const* fc = hooks.fetch(m.c_fc, false);
+  ops_.matmul_forward(k.fcg, k.fch, k.ln2, fc[0], fc[1], n, C, 4 * C);
+  hooks.release(m.c_fc, false);
+  if (project) {
+    const void* const* fcp = hooks.fetch(m.mlp_proj, false);
+    ops_.matmul_forward(fcproj_, nullptr, k.fcg, fcp[0], fcp[1], n, 4 * C, C);
+    hooks.release(m.mlp_proj, false);
+  }
+  hooks.release(m.mlp, false);
+}
+
+// The whole block but the MLP's projection, from the kept input; the attention
+// projection's output goes through fcproj_, which the backward does not read.
+void GPT::recompute_block(int l, ModuleHooks& hooks) {
+  const int N = B_ * T_;
+  const BlockModules& m = block_modules_[l];
+  hooks.fetch(m.block, false);
+  ln1_forward(l, N, false, hooks);
+  attn_forward(l, B_, T_, true, hooks);
+  ln2_forward(l, N, hooks);
+  mlp_forward(l, N, false, hooks);
+  hooks.release(m.block, false);
 }
 
 void GPT::forward_head(int n, Head head, float dloss, ModuleHooks& hooks) {
@@ -182,12 +250,18 @@ double GPT::forward_backward(const int* inputs, const int* targets, float dloss,
   for (int l = c.n_layer - 1; l >= 0; l--) {
     Block& k = blocks_[l];
     const BlockModules& m = block_modules_[l];
+    if (recompute_ == Recompute::Block) recompute_block(l, hooks);
     hooks.fetch(m.block, true);
+    if (recompute_ == Recompute::Mlp) mlp_forward(l, N, false, hooks);
     hooks.fetch(m.mlp, true);
     linear(m.mlp_proj, dwide_, dres_, k.fcg, k.fch, 4 * C, C);
     linear(m.c_fc, dln_, dwide_, k.ln2, nullptr, C, 4 * C);
     hooks.release(m.mlp, true);
     layernorm(m.ln_2, dln_, k.r_mid, k.ln2_mean, k.ln2_rstd);
+    if (recompute_ == Recompute::Attn) {
+      ln1_forward(l, N, false, hooks);
+      attn_forward(l, B_, T_, false, hooks);
+    }
     hooks.fetch(m.attn, true);
     linear(m.attn_proj, datty_, dres_, k.atty, nullptr, C, C);
     ops_.attention_backward(dwide_, datty_, k.qkv, k.atty, k.lse, B_, T_, C, NH);
@@ -212,26 +286,35 @@ double GPT::forward_backward(const int* inputs, const int* targets, float dloss,
   return sum;
 }
 
-std::vector<ModuleEvent> GPT::training_events(const ParamTable& table) {
+std::vector<ModuleEvent> GPT::training_events(const ParamTable& table, Recompute recompute) {
   std::vector<ModuleEvent> ev;
   const auto& mods = table.modules();
   auto fetch = [&](int m, bool bwd) { ev.push_back({ModuleEvent::Fetch, bwd, m}); };
   auto release = [&](int m, bool bwd) { ev.push_back({ModuleEvent::Release, bwd, m}); };
   auto ready = [&](int p) { ev.push_back({ModuleEvent::GradReady, true, p}); };
-  // Forward: pre-order, every module released when its subtree is done.
-  std::vector<int> open;
-  for (int m = 0; m < static_cast<int>(mods.size()); m++) {
-    while (!open.empty() && open.back() != mods[m].parent) {
+  // The forward of module `top`'s subtree but `skip`: pre-order (the table's
+  // order), every module released when its subtree is done.
+  auto forward = [&](int top, int skip) {
+    auto inside = [&](int m, int root) {
+      while (m >= 0 && m != root) m = mods[m].parent;
+      return m == root;
+    };
+    std::vector<int> open;
+    for (int m = top; m < static_cast<int>(mods.size()) && inside(m, top); m++) {
+      if (skip >= 0 && inside(m, skip)) continue;
+      while (!open.empty() && open.back() != mods[m].parent) {
+        release(open.back(), false);
+        open.pop_back();
+      }
+      fetch(m, false);
+      open.push_back(m);
+    }
+    while (!open.empty()) {
       release(open.back(), false);
       open.pop_back();
     }
-    fetch(m, false);
-    open.push_back(m);
-  }
-  while (!open.empty()) {
-    release(open.back(), false);
-    open.pop_back();
-  }
+  };
+  forward(0, -1);
   // Backward.
   auto m = [&](const std::string& name) { return table.module_index(name); };
   auto leaf = [&](int module, std::vector<int> order) {
@@ -245,12 +328,18 @@ std::vector<ModuleEvent> GPT::training_events(const ParamTable& table) {
   leaf(m("ln_f"), layernorm);
   for (int l = table.config().n_layer - 1; l >= 0; l--) {
     const std::string h = "h." + std::to_string(l);
+    if (recompute == Recompute::Block) forward(m(h), m(h + ".mlp.c_proj"));
     fetch(m(h), true);
+    if (recompute == Recompute::Mlp) forward(m(h + ".mlp"), m(h + ".mlp.c_proj"));
     fetch(m(h + ".mlp"), true);
     leaf(m(h + ".mlp.c_proj"), linear);
     leaf(m(h + ".mlp.c_fc"), linear);
     release(m(h + ".mlp"), true);
     leaf(m(h + ".ln_2"), layernorm);
+    if (recompute == Recompute::Attn) {
+      forward(m(h + ".ln_1"), -1);
+      forward(m(h + ".attn"), m(h + ".attn.c_proj"));
+    }
     fetch(m(h + ".attn"), true);
     leaf(m(h + ".attn.c_proj"), linear);
     leaf(m(h + ".attn.c_attn"), linear);

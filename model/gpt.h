@@ -10,6 +10,14 @@
 //   r_mid = r_in + atty Wproj + b                        (fused with LN2)
 //   ln2   = LN2(r_mid); fch = ln2 Wfc + b; fcg = gelu(fch); fcproj = fcg Wfcproj + b
 // Final: r_fin = r_mid[L-1] + fcproj[L-1]; lnf = LNf(r_fin); logits = lnf wte^T.
+//
+// Activation recompute (model/recompute.h): a block's activations fall into
+// three sets, attention (ln1, qkv, atty and their statistics), residual (r_mid,
+// ln2 and its statistics) and MLP (fch, fcg). A set the level recomputes is
+// allocated once and shared by all blocks: the forward overwrites it block by
+// block, and each block's backward first runs that part of its forward again,
+// through the same ops and the same hooks (a further forward use of the
+// modules, inside the backward).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -17,12 +25,13 @@
 #include "model/module_hooks.h"
 #include "model/ops.h"
 #include "model/param_table.h"
+#include "model/recompute.h"
 
 namespace zt {
 
 class GPT {
  public:
-  GPT(const ParamTable& table, Ops& ops, int B, int T);
+  GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute = Recompute::None);
   ~GPT();
   GPT(const GPT&) = delete;
   GPT& operator=(const GPT&) = delete;
@@ -43,8 +52,13 @@ class GPT {
   // ln_2, attn.c_proj, attn.c_attn, ln_1), then wpe and wte; inside a module's
   // backward its gradients become ready in PyTorch's order (a Linear's bias
   // before its weight, a LayerNorm's weight before its bias), wte's only at
-  // the embedding's backward, since the LM head shares it.
-  static std::vector<ModuleEvent> training_events(const ParamTable& table);
+  // the embedding's backward, since the LM head shares it. A recompute level
+  // adds forward events inside the backward: block, before the block's
+  // backward, h.i's forward without mlp.c_proj (whose output the backward does
+  // not need); mlp, after h.i's backward fetch, mlp and mlp.c_fc; attn, after
+  // ln_2's backward, ln_1 and attn without attn.c_proj.
+  static std::vector<ModuleEvent> training_events(const ParamTable& table,
+                                                  Recompute recompute = Recompute::None);
 
   // Each token's loss from the last forward_loss or forward_backward, [B*T], host.
   const std::vector<float>& token_losses() const { return host_losses_; }
@@ -61,6 +75,16 @@ class GPT {
     int block, ln_1, attn, c_attn, attn_proj, ln_2, mlp, c_fc, mlp_proj;
   };
   void forward_to_lnf(int b, int t, ModuleHooks& hooks);
+  // Block l's forward in its parts, on b x t tokens; the recompute runs them
+  // again. ln_1 adds the residual (r_in = r_mid[l-1] + fcproj) when asked, else
+  // normalises r_in as kept; a projection is left out when only the inputs of
+  // the backward are wanted.
+  void ln1_forward(int l, int n, bool add_residual, ModuleHooks& hooks);
+  void attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks);
+  void ln2_forward(int l, int n, ModuleHooks& hooks);
+  void mlp_forward(int l, int n, bool project, ModuleHooks& hooks);
+  // Before block l's backward module events (block) or inside them (mlp, attn).
+  void recompute_block(int l, ModuleHooks& hooks);
   // What the LM head's forward leaves: the training loss and the logits'
   // gradient in place of the logits (fused cross-entropy, scaled by dloss), the
   // evaluation loss, or only the logits.
@@ -74,6 +98,7 @@ class GPT {
   const ParamTable& table_;
   Ops& ops_;
   int B_, T_;
+  Recompute recompute_;
   int root_, wte_, wpe_, ln_f_, lm_head_;
   std::vector<BlockModules> block_modules_;
   size_t es_;  // bytes per model-dtype element

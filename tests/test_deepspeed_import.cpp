@@ -388,6 +388,42 @@ TEST_CASE("every fp16 sub-key gets its own warning", "[deepspeed]") {
                          "would train in fp32") == 1);
 }
 
+TEST_CASE("activation_checkpointing means block recompute; its flags set true are warned about",
+          "[deepspeed]") {
+  // Megatron-DeepSpeed's shape of the block.
+  Config c;
+  auto w = import(R"({"activation_checkpointing": {"partition_activations": true,
+                     "contiguous_memory_optimization": false, "cpu_checkpointing": true,
+                     "number_checkpoints": null, "synchronize_checkpoint_boundary": false,
+                     "profile": false}})",
+                  1, c);
+  CHECK(c.train.recompute == "block");
+  REQUIRE(count_mentions(w, "activation_checkpointing") == 3);
+  CHECK(count_mentions(w, "'activation_checkpointing': train.recompute: block") == 1);
+  CHECK(count_mentions(w, "'activation_checkpointing.partition_activations': not honoured") == 1);
+  CHECK(count_mentions(w, "'activation_checkpointing.cpu_checkpointing': not honoured") == 1);
+  // A level the zerotrain config chose is kept; an empty block still means recompute.
+  Config mlp;
+  mlp.train.recompute = "mlp";
+  w = import(R"({"activation_checkpointing": {"number_checkpoints": 4, "typo": 1}})", 1, mlp);
+  CHECK(mlp.train.recompute == "mlp");
+  CHECK(count_mentions(w, "train.recompute: mlp kept") == 1);
+  CHECK(count_mentions(w, "'activation_checkpointing.number_checkpoints': not honoured") == 1);
+  CHECK(count_mentions(w, "'activation_checkpointing.typo': not a DeepSpeed") == 1);
+  Config empty;
+  import(R"({"activation_checkpointing": {}})", 1, empty);
+  CHECK(empty.train.recompute == "block");
+  // Without the block the zerotrain config decides, as the model code does under DeepSpeed.
+  Config absent;
+  import(R"({"zero_optimization": {"stage": 3}})", 1, absent);
+  CHECK(absent.train.recompute == "none");
+  require_parts(import_error(R"({"activation_checkpointing": true})", 1, Config()),
+                {"activation_checkpointing"});
+  require_parts(
+      import_error(R"({"activation_checkpointing": {"cpu_checkpointing": "maybe"}})", 1, Config()),
+      {"activation_checkpointing.cpu_checkpointing"});
+}
+
 TEST_CASE("keys absent from the JSON take DeepSpeed's defaults for what it governs",
           "[deepspeed]") {
   Config c;

@@ -52,6 +52,7 @@ struct Variant {
   ZeroConfig z;
   std::string groups = "two";
   bool exact = true;  // false: a narrower wire dtype, so only close to the reference
+  Recompute recompute = Recompute::None;
 };
 
 std::string describe(const PlannedCall& c) {
@@ -154,6 +155,30 @@ std::vector<Variant> variants() {
                    (x.z.stage3_block_gathers ? " block gathers" : "") + " groups " + x.groups;
           v.push_back(x);
         }
+  // Activation recompute: the recomputed forward's fetches inside the backward
+  // are further uses the stage-3 trace records and prefetches for; with and
+  // without prefetch, reuse, persistence and whole-block gathers.
+  for (Recompute r : {Recompute::Block, Recompute::Mlp, Recompute::Attn})
+    for (int64_t prefetch : {int64_t(50000000), int64_t(0), int64_t(3000)}) {
+      if (r != Recompute::Block && prefetch != 3000) continue;
+      Variant x;
+      x.z.stage = 3;
+      x.z.stage3_prefetch_bucket_size = prefetch;
+      x.z.stage3_param_persistence_threshold = prefetch == 0 ? 0 : 64;
+      x.z.stage3_max_reuse_distance = prefetch == 3000 ? 10 : 1000000000;
+      x.z.stage3_block_gathers = prefetch == 0;
+      x.z.reduce_bucket_size = 3000;
+      x.recompute = r;
+      x.name = std::string("stage 3 recompute ") + recompute_name(r) + " prefetch " +
+               std::to_string(prefetch) + (x.z.stage3_block_gathers ? " block gathers" : "");
+      v.push_back(x);
+    }
+  Variant x;
+  x.z.stage = 2;
+  x.z.reduce_bucket_size = 3000;
+  x.recompute = Recompute::Block;
+  x.name = "stage 2 recompute block";
+  v.push_back(x);
   return v;
 }
 
@@ -172,7 +197,7 @@ TEST_CASE("every stage and gradient path matches one rank, the plan and the form
     // Pretend two ranks per node, so that the node-aware split has both parts.
     const NodeMap nodes = NodeMap::uniform(W, 2);
     comm.set_nodes(nodes);
-    const RunResult got = train(v.z, comm, *ops, tiny_model(), v.groups);
+    const RunResult got = train(v.z, comm, *ops, tiny_model(), v.groups, v.recompute);
 
     const double tol = v.exact ? 1e-5 : 2e-2;
     bool losses_ok = true;
@@ -188,7 +213,7 @@ TEST_CASE("every stage and gradient path matches one rank, the plan and the form
     init_gpt2_weights(table, 7, initial.data());
     CHECK(rel_l2(got.master, initial) > 1e-3);
 
-    const StepPlan plan = plan_step(setup_for(v.z, table, v.groups), table, W,
+    const StepPlan plan = plan_step(setup_for(v.z, table, v.groups, v.recompute), table, W,
                                     kSeqPerStep / (kB * W), DType::F32, nodes);
     std::string diff;
     for (int s = 0; s < kSteps && diff.empty(); s++)

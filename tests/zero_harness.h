@@ -61,11 +61,12 @@ constexpr double kClip = 1.0;
 
 // The engine's setup the harness trains with (and plans against).
 inline ZeroSetup setup_for(const ZeroConfig& z, const ParamTable& table,
-                           const std::string& groups = "two") {
+                           const std::string& groups = "two",
+                           Recompute recompute = Recompute::None) {
   ZeroSetup s;
   s.z = z;
   s.groups = make_param_groups(table, groups);
-  s.events = GPT::training_events(table);
+  s.events = GPT::training_events(table, recompute);
   s.grad_clip = kClip;
   return s;
 }
@@ -73,16 +74,17 @@ inline ZeroSetup setup_for(const ZeroConfig& z, const ParamTable& table,
 // Trains kSteps steps of kSeqPerStep sequences with the loader's indexing:
 // micro-step m of rank r takes sequences (m * W + r) * B.. of the step.
 inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
-                       const GPTConfig& shape = tiny_model(), const std::string& groups = "two") {
+                       const GPTConfig& shape = tiny_model(), const std::string& groups = "two",
+                       Recompute recompute = Recompute::None) {
   const ParamTable table(shape);
   const int W = comm.world(), r = comm.rank();
   const int A = kSeqPerStep / (kB * W);
   std::unique_ptr<ZeroEngine> engine =
-      make_zero_engine(setup_for(z, table, groups), table, ops, comm);
+      make_zero_engine(setup_for(z, table, groups, recompute), table, ops, comm);
   std::vector<float> w(table.total());
   init_gpt2_weights(table, 7, w.data());
   engine->init_weights(w.data());
-  GPT model(table, ops, kB, kT);
+  GPT model(table, ops, kB, kT, recompute);
   OptimSettings os{3e-3f, 0.9f, 0.95f, 1e-8f, 0.1f};
   auto* counting = dynamic_cast<CountingCommunicator*>(&comm);
   if (counting) counting->keep_log();

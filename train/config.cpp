@@ -237,6 +237,7 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
                  {"cosine", "constant", "warmup_lr", "warmup_decay_lr", "warmup_cosine_lr"});
   require_one_of("train.warmup_type", c.train.warmup_type, {"linear", "log"});
   require_one_of("train.deepspeed_auto", c.train.deepspeed_auto, {"deepspeed", "hf"});
+  require_one_of("train.recompute", c.train.recompute, {"none", "attn", "mlp", "block"});
   require_one_of("zero.communication_data_type", c.zero.communication_data_type,
                  {"auto", "fp32", "bf16", "fp16"});
   if (t.hellaswag_every > 0 && t.hellaswag_file.empty())
@@ -318,6 +319,14 @@ int grad_accum_steps(const Config& c, int world_size) {
   validate_for_world(c, world_size);
   return int(c.train.global_batch_tokens /
              (int64_t(c.train.micro_batch) * c.model.seq_len * world_size));
+}
+
+Recompute recompute_level(const Config& c) {
+  Recompute r;
+  if (!parse_recompute(c.train.recompute, &r))
+    throw ConfigError("key 'train.recompute': expected one of none, attn, mlp, block, got '" +
+                      c.train.recompute + "'");
+  return r;
 }
 
 // Keys in table order, grouped by section; reloading the text gives the same

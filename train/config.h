@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "model/gpt_config.h"
+#include "model/recompute.h"
 #include "zero/zero_config.h"
 
 namespace zt {
@@ -55,6 +56,8 @@ struct TrainConfig {
   double warmup_start_lr = 0;          // warmup_cosine_lr: the warm-up's first value
   // How --deepspeed resolves "auto": "deepspeed" (as DeepSpeed itself) or "hf" (as the HF Trainer).
   std::string deepspeed_auto = "deepspeed";
+  // Activation recompute in the backward: "none", "attn", "mlp" or "block" (model/recompute.h).
+  std::string recompute = "none";
 };
 
 struct SystemConfig {
@@ -96,6 +99,8 @@ std::string config_to_json(const Config& c);
 std::string empty_config_note(const Config& c);
 // Micro-steps per optimizer step for a world size.
 int grad_accum_steps(const Config& c, int world_size);
+// train.recompute as the model's level (validated: a bad name throws ConfigError).
+Recompute recompute_level(const Config& c);
 
 struct ConfigError : std::runtime_error {
   using std::runtime_error::runtime_error;

@@ -84,6 +84,7 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(train, warmup_type, any_value()),
       ZT_KEY(train, warmup_start_lr, at_least(0)),
       ZT_KEY(train, deepspeed_auto, any_value()),
+      ZT_KEY(train, recompute, any_value()),
       ZT_KEY(zero, stage, between(0, 3, true)),
       ZT_KEY(zero, reduce_bucket_size, at_least(1)),
       ZT_KEY(zero, allgather_bucket_size, at_least(1)),

@@ -164,7 +164,6 @@ std::string ignore_reason(const std::string& key) {
       {"comms_logger", "zerotrain's counterpart is system.comm_trace"},
       {"prescale_gradients", "zerotrain sums gradients and scales once"},
       {"gradient_predivide_factor", "zerotrain sums gradients and scales once"},
-      {"activation_checkpointing", "zerotrain keeps every activation"},
   };
   auto it = reasons.find(key);
   return it == reasons.end() ? "not honoured by zerotrain, ignored"
@@ -309,6 +308,8 @@ void DeepSpeedImporter::run() {
       import_precision(m);
     } else if (name == "data_types") {
       import_data_types(m);
+    } else if (name == "activation_checkpointing") {
+      import_activation_checkpointing(ctx_, m);
     } else if (name == "optimizer") {
       optimizer = &m;
     } else if (name == "scheduler") {

@@ -40,6 +40,10 @@
 // BF16_Optimizer (bf16, stage 1, data_types.grad_accum_dtype fp32, no optimizer offload), none
 // of the stage-1/2 gradient paths applies there, and a warning says so.
 //
+// activation_checkpointing: what Megatron-DeepSpeed and the HF models do with it, checkpoint
+// every layer, so train.recompute: block unless the zerotrain config names another level; its
+// flags set true (partition_activations, cpu_checkpointing, ...) are warned about, one each.
+//
 // Errors throw ConfigError with one line: "FILE:LINE: key 'zero_optimization.stage': ...".
 #pragma once
 #include <string>

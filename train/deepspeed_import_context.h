@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "train/config.h"
 #include "data/json_reader.h"
+#include "train/config.h"
 
 namespace zt {
 
@@ -41,5 +41,7 @@ class DsContext {
 // train/deepspeed_optimizer.cpp: the "optimizer" and "scheduler" blocks (either may be null).
 void import_optimizer(DsContext& ctx, const JsonMember* optimizer);
 void import_scheduler(DsContext& ctx, const JsonMember* scheduler, bool has_optimizer);
+// train/deepspeed_activation_checkpointing.cpp: the "activation_checkpointing" block.
+void import_activation_checkpointing(DsContext& ctx, const JsonMember& block);
 
 }  // namespace zt

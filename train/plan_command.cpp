@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "model/activation_memory.h"
 #include "train/cli_args.h"
 #include "train/commands.h"
 #include "train/config.h"
@@ -144,6 +145,10 @@ int run_plan_command(const std::vector<std::string>& args) {
       path.c_str(), table.total(), world, A, dtype_name(t),
       static_cast<long long>(cfg.zero.reduce_bucket_size),
       cfg.zero.allgather_bucketed ? "bucketed" : "one call per partition group");
+  std::printf("activations: %llu bytes per micro-batch of %d x %d per rank (train.recompute: %s)\n",
+              static_cast<unsigned long long>(activation_bytes(
+                  cfg.model, cfg.train.micro_batch, cfg.model.seq_len, recompute_level(cfg), t)),
+              cfg.train.micro_batch, cfg.model.seq_len, cfg.train.recompute.c_str());
   std::printf(
       "bytes are per rank per optimizer step; payload as nccl-tests counts it, bus = "
       "payload x bus factor; inter-node = the bus bytes a ring in rank order sends to another "

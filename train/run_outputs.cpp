@@ -151,6 +151,9 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("grads", L.current(MemCategory::Grads))
       .add("optimizer", L.current(MemCategory::Optimizer))
       .add("activations", L.peak(MemCategory::Activations))
+      .add("recompute", s.recompute)
+      .add("activations_per_micro_batch", s.activations_per_micro_batch)
+      .add("activations_per_micro_batch_formula", s.activations_per_micro_batch_formula)
       .add("comm_buffers", L.peak(MemCategory::CommBuffers))
       .add("model_states", states)
       .add("model_states_formula",
@@ -162,8 +165,9 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("peak_total", L.peak_total())
       .add("note",
            "bytes per rank from the allocator; params/grads/optimizer held at the end, "
-           "activations/comm_buffers at their peak; formulas on the padded parameter count, "
-           "stage 3's plus its persistent parameters");
+           "activations/comm_buffers at their peak (activations: every model's, the sampler's "
+           "and HellaSwag's included; activations_per_micro_batch: the training model's); "
+           "formulas on the padded parameter count, stage 3's plus its persistent parameters");
 
   JsonObject zero;
   zero.add("stage", s.stage)

@@ -48,6 +48,10 @@ struct RunSummary {
   const MemoryLedger* ledger = nullptr;
   int dtype_bytes = 4;
   uint64_t persistent_bytes = 0, live_params_peak_bytes = 0;  // stage 3
+  // The training model's activation buffers (train.recompute), measured and by
+  // activation_bytes().
+  std::string recompute = "none";
+  uint64_t activations_per_micro_batch = 0, activations_per_micro_batch_formula = 0;
   std::string device;
   int nodes = 1, ranks_per_node = 1;
   // The emulated cluster's description (the JSON file ZT_CLUSTER names, written

@@ -21,6 +21,7 @@
 #include "data/loader.h"
 #include "data/shard.h"
 #include "data/tokenizer.h"
+#include "model/activation_memory.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/cli_args.h"
@@ -172,12 +173,20 @@ int run_train(const TrainArgs& a) {
   ParamTable table(cfg.model);
   std::unique_ptr<ZeroEngine> engine =
       make_zero_engine(zero_setup(cfg, table), table, ops, *rt.comm);
-  GPT model(table, ops, B, T);
+  const Recompute recompute = recompute_level(cfg);
+  // The training model's activations, measured: it allocates them all here,
+  // and its passes allocate nothing more (tests/test_recompute.cpp).
+  const uint64_t activations_before = ops.ledger().current(MemCategory::Activations);
+  GPT model(table, ops, B, T, recompute);
+  const uint64_t model_activations =
+      ops.ledger().current(MemCategory::Activations) - activations_before;
+  // Forward-only models keep nothing for a backward: block's layout is the smallest.
   std::unique_ptr<GPT> sampler_model;
-  if (cfg.train.sample_every > 0) sampler_model.reset(new GPT(table, ops, 1, T));
+  if (cfg.train.sample_every > 0) sampler_model.reset(new GPT(table, ops, 1, T, Recompute::Block));
   std::unique_ptr<GPT> hellaswag_model;
   if (cfg.train.hellaswag_every > 0)
-    hellaswag_model.reset(new GPT(table, ops, B, hellaswag_positions(hellaswag, T)));
+    hellaswag_model.reset(
+        new GPT(table, ops, B, hellaswag_positions(hellaswag, T), Recompute::Block));
 
   RunOutputs out(a.run_dir, rank == 0);
   if (rank == 0) {
@@ -196,6 +205,12 @@ int run_train(const TrainArgs& a) {
         "of %d x %d per rank per step\n",
         table.total(), engine->padded_params(), world, dtype_name(ops.dtype()), ops.name().c_str(),
         world, accum, B, T);
+    std::printf(
+        "activations: %llu bytes per micro-batch measured, %llu by activation_bytes() "
+        "(train.recompute: %s)\n",
+        static_cast<unsigned long long>(model_activations),
+        static_cast<unsigned long long>(activation_bytes(cfg.model, B, T, recompute, ops.dtype())),
+        recompute_name(recompute));
     std::fflush(stdout);
   }
 
@@ -371,6 +386,9 @@ int run_train(const TrainArgs& a) {
   s.device = ops.name();
   s.persistent_bytes = engine->persistent_param_bytes();
   s.live_params_peak_bytes = engine->live_params_peak_bytes();
+  s.recompute = recompute_name(recompute);
+  s.activations_per_micro_batch = model_activations;
+  s.activations_per_micro_batch_formula = activation_bytes(cfg.model, B, T, recompute, ops.dtype());
   s.nodes = rt.comm->nodes().nodes();
   s.ranks_per_node = rt.comm->nodes().ranks_per_node();
   s.cluster_text = cluster;

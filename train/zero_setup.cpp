@@ -8,7 +8,7 @@ ZeroSetup zero_setup(const Config& cfg, const ParamTable& table) {
   ZeroSetup s;
   s.z = cfg.zero;
   s.groups = make_param_groups(table, cfg.train.param_groups);
-  s.events = GPT::training_events(table);
+  s.events = GPT::training_events(table, recompute_level(cfg));
   s.grad_clip = cfg.train.grad_clip;
   return s;
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <random>
 
+#include "model/activation_memory.h"
 #include "model/gpt.h"
 #include "tests/catch.h"
 #include "tests/flat_hooks.h"
@@ -39,15 +40,19 @@ GPTConfig gpu_shape() {  // head size 32: the smallest the CUDA attention suppor
 struct ModelRun {
   double loss;
   std::vector<float> grads;
+  uint64_t activation_bytes = 0;  // the model's allocations, from the ledger
 };
 
 ModelRun run_model(Ops& ops, const ParamTable& table, const std::vector<float>& w,
-                   const std::vector<int>& in, const std::vector<int>& tgt, int B, int T) {
+                   const std::vector<int>& in, const std::vector<int>& tgt, int B, int T,
+                   Recompute recompute = Recompute::None) {
   FlatHooks hooks(table, ops);
   hooks.set_params(w);
-  GPT model(table, ops, B, T);
+  const uint64_t before = ops.ledger().current(MemCategory::Activations);
+  GPT model(table, ops, B, T, recompute);
+  const uint64_t bytes = ops.ledger().current(MemCategory::Activations) - before;
   const double sum = model.forward_backward(in.data(), tgt.data(), 1.0f / (B * T), hooks);
-  return {sum / (B * T), hooks.grads_f32()};
+  return {sum / (B * T), hooks.grads_f32(), bytes};
 }
 
 }  // namespace
@@ -88,6 +93,51 @@ TEST_CASE("the CUDA model's loss and gradients match the CPU model's", "[gpu]") 
   const ModelRun again = run_model(*gpu, table, w, in, tgt, B, T);
   CHECK(again.loss == got.loss);
   CHECK(again.grads == got.grads);
+}
+
+TEST_CASE("recompute on the GPU: gradients within bf16 tolerance of none, buffers as the formula",
+          "[gpu]") {
+  if (!have_gpu()) {
+    SUCCEED("no GPU");
+    return;
+  }
+  GPTConfig c;
+  c.n_layer = 3;
+  c.n_head = 2;
+  c.n_embd = 128;
+  c.vocab_size = 1000;
+  c.seq_len = 64;
+  const int B = 4, T = 64;
+  const ParamTable table(c);
+  std::mt19937 rng(std::random_device{}());
+  std::vector<float> w(table.total());
+  init_gpt2_weights(table, rng(), w.data());
+  std::vector<int> in(B * T), tgt(B * T);
+  for (int i = 0; i < B * T; i++) {
+    in[i] = static_cast<int>(rng() % c.vocab_size);
+    tgt[i] = static_cast<int>(rng() % c.vocab_size);
+  }
+  auto gpu = make_cuda_ops(0);
+  const ModelRun ref = run_model(*gpu, table, w, in, tgt, B, T);
+  CHECK(ref.activation_bytes == activation_bytes(c, B, T, Recompute::None, DType::BF16));
+  for (Recompute r : {Recompute::Attn, Recompute::Mlp, Recompute::Block}) {
+    INFO("recompute " << recompute_name(r));
+    const ModelRun got = run_model(*gpu, table, w, in, tgt, B, T, r);
+    CHECK(got.activation_bytes == activation_bytes(c, B, T, r, DType::BF16));
+    CHECK(got.activation_bytes < ref.activation_bytes);
+    CHECK(std::abs(got.loss - ref.loss) <= 1e-3 * std::abs(ref.loss));
+    size_t identical = 0;
+    for (const ParamInfo& p : table.params()) {
+      std::vector<float> a(got.grads.begin() + p.offset, got.grads.begin() + p.offset + p.numel);
+      std::vector<float> b(ref.grads.begin() + p.offset, ref.grads.begin() + p.offset + p.numel);
+      const double err = rel_l2(a, b);
+      INFO(p.name << ": relative L2 error " << err);
+      CHECK(err < 1e-2);
+      identical += a == b;
+    }
+    std::printf("recompute %s on the GPU: %zu of %zu gradient tensors bit-identical to none\n",
+                recompute_name(r), identical, table.params().size());
+  }
 }
 
 TEST_CASE("NCCL at W = 1 gives exactly the single-process results", "[gpu]") {
