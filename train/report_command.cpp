@@ -142,7 +142,8 @@ std::string markdown_document(const ReportArgs& a, const RunsDir& runs, const st
         "network: " +
         (a.network.empty() ? std::string("each run's recorded emulated cluster (its link)")
                            : "`" + a.network + "`") +
-        ". Speed-ups are over the same DeepSpeed-default run as above.\n\n" +
+        ". Speed-ups here are the DeepSpeed-default run's median step over this run's, measured "
+        "and predicted alike (the table above divides tok/s, which a stalled step moves).\n\n" +
         report_prediction_table(runs.rows) + "\n";
   }
   if (!runs.without_summary.empty()) {

@@ -76,6 +76,7 @@ void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel
     if (!r.has_prediction || !r.has_baseline) continue;
     const ReportRow& base = runs.rows[row_of.at(r.baseline_run)];
     if (base.has_prediction) r.predicted_speedup = base.predicted_step_ms / r.predicted_step_ms;
+    if (r.step_ms > 0) r.step_speedup = base.step_ms / r.step_ms;
   }
 }
 

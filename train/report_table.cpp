@@ -265,7 +265,8 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
       "grad_reduce_scatter_bytes,grad_reduce_scatter_bus_bytes,param_all_gather_bytes,"
       "param_all_gather_bus_bytes,inter_node_bus_bytes,model_states_bytes,peak_total_bytes,"
       "speedup_vs_ds_default,"
-      "baseline_run,predicted_step_ms,predicted_exposed_comm_ms,predicted_speedup_vs_ds_default\n";
+      "baseline_run,predicted_step_ms,predicted_exposed_comm_ms,predicted_speedup_vs_ds_default,"
+      "step_speedup_vs_ds_default\n";
   for (const ReportRow& r : rows) {
     const std::vector<std::string> f = {csv_field(r.run),
                                         csv_field(r.device),
@@ -297,7 +298,8 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
                                         csv_field(r.baseline_run),
                                         r.has_prediction ? g12(r.predicted_step_ms) : "",
                                         r.has_prediction ? g12(r.predicted_exposed_ms) : "",
-                                        r.predicted_speedup > 0 ? g12(r.predicted_speedup) : ""};
+                                        r.predicted_speedup > 0 ? g12(r.predicted_speedup) : "",
+                                        r.step_speedup > 0 ? g12(r.step_speedup) : ""};
     for (size_t i = 0; i < f.size(); i++) s += (i ? "," : "") + f[i];
     s += "\n";
   }
@@ -347,8 +349,9 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
 std::string report_prediction_table(const std::vector<ReportRow>& rows) {
   std::string s =
       "| run | stage | grad path | step ms measured | step ms predicted | predicted / measured | "
-      "exposed comm ms measured | exposed comm ms predicted | speed-up measured | speed-up "
-      "predicted |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+      "exposed comm ms measured | exposed comm ms predicted | speed-up measured (median steps) | "
+      "speed-up predicted |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
+      "|\n";
   for (const ReportRow& r : rows) {
     if (!r.has_prediction) continue;
     const std::vector<std::string> f = {
@@ -360,7 +363,7 @@ std::string report_prediction_table(const std::vector<ReportRow>& rows) {
         fmt("%.2f", r.predicted_step_ms / r.step_ms),
         fmt("%.1f", r.exposed_comm_ms_per_step),
         fmt("%.1f", r.predicted_exposed_ms),
-        r.has_baseline ? fmt("%.2fx", r.speedup) : "—",
+        r.step_speedup > 0 ? fmt("%.2fx", r.step_speedup) : "—",
         r.predicted_speedup > 0 ? fmt("%.2fx", r.predicted_speedup) : "—"};
     s += "|";
     for (const std::string& x : f) s += " " + x + " |";

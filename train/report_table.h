@@ -45,6 +45,7 @@ struct ReportRow {
   bool has_prediction = false;
   double predicted_step_ms = 0, predicted_exposed_ms = 0;
   double predicted_speedup = 0;  // the baseline's predicted step over this one's; 0: none
+  double step_speedup = 0;       // the baseline's measured median step over this one's
   std::string network;           // where the network figures came from
 };
 
