@@ -90,4 +90,15 @@ void CliArgs::fail(const std::string& what) const {
   throw ConfigError(command_ + ": " + what + "; " + usage_);
 }
 
+WorldLayout world_layout(const CliArgs& f) {
+  if (!f.has("--world")) f.fail("--world W is required");
+  WorldLayout w;
+  w.world = static_cast<int>(f.get_int("--world", 1, 1, 1 << 20));
+  w.ranks_per_node = static_cast<int>(f.get_int("--ranks-per-node", w.world, 1, w.world));
+  if (w.world % w.ranks_per_node != 0)
+    f.fail("--ranks-per-node " + std::to_string(w.ranks_per_node) + " does not divide --world " +
+           std::to_string(w.world));
+  return w;
+}
+
 }  // namespace zt

@@ -44,4 +44,11 @@ class CliArgs {
   std::vector<std::pair<std::string, std::string>> values_;  // in command-line order
 };
 
+// `--world W [--ranks-per-node G]` of plan and explain: W >= 1 (required), G
+// dividing W (default W, one node). Fails through f with a one-line message.
+struct WorldLayout {
+  int world = 1, ranks_per_node = 1;
+};
+WorldLayout world_layout(const CliArgs& f);
+
 }  // namespace zt

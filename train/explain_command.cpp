@@ -286,12 +286,8 @@ int run_explain_command(const std::vector<std::string>& args) {
       "explain", kUsage,
       {{"--world"}, {"--ranks-per-node"}, {"--config"}, {"--model"}, {"--set", true, true}}, args,
       1, 1);
-  if (!f.has("--world")) f.fail("--world W is required");
-  const int world = static_cast<int>(f.get_int("--world", 1, 1, 1 << 20));
-  const int per_node = static_cast<int>(f.get_int("--ranks-per-node", world, 1, world));
-  if (world % per_node != 0)
-    f.fail("--ranks-per-node " + std::to_string(per_node) + " does not divide --world " +
-           std::to_string(world));
+  const WorldLayout layout = world_layout(f);
+  const int world = layout.world, per_node = layout.ranks_per_node;
   if (f.has("--config") && f.has("--model")) f.fail("give --config or --model, not both");
   const std::string config_path = f.has("--config")  ? f.get("--config")
                                   : f.has("--model") ? preset_file(f, f.get("--model"))

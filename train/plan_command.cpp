@@ -109,12 +109,8 @@ int run_plan_command(const std::vector<std::string>& args) {
                    {"--compute-from"},
                    {"--compute-ms"}},
                   args, 1, 1);
-  if (!f.has("--world")) f.fail("--world W is required");
-  const int world = static_cast<int>(f.get_int("--world", 1, 1, 1 << 20));
-  const int per_node = static_cast<int>(f.get_int("--ranks-per-node", world, 1, world));
-  if (world % per_node != 0)
-    f.fail("--ranks-per-node " + std::to_string(per_node) + " does not divide --world " +
-           std::to_string(world));
+  const WorldLayout layout = world_layout(f);
+  const int world = layout.world, per_node = layout.ranks_per_node;
   const NodeMap nodes = NodeMap::uniform(world, per_node);
   const bool predict = f.has("--network");
   if (!predict && (f.has("--compute-from") || f.has("--compute-ms")))

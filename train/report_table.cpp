@@ -164,6 +164,12 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
+std::string markdown_row(const std::vector<std::string>& fields) {
+  std::string s = "|";
+  for (const std::string& x : fields) s += " " + x + " |";
+  return s + "\n";
+}
+
 // Twelve significant digits: exact for byte counts, ample for timings.
 std::string g12(double v) { return fmt("%.12g", v); }
 
@@ -339,9 +345,7 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
         human_bytes(r.model_states_bytes),
         human_bytes(r.peak_total_bytes),
         r.has_baseline ? fmt("%.2fx", r.speedup) : "—"};
-    s += "|";
-    for (const std::string& x : f) s += " " + x + " |";
-    s += "\n";
+    s += markdown_row(f);
   }
   return s;
 }
@@ -365,9 +369,7 @@ std::string report_prediction_table(const std::vector<ReportRow>& rows) {
         fmt("%.1f", r.predicted_exposed_ms),
         r.step_speedup > 0 ? fmt("%.2fx", r.step_speedup) : "—",
         r.predicted_speedup > 0 ? fmt("%.2fx", r.predicted_speedup) : "—"};
-    s += "|";
-    for (const std::string& x : f) s += " " + x + " |";
-    s += "\n";
+    s += markdown_row(f);
   }
   return s;
 }
