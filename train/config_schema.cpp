@@ -184,6 +184,16 @@ std::string suggest_key(const std::string& section, const std::string& name) {
   return "";
 }
 
+std::string suggest_name(const std::string& typed, const std::vector<std::string>& known) {
+  const std::string* best = nullptr;
+  size_t best_distance = SIZE_MAX;
+  for (const std::string& name : known) {
+    size_t d = closeness(typed, name);
+    if (d < best_distance) best = &name, best_distance = d;
+  }
+  return best ? did_you_mean(*best) : "";
+}
+
 std::string suggest_section(const std::string& name) {
   std::string best;
   size_t best_distance = SIZE_MAX;

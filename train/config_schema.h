@@ -46,6 +46,9 @@ const ConfigKey* find_config_key(const std::string& section, const std::string& 
 std::string suggest_key(const std::string& section, const std::string& name);
 // The same for an unknown section name (which may also be a misplaced key).
 std::string suggest_section(const std::string& name);
+// The same rule over any list of names (DeepSpeed's keys, say): " (did you
+// mean 'X'?)" for the closest of `known`, "" when none is close.
+std::string suggest_name(const std::string& typed, const std::vector<std::string>& known);
 
 // Strict scalar parsers; false when the text is not of the type. Integers also
 // accept integral scientific notation ("5e8"), as DeepSpeed users write it.

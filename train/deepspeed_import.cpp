@@ -1,6 +1,7 @@
 // DeepSpeed JSON import (see deepspeed_import.h for the rules): the file as DeepSpeed reads it
-// (data/json_reader.h), the top-level keys, batch sizes, precision and zero_optimization
-// here; the optimizer and scheduler in train/deepspeed_optimizer.cpp.
+// (data/json_reader.h), the top-level keys, batch sizes and precision here;
+// zero_optimization in train/deepspeed_zero_import.cpp, the optimizer and scheduler in
+// train/deepspeed_optimizer.cpp.
 #include "train/deepspeed_import.h"
 
 #include <climits>
@@ -74,88 +75,6 @@ const JsonValue& DsContext::require_object(const JsonValue& v, int line,
 
 namespace {
 
-enum class ZeroType { stage, flag, count };
-
-// zero_optimization keys zerotrain honours: DeepSpeed's JSON name or pydantic field name ->
-// (the zero.* key of the same meaning, its type).
-const std::map<std::string, std::pair<std::string, ZeroType>>& honoured_zero_keys() {
-  static const std::map<std::string, std::pair<std::string, ZeroType>> keys = {
-      {"stage", {"stage", ZeroType::stage}},
-      {"reduce_bucket_size", {"reduce_bucket_size", ZeroType::count}},
-      {"allgather_bucket_size", {"allgather_bucket_size", ZeroType::count}},
-      {"reduce_scatter", {"reduce_scatter", ZeroType::flag}},
-      {"use_multi_rank_bucket_allreduce", {"use_multi_rank_bucket_allreduce", ZeroType::flag}},
-      {"contiguous_gradients", {"contiguous_gradients", ZeroType::flag}},
-      {"overlap_comm", {"overlap_comm", ZeroType::flag}},
-      {"round_robin_gradients", {"round_robin_gradients", ZeroType::flag}},
-      {"stage3_prefetch_bucket_size", {"stage3_prefetch_bucket_size", ZeroType::count}},
-      {"prefetch_bucket_size", {"stage3_prefetch_bucket_size", ZeroType::count}},
-      {"stage3_param_persistence_threshold",
-       {"stage3_param_persistence_threshold", ZeroType::count}},
-      {"param_persistence_threshold", {"stage3_param_persistence_threshold", ZeroType::count}},
-      {"stage3_max_live_parameters", {"stage3_max_live_parameters", ZeroType::count}},
-      {"max_live_parameters", {"stage3_max_live_parameters", ZeroType::count}},
-      {"stage3_max_reuse_distance", {"stage3_max_reuse_distance", ZeroType::count}},
-      {"max_reuse_distance", {"stage3_max_reuse_distance", ZeroType::count}},
-  };
-  return keys;
-}
-
-// Every other key DeepSpeed's DeepSpeedZeroConfig knows (v0.19, field names and aliases),
-// with the reason zerotrain ignores it where one helps. DeepSpeed refuses any key not here.
-const std::map<std::string, std::string>& known_zero_keys() {
-  static const std::map<std::string, std::string> keys = {
-      {"allgather_partitions", ""},
-      {"load_from_fp32_weights", ""},
-      {"elastic_checkpoint", ""},
-      {"offload_param", "zerotrain keeps parameters on the device"},
-      {"offload_optimizer", "zerotrain keeps optimizer state on the device"},
-      {"zenflow", ""},
-      {"sub_group_size", "zerotrain steps each rank's whole shard at once"},
-      {"cpu_offload_param", "deprecated (offload_param); zerotrain keeps parameters on the device"},
-      {"cpu_offload_use_pin_memory", "deprecated; zerotrain offloads nothing"},
-      {"cpu_offload",
-       "deprecated (offload_optimizer); zerotrain keeps optimizer state on the device"},
-      {"model_persistence_threshold", ""},
-      {"stage3_model_persistence_threshold", ""},
-      {"gather_16bit_weights_on_model_save", ""},
-      {"stage3_gather_16bit_weights_on_model_save", ""},
-      {"stage3_gather_fp16_weights_on_model_save", ""},
-      {"module_granularity_threshold", ""},
-      {"stage3_module_granularity_threshold", ""},
-      {"use_all_reduce_for_fetch_params", ""},
-      {"stage3_use_all_reduce_for_fetch_params", ""},
-      {"allgather_sequential", ""},
-      {"stage3_allgather_sequential", ""},
-      {"ignore_unused_parameters", ""},
-      {"legacy_stage1", ""},
-      {"zero_hpz_partition_size", ""},
-      {"zero_quantized_weights", ""},
-      {"zero_quantized_nontrainable_weights", ""},
-      {"zero_quantized_gradients", ""},
-      {"zeropp_loco_param", ""},
-      {"mics_shard_size", ""},
-      {"mics_hierarchical_params_gather", ""},
-      {"memory_efficient_linear", ""},
-      {"pipeline_loading_checkpoint", ""},
-      {"override_module_apply", ""},
-      {"log_trace_cache_warnings", ""},
-      {"enable_sanity_checks", ""},
-      {"save_muon_momentum_buffer_in_memory", ""},
-      {"leaf_module", ""},
-  };
-  return keys;
-}
-
-// DeepSpeed's Optional[...] zero_optimization fields: null means "not set".
-bool zero_key_takes_null(const std::string& key) {
-  for (const char* k :
-       {"overlap_comm", "offload_param", "offload_optimizer", "zenflow", "cpu_offload_param",
-        "cpu_offload_use_pin_memory", "cpu_offload", "zeropp_loco_param"})
-    if (key == k) return true;
-  return false;
-}
-
 // Why common top-level keys are ignored, where a reason helps more than "not honoured".
 std::string ignore_reason(const std::string& key) {
   static const std::map<std::string, std::string> reasons = {
@@ -168,31 +87,6 @@ std::string ignore_reason(const std::string& key) {
   auto it = reasons.find(key);
   return it == reasons.end() ? "not honoured by zerotrain, ignored"
                              : "not honoured (" + it->second + "), ignored";
-}
-
-std::string suggestion(const std::string& typed) {
-  std::string best;
-  size_t best_distance = 3;
-  auto consider = [&](const std::string& known) {
-    size_t d = 0;  // edit distance, two rows
-    std::vector<size_t> row(known.size() + 1);
-    for (size_t j = 0; j <= known.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= typed.size(); ++i) {
-      size_t diagonal = row[0];
-      row[0] = i;
-      for (size_t j = 1; j <= known.size(); ++j) {
-        size_t up = row[j];
-        row[j] = std::min(
-            {row[j] + 1, row[j - 1] + 1, diagonal + (typed[i - 1] == known[j - 1] ? 0 : 1)});
-        diagonal = up;
-      }
-    }
-    d = row[known.size()];
-    if (d < best_distance) best = known, best_distance = d;
-  };
-  for (const auto& k : honoured_zero_keys()) consider(k.first);
-  for (const auto& k : known_zero_keys()) consider(k.first);
-  return best.empty() ? "" : " (did you mean '" + best + "'?)";
 }
 
 // A batch-size key as found in the JSON, and where its number came from.
@@ -210,9 +104,6 @@ class DeepSpeedImporter {
   const char* deepspeed_dtype() const { return bf16_ ? "bf16" : fp16_ ? "fp16" : "fp32"; }
 
  private:
-  void import_zero(const JsonMember& m);
-  void set_zero(const std::string& target, ZeroType type, const JsonValue& v, int line,
-                const std::string& key);
   void import_precision(const JsonMember& m);
   void import_data_types(const JsonMember& m);
   void read_batch_key(BatchKey& key, const JsonMember& m, const char* zerotrain_key,
@@ -273,7 +164,7 @@ void DeepSpeedImporter::run() {
     const std::string& name = m.key;
     const JsonValue& v = m.value[0];
     if (name == "zero_optimization") {
-      import_zero(m);
+      import_zero_optimization(ctx_, m, &optimizer_offload_to_cpu_);
     } else if (name == "train_batch_size") {
       read_batch_key(train_batch_, m, "train.global_batch_tokens / seq_len",
                      c_.train.global_batch_tokens / c_.model.seq_len);
@@ -324,108 +215,6 @@ void DeepSpeedImporter::run() {
   if (!c_.zero.overlap_comm_set) c_.zero.overlap_comm = c_.zero.stage == 3;
   check_precision();
   validate_config(c_);
-}
-
-void DeepSpeedImporter::set_zero(const std::string& target, ZeroType type, const JsonValue& v,
-                                 int line, const std::string& key) {
-  ZeroConfig& z = c_.zero;
-  if (type == ZeroType::flag) {
-    bool b = ctx_.read_bool(v, line, key);
-    if (target == "reduce_scatter") z.reduce_scatter = b;
-    else if (target == "use_multi_rank_bucket_allreduce") z.use_multi_rank_bucket_allreduce = b;
-    else if (target == "contiguous_gradients") z.contiguous_gradients = b;
-    else if (target == "round_robin_gradients") z.round_robin_gradients = b;
-    else z.overlap_comm = b, z.overlap_comm_set = true;
-    return;
-  }
-  if (type == ZeroType::stage) {
-    int64_t stage = ctx_.read_int(v, line, key, 0);
-    if (stage > 3) ctx_.fail(line, key, "expected an integer in [0, 3], got " + v.text);
-    z.stage = int(stage);
-    return;
-  }
-  // Counts: DeepSpeed takes 0 (ge=0); zerotrain's buckets need at least one element.
-  int64_t n = ctx_.read_int(v, line, key, 0);
-  if (target == "reduce_bucket_size" || target == "allgather_bucket_size") {
-    if (n < 1) ctx_.fail(line, key, "expected an integer >= 1 (zerotrain needs a bucket), got 0");
-    (target == "reduce_bucket_size" ? z.reduce_bucket_size : z.allgather_bucket_size) = n;
-  } else if (target == "stage3_prefetch_bucket_size") {
-    z.stage3_prefetch_bucket_size = n;
-  } else if (target == "stage3_param_persistence_threshold") {
-    z.stage3_param_persistence_threshold = n;
-  } else if (target == "stage3_max_live_parameters") {
-    z.stage3_max_live_parameters = n;
-  } else {
-    z.stage3_max_reuse_distance = n;
-  }
-}
-
-void DeepSpeedImporter::import_zero(const JsonMember& block) {
-  const JsonValue& v = block.value[0];
-  if (v.kind == JsonValue::Kind::boolean) {  // DeepSpeed's deprecated "zero_optimization": true
-    c_.zero.stage = v.text == "true" ? 1 : 0;
-    ctx_.warn(block.line, block.key,
-              "the deprecated boolean form: stage " + std::to_string(c_.zero.stage) +
-                  ", as DeepSpeed reads it");
-    return;
-  }
-  ctx_.require_object(v, block.line, block.key);
-  const int64_t hidden = c_.model.n_embd;
-  std::vector<const JsonMember*> hf_autos;
-  bool cpu_offload = false, offload_optimizer = false;
-  for (const JsonMember& m : v.members) {
-    const std::string key = "zero_optimization." + m.key;
-    const JsonValue& value = m.value[0];
-    auto honoured = honoured_zero_keys().find(m.key);
-    if (honoured == honoured_zero_keys().end()) {
-      auto known = known_zero_keys().find(m.key);
-      if (known == known_zero_keys().end())
-        ctx_.fail(m.line, key,
-                  "unknown key; DeepSpeed refuses keys it does not know here" + suggestion(m.key));
-      if (m.key == "offload_optimizer" || m.key == "cpu_offload") {
-        bool to_cpu = false;
-        if (m.key == "cpu_offload" && !value.is_string("auto") &&
-            value.kind != JsonValue::Kind::null) {
-          to_cpu = ctx_.read_bool(value, m.line, key);
-          cpu_offload = true;
-        } else if (m.key == "offload_optimizer" && value.kind == JsonValue::Kind::object) {
-          const JsonValue* device = value.find("device");
-          to_cpu = device && (device->text == "cpu" || device->text == "nvme");
-          offload_optimizer = true;
-        }
-        optimizer_offload_to_cpu_ = optimizer_offload_to_cpu_ || to_cpu;
-      }
-      const std::string& reason = known->second;
-      ctx_.warn(m.line, key,
-                reason.empty() ? "not honoured by zerotrain, ignored"
-                               : "not honoured (" + reason + "), ignored");
-      continue;
-    }
-    const auto& [target, type] = honoured->second;
-    if (value.is_string("auto")) {  // DeepSpeed drops it; the HF Trainer fills some in
-      if (ctx_.hf()) hf_autos.push_back(&m);
-      continue;
-    }
-    if (value.kind == JsonValue::Kind::null) {
-      if (!zero_key_takes_null(m.key))
-        ctx_.fail(m.line, key, "DeepSpeed refuses null here (not an optional field)");
-      continue;  // overlap_comm: DeepSpeed's per-stage default
-    }
-    set_zero(target, type, value, m.line, key);
-  }
-  if (cpu_offload && offload_optimizer)
-    ctx_.fail(block.line, block.key,
-              "cpu_offload (deprecated) and offload_optimizer are both set; DeepSpeed refuses "
-              "the deprecated parameter together with the one replacing it");
-  // The HF Trainer's fill-ins: n_embd stands for the model's hidden_size.
-  for (const JsonMember* m : hf_autos) {
-    const std::string& target = honoured_zero_keys().at(m->key).first;
-    if (target == "reduce_bucket_size") c_.zero.reduce_bucket_size = hidden * hidden;
-    else if (target == "stage3_prefetch_bucket_size" && c_.zero.stage == 3)
-      c_.zero.stage3_prefetch_bucket_size = int64_t(0.9 * double(hidden * hidden));
-    else if (target == "stage3_param_persistence_threshold" && c_.zero.stage == 3)
-      c_.zero.stage3_param_persistence_threshold = 10 * hidden;
-  }
 }
 
 // bf16 / fp16: DeepSpeed's pydantic blocks. Only "enabled" means anything to zerotrain; every

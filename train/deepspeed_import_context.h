@@ -41,6 +41,9 @@ class DsContext {
 // train/deepspeed_optimizer.cpp: the "optimizer" and "scheduler" blocks (either may be null).
 void import_optimizer(DsContext& ctx, const JsonMember* optimizer);
 void import_scheduler(DsContext& ctx, const JsonMember* scheduler, bool has_optimizer);
+// train/deepspeed_zero_import.cpp: the "zero_optimization" block; sets *offload_to_cpu when it
+// offloads the optimizer to the CPU or NVMe (which the precision check reads).
+void import_zero_optimization(DsContext& ctx, const JsonMember& block, bool* offload_to_cpu);
 // train/deepspeed_activation_checkpointing.cpp: the "activation_checkpointing" block.
 void import_activation_checkpointing(DsContext& ctx, const JsonMember& block);
 
