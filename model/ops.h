@@ -108,6 +108,20 @@ class Ops {
   virtual void cross_entropy_forward(float* losses, const void* logits, const int* targets, int N,
                                      int V) = 0;
 
+  // ---- blockwise symmetric quantization (ZeRO++'s qwZ and qgZ) ----
+  // x[n] (xt: F32, BF16 or F16) in blocks of `block` elements, the last one
+  // possibly shorter. Per block: scale = max|x| / qmax (qmax 127 for 8 bits, 7
+  // for 4; 0 for an all-zero block) and q = clamp(rint(x / scale), -qmax, qmax),
+  // rint rounding half to even. 8 bits: one int8 per element; 4 bits: two per
+  // byte, element 2i in the low nibble (two's complement), n even.
+  // scales: fp32[ceil(n / block)]. Every buffer lives where the backend's do.
+  virtual void quantize_blocks(void* q, float* scales, const void* x, DType xt, size_t n,
+                               size_t block, int bits) = 0;
+  // out[n] (ot) = q * scale of its block, rounded to ot; with accumulate,
+  // out += that (the sum taken in fp32, then rounded to ot).
+  virtual void dequantize_blocks(void* out, DType ot, const void* q, const float* scales,
+                                 size_t n, size_t block, int bits, bool accumulate) = 0;
+
   // ---- optimizer (fp32 master weights and state; param is model dtype) ----
   // One contiguous segment with a single weight-decay value.
   virtual void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,

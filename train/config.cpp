@@ -70,7 +70,9 @@ class ConfigLoader {
 
  private:
   void set_key(const ConfigKey& key, const YAML::Node& value, const std::string& prefix);
-  void load_section(const std::string& section, const YAML::Node& entries);
+  // `group` is "" or the dotted prefix of a nested block (zero.offload_optimizer).
+  void load_section(const std::string& section, const YAML::Node& entries,
+                    const std::string& group = "");
 
   Config config_;
   KeyOrigins origins_;
@@ -122,7 +124,15 @@ void ConfigLoader::load_file() {
   }
 }
 
-void ConfigLoader::load_section(const std::string& section, const YAML::Node& entries) {
+// Whether some key of the section is nested under `name` (name.something).
+static bool is_key_group(const std::string& section, const std::string& name) {
+  for (const ConfigKey& key : config_keys())
+    if (section == key.section && std::string(key.name).rfind(name + ".", 0) == 0) return true;
+  return false;
+}
+
+void ConfigLoader::load_section(const std::string& section, const YAML::Node& entries,
+                                const std::string& group) {
   const std::string& path = config_.source;
   std::map<std::string, int> key_lines;
   for (const auto& entry : entries) {
@@ -130,8 +140,14 @@ void ConfigLoader::load_section(const std::string& section, const YAML::Node& en
     if (!entry.first.IsScalar())
       fail(where + ": section '" + section + "': expected a key name, got " +
            describe_node(entry.first));
-    const std::string& name = entry.first.Scalar();
+    const std::string name = group + entry.first.Scalar();
     std::string prefix = where + ": key '" + section + "." + name + "': ";
+    if (is_key_group(section, name)) {
+      if (!entry.second.IsMap() && !entry.second.IsNull())
+        fail(prefix + "expected a map of keys, got " + describe_node(entry.second));
+      if (entry.second.IsMap()) load_section(section, entry.second, name + ".");
+      continue;
+    }
     const ConfigKey* key = find_config_key(section, name);
     if (!key) {
       std::string suggestion = suggest_key(section, name);
@@ -240,6 +256,31 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
   require_one_of("train.recompute", c.train.recompute, {"none", "attn", "mlp", "block"});
   require_one_of("zero.communication_data_type", c.zero.communication_data_type,
                  {"auto", "fp32", "bf16", "fp16"});
+  for (const char* block : {"offload_optimizer", "offload_param"}) {
+    const OffloadConfig& o =
+        std::string(block) == "offload_optimizer" ? c.zero.offload_optimizer : c.zero.offload_param;
+    const std::string key = std::string("zero.") + block;
+    require_one_of((key + ".device").c_str(), o.device, {"none", "cpu", "nvme"});
+    if (o.device == "nvme" && o.nvme_path.empty())
+      fail(blame({(key + ".device").c_str(), (key + ".nvme_path").c_str()}) + "expected " + key +
+           ".nvme_path (a directory) with " + key + ".device: nvme");
+  }
+  if (c.zero.offload_param.enabled() && c.zero.stage != 3)
+    fail(blame({"zero.offload_param.device", "zero.stage"}) +
+         "expected zero.stage 3 with zero.offload_param (DeepSpeed offloads parameters only at "
+         "stage 3), got stage " +
+         std::to_string(c.zero.stage));
+  for (const char* zpp :
+       {"zero.zero_hpz_partition_size", "zero.zero_quantized_weights", "zero.zero_quantized_gradients"}) {
+    const bool on = std::string(zpp) == "zero.zero_hpz_partition_size"
+                        ? c.zero.zero_hpz_partition_size > 1
+                        : std::string(zpp) == "zero.zero_quantized_weights"
+                              ? c.zero.zero_quantized_weights
+                              : c.zero.zero_quantized_gradients;
+    if (on && c.zero.stage != 3)
+      fail(blame({zpp, "zero.stage"}) + "expected zero.stage 3 with " + zpp +
+           " (ZeRO++ is a stage-3 feature), got stage " + std::to_string(c.zero.stage));
+  }
   if (t.hellaswag_every > 0 && t.hellaswag_file.empty())
     fail(blame({"train.hellaswag_every", "train.hellaswag_file"}) +
          "expected train.hellaswag_file (a hellaswag_val.jsonl) with train.hellaswag_every " +

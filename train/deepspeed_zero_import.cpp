@@ -1,6 +1,7 @@
 // DeepSpeed's "zero_optimization" block: the keys zerotrain honours mapped onto zero.*, every
 // other key DeepSpeed knows warned about with the reason, unknown keys refused as DeepSpeed
 // refuses them, and the HF Trainer's "auto" fill-ins.
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +35,9 @@ const std::map<std::string, std::pair<std::string, ZeroType>>& honoured_zero_key
       {"max_live_parameters", {"stage3_max_live_parameters", ZeroType::count}},
       {"stage3_max_reuse_distance", {"stage3_max_reuse_distance", ZeroType::count}},
       {"max_reuse_distance", {"stage3_max_reuse_distance", ZeroType::count}},
+      {"zero_hpz_partition_size", {"zero_hpz_partition_size", ZeroType::count}},
+      {"zero_quantized_weights", {"zero_quantized_weights", ZeroType::flag}},
+      {"zero_quantized_gradients", {"zero_quantized_gradients", ZeroType::flag}},
   };
   return keys;
 }
@@ -45,14 +49,11 @@ const std::map<std::string, std::string>& known_zero_keys() {
       {"allgather_partitions", ""},
       {"load_from_fp32_weights", ""},
       {"elastic_checkpoint", ""},
-      {"offload_param", "zerotrain keeps parameters on the device"},
-      {"offload_optimizer", "zerotrain keeps optimizer state on the device"},
       {"zenflow", ""},
       {"sub_group_size", "zerotrain steps each rank's whole shard at once"},
-      {"cpu_offload_param", "deprecated (offload_param); zerotrain keeps parameters on the device"},
-      {"cpu_offload_use_pin_memory", "deprecated; zerotrain offloads nothing"},
-      {"cpu_offload",
-       "deprecated (offload_optimizer); zerotrain keeps optimizer state on the device"},
+      {"cpu_offload_param", "deprecated; write offload_param: {device: cpu}"},
+      {"cpu_offload_use_pin_memory", "deprecated; write pin_memory inside offload_optimizer"},
+      {"cpu_offload", ""},
       {"model_persistence_threshold", ""},
       {"stage3_model_persistence_threshold", ""},
       {"gather_16bit_weights_on_model_save", ""},
@@ -66,10 +67,7 @@ const std::map<std::string, std::string>& known_zero_keys() {
       {"stage3_allgather_sequential", ""},
       {"ignore_unused_parameters", ""},
       {"legacy_stage1", ""},
-      {"zero_hpz_partition_size", ""},
-      {"zero_quantized_weights", ""},
       {"zero_quantized_nontrainable_weights", ""},
-      {"zero_quantized_gradients", ""},
       {"zeropp_loco_param", ""},
       {"mics_shard_size", ""},
       {"mics_hierarchical_params_gather", ""},
@@ -110,6 +108,8 @@ void set_zero(DsContext& ctx, const std::string& target, ZeroType type, const Js
     else if (target == "use_multi_rank_bucket_allreduce") z.use_multi_rank_bucket_allreduce = b;
     else if (target == "contiguous_gradients") z.contiguous_gradients = b;
     else if (target == "round_robin_gradients") z.round_robin_gradients = b;
+    else if (target == "zero_quantized_weights") z.zero_quantized_weights = b;
+    else if (target == "zero_quantized_gradients") z.zero_quantized_gradients = b;
     else z.overlap_comm = b, z.overlap_comm_set = true;
     return;
   }
@@ -128,11 +128,55 @@ void set_zero(DsContext& ctx, const std::string& target, ZeroType type, const Js
     z.stage3_prefetch_bucket_size = n;
   } else if (target == "stage3_param_persistence_threshold") {
     z.stage3_param_persistence_threshold = n;
+  } else if (target == "zero_hpz_partition_size") {
+    if (n < 1 || n > 1 << 20) ctx.fail(line, key, "expected an integer in [1, 1048576], got " + v.text);
+    z.zero_hpz_partition_size = int(n);
   } else if (target == "stage3_max_live_parameters") {
     z.stage3_max_live_parameters = n;
   } else {
     z.stage3_max_reuse_distance = n;
   }
+}
+
+// offload_optimizer / offload_param: device, nvme_path, pin_memory, buffer_count
+// honoured; DeepSpeed's other fields warned; unknown ones refused (extra="forbid").
+void import_offload(DsContext& ctx, const JsonMember& m, OffloadConfig& o) {
+  const std::string block = "zero_optimization." + m.key;
+  const JsonValue& v = m.value[0];
+  if (v.kind == JsonValue::Kind::null) return;
+  ctx.require_object(v, m.line, block);
+  static const std::vector<std::string> ignored = {
+      "buffer_size", "max_in_cpu", "pipeline", "pipeline_read", "pipeline_write",
+      "fast_init", "ratio"};
+  for (const JsonMember& f : v.members) {
+    const std::string key = block + "." + f.key;
+    const JsonValue& x = f.value[0];
+    if (f.key == "device") {
+      if (x.kind != JsonValue::Kind::string || (x.text != "none" && x.text != "cpu" && x.text != "nvme"))
+        ctx.fail(f.line, key, "expected one of none, cpu, nvme, got " + describe_json(x));
+      o.device = x.text;
+    } else if (f.key == "nvme_path") {
+      if (x.kind == JsonValue::Kind::null) continue;
+      if (x.kind != JsonValue::Kind::string || x.text.empty())
+        ctx.fail(f.line, key, "expected a directory path, got " + describe_json(x));
+      o.nvme_path = x.text;
+    } else if (f.key == "pin_memory") {
+      o.pin_memory = ctx.read_bool(x, f.line, key);
+    } else if (f.key == "buffer_count") {
+      o.buffer_count = ctx.read_int(x, f.line, key, 0);
+      if (o.buffer_count < 1 || o.buffer_count > 1024)
+        ctx.fail(f.line, key, "expected an integer in [1, 1024], got " + x.text);
+    } else if (std::find(ignored.begin(), ignored.end(), f.key) != ignored.end()) {
+      ctx.warn(f.line, key, "not honoured by zerotrain, ignored");
+    } else {
+      std::vector<std::string> names = ignored;
+      for (const char* n : {"device", "nvme_path", "pin_memory", "buffer_count"}) names.push_back(n);
+      ctx.fail(f.line, key,
+               "unknown key; DeepSpeed refuses keys it does not know here" + suggest_name(f.key, names));
+    }
+  }
+  if (o.device == "nvme" && o.nvme_path.empty())
+    ctx.fail(m.line, block, "device nvme needs nvme_path (DeepSpeed asserts it)");
 }
 
 }  // namespace
@@ -153,6 +197,14 @@ void import_zero_optimization(DsContext& ctx, const JsonMember& block, bool* off
   for (const JsonMember& m : v.members) {
     const std::string key = "zero_optimization." + m.key;
     const JsonValue& value = m.value[0];
+    if (m.key == "offload_optimizer" || m.key == "offload_param") {
+      if (m.key == "offload_optimizer") offload_optimizer = true;
+      OffloadConfig& o = m.key == "offload_optimizer" ? ctx.c.zero.offload_optimizer
+                                                      : ctx.c.zero.offload_param;
+      import_offload(ctx, m, o);
+      if (m.key == "offload_optimizer") *offload_to_cpu = *offload_to_cpu || o.enabled();
+      continue;
+    }
     auto honoured = honoured_zero_keys().find(m.key);
     if (honoured == honoured_zero_keys().end()) {
       auto known = known_zero_keys().find(m.key);
@@ -160,18 +212,13 @@ void import_zero_optimization(DsContext& ctx, const JsonMember& block, bool* off
         ctx.fail(m.line, key,
                  "unknown key; DeepSpeed refuses keys it does not know here" +
                      suggest_name(m.key, zero_key_names()));
-      if (m.key == "offload_optimizer" || m.key == "cpu_offload") {
-        bool to_cpu = false;
-        if (m.key == "cpu_offload" && !value.is_string("auto") &&
-            value.kind != JsonValue::Kind::null) {
-          to_cpu = ctx.read_bool(value, m.line, key);
-          cpu_offload = true;
-        } else if (m.key == "offload_optimizer" && value.kind == JsonValue::Kind::object) {
-          const JsonValue* device = value.find("device");
-          to_cpu = device && (device->text == "cpu" || device->text == "nvme");
-          offload_optimizer = true;
-        }
-        *offload_to_cpu = *offload_to_cpu || to_cpu;
+      if (m.key == "cpu_offload" && !value.is_string("auto") &&
+          value.kind != JsonValue::Kind::null) {
+        if (ctx.read_bool(value, m.line, key)) ctx.c.zero.offload_optimizer.device = "cpu";
+        *offload_to_cpu = *offload_to_cpu || ctx.c.zero.offload_optimizer.enabled();
+        cpu_offload = true;
+        ctx.warn(m.line, key, "deprecated; read as offload_optimizer: {device: cpu}");
+        continue;
       }
       const std::string& reason = known->second;
       ctx.warn(m.line, key,

@@ -6,6 +6,15 @@
 
 namespace zt {
 
+// DeepSpeed's offload_optimizer / offload_param blocks (offload_config.py).
+struct OffloadConfig {
+  std::string device = "none";  // none | cpu | nvme
+  std::string nvme_path;        // a directory, with device nvme
+  bool pin_memory = false;      // page-locked host buffers (GPU runs)
+  int64_t buffer_count = 4;     // I/O buffers in flight (nvme): DeepSpeed's 4 (optimizer), 5 (param)
+  bool enabled() const { return device != "none"; }
+};
+
 struct ZeroConfig {
   int stage = 0;
   int64_t reduce_bucket_size = 500000000;     // elements
@@ -28,6 +37,14 @@ struct ZeroConfig {
   // Gradient dtype on the wire: "auto" (the model dtype), "fp32", "bf16" or "fp16".
   std::string communication_data_type = "auto";
   bool round_robin_gradients = false;  // stages 1/2: reorder tensors across owners
+  // ZeRO++ (stage 3): hpZ's secondary partition over groups of this many
+  // consecutive ranks (1: off), qwZ's int8 parameter gathers, qgZ's int4
+  // hierarchical all-to-all gradient reduction.
+  int zero_hpz_partition_size = 1;
+  bool zero_quantized_weights = false;
+  bool zero_quantized_gradients = false;
+  OffloadConfig offload_optimizer;
+  OffloadConfig offload_param{"none", "", false, 5};
   // zerotrain's own:
   bool native_reduce_scatter = false;  // stages 1/2: one true reduce-scatter per bucket
   bool allgather_bucketed =

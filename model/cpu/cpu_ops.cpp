@@ -1,13 +1,16 @@
 // The CPU backend: fp32 everywhere, host memory, every op the float instantiation
 // of the reference kernels in cpu_kernels.h (matmuls through cpu_matmul).
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "model/cpu/cpu_kernels.h"
+#include "model/cpu/cpu_quantize.h"
 #include "model/host_floats.h"
 #include "model/ops.h"
 
@@ -139,6 +142,30 @@ class CpuOps : public Ops {
     cpu::cross_entropy_forward(losses, f32(logits), targets, N, V);
   }
 
+  // Blocks are quantized relative to where they start: with 4 bits a block
+  // starts on a byte when block is even (checked), so block b's codes begin at
+  // byte b * block / 2.
+  void quantize_blocks(void* q, float* scales, const void* x, DType xt, size_t n, size_t block,
+                       int bits) override {
+    check_quant(n, block, bits);
+    std::vector<float> values(block);
+    uint8_t* out = static_cast<uint8_t*>(q);
+    for (size_t b = 0, at = 0; at < n; b++, at += block) {
+      const size_t len = std::min(block, n - at);
+      for (size_t i = 0; i < len; i++) values[i] = load(x, xt, at + i);
+      cpu::quantize_block(out + (bits == 8 ? at : at / 2), &scales[b], values.data(), len, bits);
+    }
+  }
+  void dequantize_blocks(void* out, DType ot, const void* q, const float* scales, size_t n,
+                         size_t block, int bits, bool accumulate) override {
+    check_quant(n, block, bits);
+    const uint8_t* in = static_cast<const uint8_t*>(q);
+    for (size_t i = 0; i < n; i++) {
+      const float v = cpu::dequantize_element(in, scales[i / block], i, bits);
+      store(out, ot, i, accumulate ? load(out, ot, i) + v : v);
+    }
+  }
+
   void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,
              const AdamWArgs& a) override {
     cpu::adamw(f32(param), master, f32(grad), m, v, n, a);
@@ -146,6 +173,12 @@ class CpuOps : public Ops {
   double sum_squares(const void* x, size_t n) override { return cpu::sum_squares(f32(x), n); }
 
  private:
+  static void check_quant(size_t n, size_t block, int bits) {
+    if ((bits != 8 && bits != 4) || block == 0 || (bits == 4 && (n % 2 != 0 || block % 2 != 0)))
+      throw std::logic_error("quantize: " + std::to_string(bits) + " bits over " +
+                             std::to_string(n) + " elements in blocks of " +
+                             std::to_string(block) + " (4 bits needs both even)");
+  }
   static void check_heads(int C, int NH) {
     if (NH <= 0 || C % NH != 0) {
       throw std::runtime_error("cpu attention: C = " + std::to_string(C) +
