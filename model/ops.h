@@ -21,12 +21,12 @@ namespace zt {
 // Model dtypes are F32 (CPU) and BF16 (CUDA); F16 and F64 occur only on the
 // wire (zero.communication_data_type, stage 3's float64 gradient norms), I64
 // only in broadcasts (stage 3's trace check).
-enum class DType { F32, BF16, F16, F64, I64 };
+enum class DType { F32, BF16, F16, F64, I64, I8 };
 inline size_t dtype_size(DType t) {
-  return t == DType::F64 || t == DType::I64 ? 8 : t == DType::F32 ? 4 : 2;
+  return t == DType::F64 || t == DType::I64 ? 8 : t == DType::F32 ? 4 : t == DType::I8 ? 1 : 2;
 }
 inline const char* dtype_name(DType t) {
-  static const char* names[] = {"fp32", "bf16", "fp16", "fp64", "int64"};
+  static const char* names[] = {"fp32", "bf16", "fp16", "fp64", "int64", "int8"};
   return names[static_cast<int>(t)];
 }
 
@@ -119,8 +119,8 @@ class Ops {
                                size_t block, int bits) = 0;
   // out[n] (ot) = q * scale of its block, rounded to ot; with accumulate,
   // out += that (the sum taken in fp32, then rounded to ot).
-  virtual void dequantize_blocks(void* out, DType ot, const void* q, const float* scales,
-                                 size_t n, size_t block, int bits, bool accumulate) = 0;
+  virtual void dequantize_blocks(void* out, DType ot, const void* q, const float* scales, size_t n,
+                                 size_t block, int bits, bool accumulate) = 0;
 
   // ---- optimizer (fp32 master weights and state; param is model dtype) ----
   // One contiguous segment with a single weight-decay value.

@@ -78,6 +78,12 @@ class CorruptingCommunicator : public Communicator {
     return inner_->reduce(s, r, n, t, root);
   }
   Handle broadcast(void*, size_t, DType, int) override { return Handle(new DoneHandle()); }
+  Handle all_to_all(const void* s, void* r, size_t n, DType t) override {
+    return inner_->all_to_all(s, r, n, t);
+  }
+  std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override {
+    return inner_->subgroup(members);
+  }
   void barrier() override { inner_->barrier(); }
   [[noreturn]] void abort(const std::string& why) override {
     inner_->abort(why);
@@ -138,8 +144,8 @@ TEST_CASE("commbench command: one-line errors for bad options", "[commbench]") {
   require_parts(message({"--max-bytes", "8G"}), {"--max-bytes", "4 GiB", "'8G'"});
   require_parts(message({"--min-bytes", "1M", "--max-bytes", "4K"}),
                 {"--max-bytes 4096 is below --min-bytes 1048576"});
-  require_parts(message({"--primitives", "all_reduce,all_to_all"}),
-                {"unknown primitive 'all_to_all'", "all_reduce, reduce_scatter"});
+  require_parts(message({"--primitives", "all_reduce,alltoall"}),
+                {"unknown primitive 'alltoall'", "all_reduce, reduce_scatter", "all_to_all"});
   require_parts(message({"--device", "tpu"}), {"--device expects one of auto, cpu, cuda", "'tpu'"});
   require_parts(message({"--iters", "0"}), {"--iters", "[1, 1000000]", "'0'"});
   require_parts(message({"--dtype", "fp16", "--device", "cpu"}), {"--dtype", "'fp16'"});

@@ -95,7 +95,8 @@ const char* bus_factor_formula(Primitive p) {
   switch (p) {
     case Primitive::AllReduce: return "2(W-1)/W";
     case Primitive::ReduceScatter:
-    case Primitive::AllGather: return "(W-1)/W";
+    case Primitive::AllGather:
+    case Primitive::AllToAll: return "(W-1)/W";
     default: return "1";
   }
 }
@@ -202,7 +203,7 @@ int run_commbench_command(const std::vector<std::string>& args) {
       std::printf(" (fewer where they would take over %g s)", spec.max_seconds);
     std::printf(
         "\n# size: payload bytes (all_reduce, reduce, broadcast: the buffer; reduce_scatter: its "
-        "input; all_gather: its output)\n"
+        "input; all_gather: its output; all_to_all: its send buffer)\n"
         "# time: mean per call, max over ranks; median: of the calls' durations (max over ranks)\n"
         "# algbw = size / time; busbw = algbw x bus factor%s\n"
         "# #wrong: elements off the exact result, over all ranks%s\n",

@@ -270,13 +270,12 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
          "expected zero.stage 3 with zero.offload_param (DeepSpeed offloads parameters only at "
          "stage 3), got stage " +
          std::to_string(c.zero.stage));
-  for (const char* zpp :
-       {"zero.zero_hpz_partition_size", "zero.zero_quantized_weights", "zero.zero_quantized_gradients"}) {
-    const bool on = std::string(zpp) == "zero.zero_hpz_partition_size"
-                        ? c.zero.zero_hpz_partition_size > 1
-                        : std::string(zpp) == "zero.zero_quantized_weights"
-                              ? c.zero.zero_quantized_weights
-                              : c.zero.zero_quantized_gradients;
+  for (const char* zpp : {"zero.zero_hpz_partition_size", "zero.zero_quantized_weights",
+                          "zero.zero_quantized_gradients"}) {
+    const bool on =
+        std::string(zpp) == "zero.zero_hpz_partition_size"  ? c.zero.zero_hpz_partition_size > 1
+        : std::string(zpp) == "zero.zero_quantized_weights" ? c.zero.zero_quantized_weights
+                                                            : c.zero.zero_quantized_gradients;
     if (on && c.zero.stage != 3)
       fail(blame({zpp, "zero.stage"}) + "expected zero.stage 3 with " + zpp +
            " (ZeRO++ is a stage-3 feature), got stage " + std::to_string(c.zero.stage));

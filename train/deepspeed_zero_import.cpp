@@ -129,7 +129,8 @@ void set_zero(DsContext& ctx, const std::string& target, ZeroType type, const Js
   } else if (target == "stage3_param_persistence_threshold") {
     z.stage3_param_persistence_threshold = n;
   } else if (target == "zero_hpz_partition_size") {
-    if (n < 1 || n > 1 << 20) ctx.fail(line, key, "expected an integer in [1, 1048576], got " + v.text);
+    if (n < 1 || n > 1 << 20)
+      ctx.fail(line, key, "expected an integer in [1, 1048576], got " + v.text);
     z.zero_hpz_partition_size = int(n);
   } else if (target == "stage3_max_live_parameters") {
     z.stage3_max_live_parameters = n;
@@ -145,14 +146,15 @@ void import_offload(DsContext& ctx, const JsonMember& m, OffloadConfig& o) {
   const JsonValue& v = m.value[0];
   if (v.kind == JsonValue::Kind::null) return;
   ctx.require_object(v, m.line, block);
-  static const std::vector<std::string> ignored = {
-      "buffer_size", "max_in_cpu", "pipeline", "pipeline_read", "pipeline_write",
-      "fast_init", "ratio"};
+  static const std::vector<std::string> ignored = {"buffer_size",   "max_in_cpu",     "pipeline",
+                                                   "pipeline_read", "pipeline_write", "fast_init",
+                                                   "ratio"};
   for (const JsonMember& f : v.members) {
     const std::string key = block + "." + f.key;
     const JsonValue& x = f.value[0];
     if (f.key == "device") {
-      if (x.kind != JsonValue::Kind::string || (x.text != "none" && x.text != "cpu" && x.text != "nvme"))
+      if (x.kind != JsonValue::Kind::string ||
+          (x.text != "none" && x.text != "cpu" && x.text != "nvme"))
         ctx.fail(f.line, key, "expected one of none, cpu, nvme, got " + describe_json(x));
       o.device = x.text;
     } else if (f.key == "nvme_path") {
@@ -170,9 +172,11 @@ void import_offload(DsContext& ctx, const JsonMember& m, OffloadConfig& o) {
       ctx.warn(f.line, key, "not honoured by zerotrain, ignored");
     } else {
       std::vector<std::string> names = ignored;
-      for (const char* n : {"device", "nvme_path", "pin_memory", "buffer_count"}) names.push_back(n);
-      ctx.fail(f.line, key,
-               "unknown key; DeepSpeed refuses keys it does not know here" + suggest_name(f.key, names));
+      for (const char* n : {"device", "nvme_path", "pin_memory", "buffer_count"})
+        names.push_back(n);
+      ctx.fail(
+          f.line, key,
+          "unknown key; DeepSpeed refuses keys it does not know here" + suggest_name(f.key, names));
     }
   }
   if (o.device == "nvme" && o.nvme_path.empty())
@@ -199,8 +203,8 @@ void import_zero_optimization(DsContext& ctx, const JsonMember& block, bool* off
     const JsonValue& value = m.value[0];
     if (m.key == "offload_optimizer" || m.key == "offload_param") {
       if (m.key == "offload_optimizer") offload_optimizer = true;
-      OffloadConfig& o = m.key == "offload_optimizer" ? ctx.c.zero.offload_optimizer
-                                                      : ctx.c.zero.offload_param;
+      OffloadConfig& o =
+          m.key == "offload_optimizer" ? ctx.c.zero.offload_optimizer : ctx.c.zero.offload_param;
       import_offload(ctx, m, o);
       if (m.key == "offload_optimizer") *offload_to_cpu = *offload_to_cpu || o.enabled();
       continue;

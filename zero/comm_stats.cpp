@@ -7,8 +7,8 @@
 namespace zt {
 
 const char* primitive_name(Primitive p) {
-  static const char* names[] = {"all_reduce", "reduce_scatter", "all_gather", "reduce",
-                                "broadcast"};
+  static const char* names[] = {"all_reduce", "reduce_scatter", "all_gather",
+                                "reduce",     "broadcast",      "all_to_all"};
   return names[static_cast<int>(p)];
 }
 
@@ -26,14 +26,24 @@ double bus_factor(Primitive p, int W) {
   switch (p) {
     case Primitive::AllReduce: return 2.0 * (W - 1) / W;
     case Primitive::ReduceScatter:
-    case Primitive::AllGather: return static_cast<double>(W - 1) / W;
+    case Primitive::AllGather:
+    case Primitive::AllToAll: return static_cast<double>(W - 1) / W;
     default: return 1.0;
   }
 }
 
 uint64_t payload_bytes(Primitive p, size_t count, DType t, int W) {
   const uint64_t b = static_cast<uint64_t>(count) * dtype_size(t);
-  return (p == Primitive::ReduceScatter || p == Primitive::AllGather) ? b * W : b;
+  return (p == Primitive::ReduceScatter || p == Primitive::AllGather || p == Primitive::AllToAll)
+             ? b * W
+             : b;
+}
+
+std::vector<int> RankGroup::members_of(int rank) const {
+  const int base = rank / (size * stride) * (size * stride) + rank % stride;
+  std::vector<int> out;
+  for (int k = 0; k < size; k++) out.push_back(base + k * stride);
+  return out;
 }
 
 int NodeMap::nodes() const {
@@ -51,6 +61,29 @@ int NodeMap::ranks_per_node() const {
 bool NodeMap::sends_across(int rank) const {
   const int W = static_cast<int>(node_of.size());
   return W > 1 && node_of[rank] != node_of[(rank + 1) % W];
+}
+
+double NodeMap::inter_node_share(Primitive p, int rank) const {
+  const int W = static_cast<int>(node_of.size());
+  if (W < 2) return 0;
+  if (p != Primitive::AllToAll) return sends_across(rank) ? 1.0 : 0.0;
+  int across = 0;
+  for (int r = 0; r < W; r++) across += node_of[r] != node_of[rank];
+  return static_cast<double>(across) / (W - 1);
+}
+
+NodeMap NodeMap::of_members(const std::vector<int>& members) const {
+  NodeMap m;
+  for (int r : members) m.node_of.push_back(r < static_cast<int>(node_of.size()) ? node_of[r] : 0);
+  return m;
+}
+
+double NodeMap::group_inter_node_share(Primitive p, const RankGroup& g) const {
+  const int W = static_cast<int>(node_of.size());
+  if (W == 0) return 0;
+  double sum = 0;
+  for (int r = 0; r < W; r++) sum += of_members(g.members_of(r)).inter_node_share(p, g.index_of(r));
+  return sum / W;
 }
 
 NodeMap NodeMap::uniform(int world, int g) {
@@ -118,10 +151,34 @@ class TimedHandle : public CommHandle {
 }  // namespace
 
 CountingCommunicator::CountingCommunicator(std::unique_ptr<Communicator> inner)
-    : inner_(std::move(inner)) {}
+    : inner_(std::move(inner)), group_{inner_->world(), 1}, world_rank_(inner_->rank()) {}
+
+CountingCommunicator::CountingCommunicator(std::unique_ptr<Communicator> inner,
+                                           CountingCommunicator* root, const RankGroup& g)
+    : inner_(std::move(inner)), root_(root), group_(g), world_rank_(root->rank()) {
+  nodes_ = root->nodes_.of_members(g.members_of(world_rank_));
+}
+
+std::unique_ptr<CountingCommunicator> CountingCommunicator::counted_subgroup(const RankGroup& g) {
+  if (root_ != this) throw std::logic_error("comm: subgroups are made from the world communicator");
+  if (g.size < 1 || g.stride < 1 || world() % (g.size * g.stride) != 0)
+    throw std::logic_error("comm: a group of " + std::to_string(g.size) + " ranks " +
+                           std::to_string(g.stride) + " apart does not tile " +
+                           std::to_string(world()) + " ranks");
+  std::unique_ptr<Communicator> inner = inner_->subgroup(g.members_of(rank()));
+  return std::unique_ptr<CountingCommunicator>(new CountingCommunicator(std::move(inner), this, g));
+}
+
+std::unique_ptr<Communicator> CountingCommunicator::subgroup(const std::vector<int>& members) {
+  const int size = static_cast<int>(members.size());
+  const RankGroup g{size, size > 1 ? members[1] - members[0] : 1};
+  if (g.members_of(rank()) != members)
+    throw std::logic_error("comm: subgroup members are not a group of equally spaced ranks");
+  return counted_subgroup(g);
+}
 
 CountingCommunicator::~CountingCommunicator() {
-  if (trace_) std::fclose(trace_);
+  if (trace_ && root_ == this) std::fclose(trace_);
 }
 
 void CountingCommunicator::open_trace(const std::string& path) {
@@ -130,36 +187,39 @@ void CountingCommunicator::open_trace(const std::string& path) {
 }
 
 Handle CountingCommunicator::record(Primitive p, size_t count, DType t, int root, Handle h) {
+  CountingCommunicator& r = *root_;
   const uint64_t bytes = payload_bytes(p, count, t, world());
   const double bus = bytes * bus_factor(p, world());
-  const bool across =
-      static_cast<int>(nodes_.node_of.size()) == world() && nodes_.sends_across(rank());
+  const double across =
+      static_cast<int>(nodes_.node_of.size()) == world() ? nodes_.inter_node_share(p, rank()) : 0.0;
   for (PrimitiveStats* s :
-       {&stats_[p], &stats_.by_purpose[static_cast<int>(purpose_)][static_cast<int>(p)]}) {
+       {&r.stats_[p], &r.stats_.by_purpose[static_cast<int>(r.purpose_)][static_cast<int>(p)]}) {
     s->calls++;
     s->bytes += bytes;
     s->bus_bytes += bus;
-    if (across) s->inter_node_bus_bytes += bus;
+    s->inter_node_bus_bytes += bus * across;
   }
-  if (keep_log_) log_.push_back({step_, phase_, purpose_, micro_, p, t, count, root});
-  if (trace_) {
-    std::fprintf(trace_,
+  if (r.keep_log_)
+    r.log_.push_back({r.step_, r.phase_, r.purpose_, r.micro_, p, t, count, root, group_});
+  if (r.trace_) {
+    std::fprintf(r.trace_,
                  "{\"step\":%lld,\"phase\":\"%s\",\"micro\":%d,\"rank\":%d,\"op\":\"%s\","
-                 "\"count\":%zu,\"dtype\":\"%s\",\"bytes\":%llu,\"root\":%d,\"purpose\":\"%s\"}\n",
-                 static_cast<long long>(step_), phase_name(phase_), micro_, rank(),
+                 "\"count\":%zu,\"dtype\":\"%s\",\"bytes\":%llu,\"root\":%d,\"purpose\":\"%s\","
+                 "\"group\":[%d,%d]}\n",
+                 static_cast<long long>(r.step_), phase_name(r.phase_), r.micro_, world_rank_,
                  primitive_name(p), count, dtype_name(t), static_cast<unsigned long long>(bytes),
-                 root, purpose_name(purpose_));
+                 root, purpose_name(r.purpose_), group_.size, group_.stride);
   }
   return h;
 }
 
-#define ZT_TIMED(prim, count, t, root, call)                                      \
-  do {                                                                            \
-    auto t0 = Clock::now();                                                       \
-    Handle h = call;                                                              \
-    return record(prim, count, t, root,                                           \
-                  Handle(new TimedHandle(std::move(h), t0, &stats_[prim].seconds, \
-                                         &stats_.exposed_seconds)));              \
+#define ZT_TIMED(prim, count, t, root, call)                                             \
+  do {                                                                                   \
+    auto t0 = Clock::now();                                                              \
+    Handle h = call;                                                                     \
+    return record(prim, count, t, root,                                                  \
+                  Handle(new TimedHandle(std::move(h), t0, &root_->stats_[prim].seconds, \
+                                         &root_->stats_.exposed_seconds)));              \
   } while (0)
 
 Handle CountingCommunicator::all_reduce(void* buf, size_t n, DType t) {
@@ -176,6 +236,9 @@ Handle CountingCommunicator::reduce(const void* send, void* recv, size_t n, DTyp
 }
 Handle CountingCommunicator::broadcast(void* buf, size_t n, DType t, int root) {
   ZT_TIMED(Primitive::Broadcast, n, t, root, inner_->broadcast(buf, n, t, root));
+}
+Handle CountingCommunicator::all_to_all(const void* send, void* recv, size_t n, DType t) {
+  ZT_TIMED(Primitive::AllToAll, n, t, -1, inner_->all_to_all(send, recv, n, t));
 }
 
 }  // namespace zt

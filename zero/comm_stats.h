@@ -8,10 +8,12 @@
 // the engine annotated.
 //
 // Node-aware accounting: the bus bytes are split into intra- and inter-node
-// under one stated assumption for every primitive: it runs as a ring over the
-// ranks in rank order (mpirun places ranks node by node), so each rank sends
-// its bus bytes to the next rank (rank + 1 mod W), and they cross the network
-// exactly when that rank is on another node. NCCL's rings and Open MPI's ring
+// under one stated assumption for every primitive but all-to-all: it runs as
+// a ring over the ranks of its communicator in rank order (mpirun places ranks
+// node by node), so each rank sends its bus bytes to the next rank of the
+// group (wrapping around), and they cross the network exactly when that rank
+// is on another node. An all-to-all sends count elements to each peer: the
+// share to peers on other nodes crosses. NCCL's rings and Open MPI's ring
 // algorithms for large messages move bytes this way; tree and recursive-
 // doubling algorithms (small messages) send fewer bytes across nodes than this.
 #pragma once
@@ -42,6 +44,12 @@ struct NodeMap {
   int nodes() const;
   int ranks_per_node() const;  // the most ranks any node has
   bool sends_across(int rank) const;
+  // The share of `rank`'s bus bytes of primitive p that crosses nodes (the rule above).
+  double inter_node_share(Primitive p, int rank) const;
+  // The nodes of these ranks, in this order (a sub-communicator's map).
+  NodeMap of_members(const std::vector<int>& members) const;
+  // A call over groups g on this (world) map: the share, averaged over the ranks.
+  double group_inter_node_share(Primitive p, const RankGroup& g) const;
   // Ranks placed node by node, G per node.
   static NodeMap uniform(int world, int ranks_per_node);
 };
@@ -69,6 +77,7 @@ struct CallRecord {
   DType dtype;
   size_t count;
   int root;
+  RankGroup group;  // the ranks it ran over ({W, 1}: the world)
 };
 
 class CountingCommunicator : public Communicator {
@@ -83,12 +92,17 @@ class CountingCommunicator : public Communicator {
   Handle all_gather(const void* send, void* recv, size_t n, DType t) override;
   Handle reduce(const void* send, void* recv, size_t n, DType t, int root) override;
   Handle broadcast(void* buf, size_t n, DType t, int root) override;
+  Handle all_to_all(const void* send, void* recv, size_t n, DType t) override;
+  // A sub-communicator counted into this one's stats, log and trace, as group `g`
+  // (so callers state its shape; its members must be g.members_of(rank())).
+  std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override;
+  std::unique_ptr<CountingCommunicator> counted_subgroup(const RankGroup& g);
   void barrier() override { inner_->barrier(); }
   void annotate(Phase phase, int micro) override {
-    phase_ = phase;
-    micro_ = micro;
+    root_->phase_ = phase;
+    root_->micro_ = micro;
   }
-  void purpose(Purpose p) override { purpose_ = p; }
+  void purpose(Purpose p) override { root_->purpose_ = p; }
   [[noreturn]] void abort(const std::string& why) override {
     inner_->abort(why);
     std::_Exit(1);  // unreachable: every communicator's abort ends the process
@@ -106,7 +120,12 @@ class CountingCommunicator : public Communicator {
 
  private:
   Handle record(Primitive p, size_t count, DType t, int root, Handle h);
+  CountingCommunicator(std::unique_ptr<Communicator> inner, CountingCommunicator* root,
+                       const RankGroup& g);
   std::unique_ptr<Communicator> inner_;
+  CountingCommunicator* root_ = this;  // where a sub-communicator's records go
+  RankGroup group_;                    // its shape in the world
+  int world_rank_ = 0;
   CommStats stats_;
   FILE* trace_ = nullptr;
   int64_t step_ = 0;

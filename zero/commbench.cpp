@@ -17,14 +17,15 @@ namespace zt {
 const std::vector<Primitive>& commbench_primitives() {
   static const std::vector<Primitive> all = {Primitive::AllReduce, Primitive::ReduceScatter,
                                              Primitive::AllGather, Primitive::Reduce,
-                                             Primitive::Broadcast};
+                                             Primitive::Broadcast, Primitive::AllToAll};
   return all;
 }
 
 std::vector<uint64_t> commbench_sizes(Primitive p, DType t, int world, uint64_t min_bytes,
                                       uint64_t max_bytes) {
   const uint64_t es = dtype_size(t);
-  const bool per_rank_slices = p == Primitive::ReduceScatter || p == Primitive::AllGather;
+  const bool per_rank_slices =
+      p == Primitive::ReduceScatter || p == Primitive::AllGather || p == Primitive::AllToAll;
   std::vector<uint64_t> sizes;
   for (uint64_t s = std::max<uint64_t>(min_bytes, 1); s <= max_bytes; s *= 2) {
     uint64_t count = std::max<uint64_t>(1, s / es);
@@ -83,6 +84,7 @@ Layout layout_of(Primitive p, uint64_t count, int world) {
     case Primitive::AllGather: return {count / world, count};
     case Primitive::Reduce: return {count, count};
     case Primitive::Broadcast: return {0, count};
+    case Primitive::AllToAll: return {count, count};
     default: break;
   }
   throw std::runtime_error(std::string("commbench: no layout for ") + primitive_name(p));
@@ -97,6 +99,7 @@ Handle issue(Communicator& comm, Primitive p, void* send, void* recv, uint64_t c
     case Primitive::AllGather: return comm.all_gather(send, recv, count / w, t);
     case Primitive::Reduce: return comm.reduce(send, recv, count, t, root);
     case Primitive::Broadcast: return comm.broadcast(recv, count, t, root);
+    case Primitive::AllToAll: return comm.all_to_all(send, recv, count / w, t);
     default: break;
   }
   throw std::runtime_error(std::string("commbench: cannot issue ") + primitive_name(p));
@@ -120,6 +123,9 @@ bool expected_at(Primitive p, const CommbenchSpec& s, DType t, int rank, int wor
       return true;
     case Primitive::Reduce: *out = sum(j); return rank == s.root;
     case Primitive::Broadcast: *out = commbench_value(s.seed, s.root, j, t); return true;
+    case Primitive::AllToAll:
+      *out = commbench_value(s.seed, static_cast<int>(j / slice), rank * slice + j % slice, t);
+      return true;
     default: return false;
   }
 }

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/ops.h"
 
@@ -22,7 +23,7 @@ class CommHandle {
 };
 using Handle = std::unique_ptr<CommHandle>;
 
-enum class Primitive { AllReduce, ReduceScatter, AllGather, Reduce, Broadcast, kCount };
+enum class Primitive { AllReduce, ReduceScatter, AllGather, Reduce, Broadcast, AllToAll, kCount };
 const char* primitive_name(Primitive p);  // "all_reduce", "reduce_scatter", ...
 
 // Where in a step a collective is issued, and what it moves (for traces, plans
@@ -31,6 +32,19 @@ enum class Phase { Forward, Backward, Step };
 const char* phase_name(Phase p);  // "fwd", "bwd", "step"
 enum class Purpose { Gradients, Parameters, Scalars, kCount };
 const char* purpose_name(Purpose p);  // "gradients", "parameters", "scalars"
+
+// The ranks a call runs over: `size` ranks `stride` apart, the world cut into
+// blocks of size * stride ranks. The world is {W, 1}; hpZ's groups and qgZ's
+// intra-node groups are {G, 1} (G consecutive ranks); qgZ's inter-node groups
+// are {W / G, G} (the ranks with one local index, one per node).
+struct RankGroup {
+  int size = 1;
+  int stride = 1;
+  // The world ranks of `rank`'s group, ascending (rank among them).
+  std::vector<int> members_of(int rank) const;
+  int index_of(int rank) const { return (rank % (size * stride)) / stride; }
+  bool operator==(const RankGroup& o) const { return size == o.size && stride == o.stride; }
+};
 
 class Communicator {
  public:
@@ -49,6 +63,13 @@ class Communicator {
   virtual Handle reduce(const void* send, void* recv, size_t count, DType t, int root) = 0;
   // buf[count] <- root's buf (stage 3's trace check, int64).
   virtual Handle broadcast(void* buf, size_t count, DType t, int root) = 0;
+  // recv[count * world]: block s is block rank() of rank s's send[count * world].
+  virtual Handle all_to_all(const void* send, void* recv, size_t count, DType t) = 0;
+  // Collective over every rank of this communicator: each passes its group's
+  // members (ranks of this communicator, ascending, itself among them; all
+  // members pass the same list) and gets a communicator over them, ranked in
+  // that order.
+  virtual std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) = 0;
   virtual void barrier() = 0;
   // Tell a counting communicator where the caller is and what the next calls
   // move; others ignore them.

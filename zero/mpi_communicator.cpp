@@ -117,8 +117,8 @@ class DoneHandle : public CommHandle {
 
 class MpiCommunicator : public Communicator {
  public:
-  explicit MpiCommunicator(Ops& ops) : ops_(ops) {
-    MPI_Comm_dup(MPI_COMM_WORLD, &comm_);
+  // Takes ownership of `comm` (a duplicate of the world, or a split of one).
+  MpiCommunicator(Ops& ops, MPI_Comm comm) : ops_(ops), comm_(comm) {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &world_);
     progress_.reset(new ProgressThread(comm_));
@@ -160,13 +160,14 @@ class MpiCommunicator : public Communicator {
     return done();
   }
 
+  // Gathers and all-to-alls need no arithmetic: host buffers move as raw bytes.
   Handle all_gather(const void* send, void* recv, size_t n, DType t) override {
     const size_t es = dtype_size(t);
     const bool in_place = send == static_cast<const char*>(recv) + rank_ * n * es;
-    if (direct(t)) {
+    if (!ops_.on_device()) {
       MPI_Request r;
-      MPI_Iallgather(in_place ? MPI_IN_PLACE : send, count(n), mpi_type(t), recv, count(n),
-                     mpi_type(t), comm_, &r);
+      MPI_Iallgather(in_place ? MPI_IN_PLACE : send, count(n * es), MPI_BYTE, recv, count(n * es),
+                     MPI_BYTE, comm_, &r);
       return Handle(new MpiHandle(r, nullptr, progress_.get()));
     }
     // Gathers need no arithmetic: move the raw words.
@@ -206,6 +207,26 @@ class MpiCommunicator : public Communicator {
     MPI_Bcast(h.data(), count(bytes), MPI_BYTE, root, comm_);
     ops_.from_host(buf, h.data(), bytes);
     return done();
+  }
+
+  Handle all_to_all(const void* send, void* recv, size_t n, DType t) override {
+    const size_t block = n * dtype_size(t);
+    if (!ops_.on_device()) {
+      MPI_Request r;
+      MPI_Ialltoall(send, count(block), MPI_BYTE, recv, count(block), MPI_BYTE, comm_, &r);
+      return Handle(new MpiHandle(r, nullptr, progress_.get()));
+    }
+    std::vector<char> mine(block * world_), all(block * world_);
+    ops_.to_host(mine.data(), send, mine.size());
+    MPI_Alltoall(mine.data(), count(block), MPI_BYTE, all.data(), count(block), MPI_BYTE, comm_);
+    ops_.from_host(recv, all.data(), all.size());
+    return done();
+  }
+
+  std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override {
+    MPI_Comm sub;
+    MPI_Comm_split(comm_, members.front(), rank_, &sub);
+    return std::unique_ptr<Communicator>(new MpiCommunicator(ops_, sub));
   }
 
   void barrier() override { MPI_Barrier(comm_); }
@@ -273,7 +294,9 @@ class MpiCommunicator : public Communicator {
 }  // namespace
 
 std::unique_ptr<Communicator> make_mpi_communicator(Ops& ops) {
-  return std::unique_ptr<Communicator>(new MpiCommunicator(ops));
+  MPI_Comm comm;
+  MPI_Comm_dup(MPI_COMM_WORLD, &comm);
+  return std::unique_ptr<Communicator>(new MpiCommunicator(ops, comm));
 }
 
 }  // namespace zt

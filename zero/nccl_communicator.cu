@@ -53,6 +53,7 @@ ncclDataType_t nccl_type(DType t) {
     case DType::BF16: return ncclBfloat16;
     case DType::F16: return ncclFloat16;
     case DType::F64: return ncclFloat64;
+    case DType::I8: return ncclInt8;
     default: return ncclInt64;
   }
 }
@@ -118,7 +119,9 @@ struct RankDevice {
 
 class NcclCommunicator : public Communicator {
  public:
-  NcclCommunicator(Ops& ops, MPI_Comm comm) : mpi_(comm), pool_(std::make_shared<EventPool>()) {
+  // `owned`: the communicator frees `comm` (a split made by subgroup()).
+  NcclCommunicator(Ops& ops, MPI_Comm comm, bool owned = false)
+      : ops_(ops), mpi_(comm), owned_(owned), pool_(std::make_shared<EventPool>()) {
     if (!ops.on_device())
       throw std::runtime_error("system.communicator: nccl needs the cuda backend, got '" +
                                ops.name() + "'");
@@ -174,6 +177,7 @@ class NcclCommunicator : public Communicator {
     else ncclCommDestroy(nccl_);
     cudaEventDestroy(compute_ready_);
     cudaStreamDestroy(comm_stream_);
+    if (owned_) MPI_Comm_free(&mpi_);
   }
 
   int rank() const override { return rank_; }
@@ -205,6 +209,27 @@ class NcclCommunicator : public Communicator {
     before_collective();
     ZT_NCCL(ncclBroadcast(buf, buf, count, nccl_type(t), root, nccl_, comm_stream_));
     return after_collective();
+  }
+
+  // One grouped send and receive per peer.
+  Handle all_to_all(const void* send, void* recv, size_t count, DType t) override {
+    before_collective();
+    const size_t block = count * dtype_size(t);
+    ZT_NCCL(ncclGroupStart());
+    for (int peer = 0; peer < world_; peer++) {
+      ZT_NCCL(ncclSend(static_cast<const char*>(send) + peer * block, count, nccl_type(t), peer,
+                       nccl_, comm_stream_));
+      ZT_NCCL(ncclRecv(static_cast<char*>(recv) + peer * block, count, nccl_type(t), peer, nccl_,
+                       comm_stream_));
+    }
+    ZT_NCCL(ncclGroupEnd());
+    return after_collective();
+  }
+
+  std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override {
+    MPI_Comm sub;
+    MPI_Comm_split(mpi_, members.front(), rank_, &sub);
+    return std::make_unique<NcclCommunicator>(ops_, sub, true);
   }
 
   void barrier() override { MPI_Barrier(mpi_); }
@@ -298,7 +323,9 @@ class NcclCommunicator : public Communicator {
     }
   }
 
+  Ops& ops_;
   MPI_Comm mpi_;
+  bool owned_ = false;
   int rank_ = 0, world_ = 1;
   cudaStream_t compute_ = nullptr;
   cudaStream_t comm_stream_ = nullptr;

@@ -177,17 +177,17 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
 
 PrimitiveTotals totals(const std::vector<PlannedCall>& calls, int W, const NodeMap& nodes,
                        const Purpose* only) {
-  int across = 0;
-  for (int r = 0; r < W; r++) across += nodes.sends_across(r);
   PrimitiveTotals t{};
   for (const PlannedCall& c : calls) {
     if (only && c.purpose != *only) continue;
     PlannedPrimitive& x = t[static_cast<int>(c.primitive)];
-    const uint64_t bytes = payload_bytes(c.primitive, c.count, c.dtype, W);
+    const RankGroup g = c.group.size > 0 ? c.group : RankGroup{W, 1};
+    const uint64_t bytes = payload_bytes(c.primitive, c.count, c.dtype, g.size);
+    const double bus = bytes * bus_factor(c.primitive, g.size);
     x.calls++;
     x.bytes += bytes;
-    x.bus_bytes += bytes * bus_factor(c.primitive, W);
-    x.inter_node_bus_bytes += bytes * bus_factor(c.primitive, W) * across / W;
+    x.bus_bytes += bus;
+    x.inter_node_bus_bytes += bus * nodes.group_inter_node_share(c.primitive, g);
   }
   return t;
 }

@@ -29,6 +29,7 @@ struct PlannedCall {
   // done: gradients are issued once it is done, parameters are needed before
   // the compute beyond it. Step-phase calls: 0.
   double at = 0;
+  RankGroup group{0, 1};  // the ranks it runs over; size 0: the world
 };
 
 struct PlannedPrimitive {

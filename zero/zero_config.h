@@ -11,7 +11,7 @@ struct OffloadConfig {
   std::string device = "none";  // none | cpu | nvme
   std::string nvme_path;        // a directory, with device nvme
   bool pin_memory = false;      // page-locked host buffers (GPU runs)
-  int64_t buffer_count = 4;     // I/O buffers in flight (nvme): DeepSpeed's 4 (optimizer), 5 (param)
+  int64_t buffer_count = 4;  // I/O buffers in flight (nvme): DeepSpeed's 4 (optimizer), 5 (param)
   bool enabled() const { return device != "none"; }
 };
 

@@ -176,8 +176,8 @@ class CpuOps : public Ops {
   static void check_quant(size_t n, size_t block, int bits) {
     if ((bits != 8 && bits != 4) || block == 0 || (bits == 4 && (n % 2 != 0 || block % 2 != 0)))
       throw std::logic_error("quantize: " + std::to_string(bits) + " bits over " +
-                             std::to_string(n) + " elements in blocks of " +
-                             std::to_string(block) + " (4 bits needs both even)");
+                             std::to_string(n) + " elements in blocks of " + std::to_string(block) +
+                             " (4 bits needs both even)");
   }
   static void check_heads(int C, int NH) {
     if (NH <= 0 || C % NH != 0) {
