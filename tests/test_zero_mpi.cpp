@@ -58,13 +58,15 @@ struct Variant {
 std::string describe(const PlannedCall& c) {
   std::ostringstream o;
   o << phase_name(c.phase) << c.micro << " " << primitive_name(c.primitive) << " "
-    << dtype_name(c.dtype) << " " << c.count << " root " << c.root << " (" << c.what << ")";
+    << dtype_name(c.dtype) << " " << c.count << " root " << c.root << " group " << c.group.size
+    << "/" << c.group.stride << " (" << c.what << ")";
   return o.str();
 }
 std::string describe(const CallRecord& c) {
   std::ostringstream o;
   o << phase_name(c.phase) << c.micro << " " << primitive_name(c.primitive) << " "
-    << dtype_name(c.dtype) << " " << c.count << " root " << c.root;
+    << dtype_name(c.dtype) << " " << c.count << " root " << c.root << " group " << c.group.size
+    << "/" << c.group.stride;
   return o.str();
 }
 
@@ -83,8 +85,10 @@ std::string compare_calls(const std::vector<CallRecord>& got, int step,
              describe(mine[i]) + ", not planned";
     const CallRecord& a = mine[i];
     const PlannedCall& b = want[i];
+    const RankGroup planned_group = b.group.size > 0 ? b.group : RankGroup{a.group.size, 1};
     if (a.phase != b.phase || a.micro != b.micro || a.primitive != b.primitive ||
-        a.dtype != b.dtype || a.count != b.count || a.root != b.root)
+        a.dtype != b.dtype || a.count != b.count || a.root != b.root ||
+        !(a.group == planned_group) || (b.group.size == 0 && a.group.stride != 1))
       return "step " + std::to_string(step) + " call " + std::to_string(i) + ": issued " +
              describe(a) + ", planned " + describe(b);
   }
@@ -179,6 +183,28 @@ std::vector<Variant> variants() {
   x.recompute = Recompute::Block;
   x.name = "stage 2 recompute block";
   v.push_back(x);
+  // ZeRO++: hpZ over pairs (or the whole world where W is odd), with prefetch
+  // and persistence or without; qwZ's int8 gathers (not exact: the gathered
+  // weights are quantized); qgZ's hierarchical int4 reduction on two ranks per
+  // node (the harness's node map); all three together.
+  const int hpz = world() % 2 == 0 ? 2 : world();
+  for (int k = 0; k < 5; k++) {
+    Variant y;
+    y.z.stage = 3;
+    y.z.reduce_bucket_size = 3000;
+    y.z.zero_hpz_partition_size = k == 2 || k == 3 ? 1 : hpz;
+    y.z.stage3_prefetch_bucket_size = k == 1 ? 0 : 3000;
+    y.z.stage3_param_persistence_threshold = k == 1 ? 0 : 64;
+    y.z.zero_quantized_weights = k >= 2 && k != 3;
+    y.z.zero_quantized_gradients = k >= 3;
+    y.recompute = k == 1 ? Recompute::Block : Recompute::None;
+    y.exact = k < 2;
+    y.name = "stage 3 ZeRO++ hpz " + std::to_string(y.z.zero_hpz_partition_size) + " qwZ " +
+             (y.z.zero_quantized_weights ? "on" : "off") + " qgZ " +
+             (y.z.zero_quantized_gradients ? "on" : "off") +
+             (k == 1 ? " no prefetch, recompute block" : "");
+    v.push_back(y);
+  }
   return v;
 }
 
@@ -237,6 +263,7 @@ TEST_CASE("every stage and gradient path matches one rank, the plan and the form
                     model_states_bytes(v.z.stage, got.padded, W, 4, 4) + plan.persistent_bytes));
     CHECK(
         all_ranks(got.model_states == plan.params_bytes + plan.grads_bytes + plan.optimizer_bytes));
+    CHECK(all_ranks(got.hpz_secondary_peak == plan.hpz_secondary_bytes));
   }
 }
 

@@ -55,6 +55,7 @@ struct RunResult {
   std::vector<CallRecord> calls;  // every collective of the training steps, in order
   uint64_t model_states = 0;
   size_t padded = 0;
+  uint64_t hpz_secondary_peak = 0;
 };
 
 constexpr double kClip = 1.0;
@@ -116,6 +117,7 @@ inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
   res.model_states = L.current(MemCategory::Params) + L.current(MemCategory::Grads) +
                      L.current(MemCategory::Optimizer);
   res.padded = engine->padded_params();
+  res.hpz_secondary_peak = engine->hpz_secondary_peak_bytes();
   res.master = engine->gather_master(ops, comm, table.total());
   return res;
 }

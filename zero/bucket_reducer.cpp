@@ -108,8 +108,7 @@ void BucketReducer::finish_oldest() {
   const GradBucket& bucket = schedule_.buckets[f.bucket];
   if (f.slot.wire) ops_.convert(f.slot.data, model_, f.slot.wire, wire_, bucket.size);
   for (const BucketSlice& s : bucket.slices)
-    if (s.owner == comm_.rank())
-      sink_(s, static_cast<const char*>(f.slot.data) + s.offset * es_);
+    if (s.owner == comm_.rank()) sink_(s, static_cast<const char*>(f.slot.data) + s.offset * es_);
   free_.push_back(f.slot);
 }
 

@@ -5,8 +5,8 @@
 
 namespace zt {
 
-std::unique_ptr<ZeroEngine> make_zero_engine(const ZeroSetup& s, const ParamTable& table,
-                                             Ops& ops, Communicator& comm) {
+std::unique_ptr<ZeroEngine> make_zero_engine(const ZeroSetup& s, const ParamTable& table, Ops& ops,
+                                             Communicator& comm) {
   switch (s.z.stage) {
     case 0: return make_stage0(s, table, ops, comm);
     case 1: return make_stage1(s, table, ops, comm);

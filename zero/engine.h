@@ -48,6 +48,8 @@ class ZeroEngine : public ModuleHooks {
   // parameter bytes gathered at once.
   virtual uint64_t persistent_param_bytes() const { return 0; }
   virtual uint64_t live_params_peak_bytes() const { return 0; }
+  // hpZ: the most bytes of secondary pieces held at once.
+  virtual uint64_t hpz_secondary_peak_bytes() const { return 0; }
 
   virtual ShardOptimizer& optimizer() = 0;
   // Collective: the full fp32 master weights on every rank (export, tests).

@@ -39,21 +39,25 @@ void ParamGatherer::gather(const std::vector<int>& params) {
     if (st_.status[p] == ParamStatus::NotAvailable) todo.push_back(p);
   if (todo.empty()) return;
   std::sort(todo.begin(), todo.end());
-  const int call = st_.next_call++;
-  for (int p : todo) {
-    n_available_ += static_cast<int64_t>(table_.params()[p].numel);
-    st_.status[p] = ParamStatus::InFlight;
-    st_.call[p] = call;
+  for (int p : todo) n_available_ += static_cast<int64_t>(table_.params()[p].numel);
+  std::vector<int> with_secondary, without;
+  for (int p : todo) (st_.secondary[p] ? with_secondary : without).push_back(p);
+  for (const std::vector<int>* part : {&with_secondary, &without}) {
+    if (part->empty()) continue;
+    const int call = st_.next_call++;
+    for (int p : *part) {
+      st_.status[p] = ParamStatus::InFlight;
+      st_.call[p] = call;
+    }
+    st_.calls[call] = *part;
+    backend_.gather(*part, part == &with_secondary);
   }
-  st_.calls[call] = todo;
-  backend_.gather(todo);
 }
 
 void ParamGatherer::fetch(int module, bool /*backward*/) {
   // trace_prologue, then record_module.
-  if (mode_ == Mode::Complete &&
-      (static_cast<int64_t>(module_order_.size()) <= step_ ||
-       module_order_[static_cast<size_t>(step_)] != module)) {
+  if (mode_ == Mode::Complete && (static_cast<int64_t>(module_order_.size()) <= step_ ||
+                                  module_order_[static_cast<size_t>(step_)] != module)) {
     mode_ = Mode::Invalid;
     module_order_.clear();
     param_trace_.clear();
@@ -95,15 +99,16 @@ void ParamGatherer::fetch(int module, bool /*backward*/) {
                              " (module " + table_.modules()[module].name +
                              "): the parameter queue does not match the trace");
     if (z_.stage3_prefetch_bucket_size > 0) {
-      const int64_t budget = std::min(z_.stage3_max_live_parameters - n_available_,
-                                      z_.stage3_prefetch_bucket_size);
+      const int64_t budget =
+          std::min(z_.stage3_max_live_parameters - n_available_, z_.stage3_prefetch_bucket_size);
       std::vector<int> prefetch;
       std::set<int> chosen;
       int64_t numel = 0;
       while (!queue_.empty() && numel < budget) {
         const Use u = queue_.front();
         queue_.pop_front();
-        const bool fresh = st_.status[u.param] == ParamStatus::NotAvailable && !chosen.count(u.param);
+        const bool fresh =
+            st_.status[u.param] == ParamStatus::NotAvailable && !chosen.count(u.param);
         most_recent_[u.param] = std::max(recent(u.param), u.step);
         if (fresh) {
           chosen.insert(u.param);
@@ -144,7 +149,9 @@ void ParamGatherer::release_param(int p) {
   if (st_.status[p] != ParamStatus::Available || !st_.active[p].empty()) return;
   st_.status[p] = ParamStatus::NotAvailable;
   n_available_ -= static_cast<int64_t>(table_.params()[p].numel);
-  backend_.drop(p);
+  const bool keep = layout_.hpz() > 1;
+  backend_.drop(p, keep);
+  if (keep) st_.secondary[p] = true;
 }
 
 void ParamGatherer::release(int module, bool backward) {
@@ -204,9 +211,13 @@ void ParamGatherer::release_all() {
 
 void ParamGatherer::gather_persistent() {
   for (int p : layout_.persistent_params()) {
-    backend_.gather({p});
+    backend_.gather({p}, false);
     backend_.wait(p);
     st_.status[p] = ParamStatus::Available;
+  }
+  if (layout_.hpz() > 1) {
+    backend_.drop_secondaries();
+    st_.secondary.assign(st_.secondary.size(), false);
   }
 }
 

@@ -21,6 +21,12 @@
 //   use. While recording, every parameter is released after use.
 //   Step. All parameters are released (release_all); the engine then gathers
 //   each persistent tensor with its own call.
+//   hpZ (zero_hpz_partition_size > 1). Releasing a gathered parameter keeps
+//   its secondary piece (1/hpz of it); until the step, gathers of parameters
+//   that have one read it over the hpZ group, in a call of their own issued
+//   before the call for the others (DeepSpeed's all_gather_coalesced with
+//   use_secondary_tensor). So only each step's first gather of a tensor
+//   crosses the world; the step drops every secondary piece.
 // Counters follow DeepSpeed, quirks included: the available-element count
 // restarts at 0 each pass while the embeddings stay gathered.
 //
@@ -42,12 +48,18 @@ namespace zt {
 class GatherBackend {
  public:
   virtual ~GatherBackend() = default;
-  // Starts one coalesced all-gather of these parameters' pieces.
-  virtual void gather(const std::vector<int>& params) = 0;
+  // Starts one coalesced all-gather of these parameters' pieces: from the
+  // primary partition over the world, or (hpZ) from their secondary pieces
+  // over the rank's hpZ group.
+  virtual void gather(const std::vector<int>& params, bool from_secondary) = 0;
   // Completes the call that gathers `param` (and every parameter in it).
   virtual void wait(int param) = 0;
-  // The gathered copy of `param` is no longer needed.
-  virtual void drop(int param) = 0;
+  // The gathered copy of `param` is no longer needed; with keep_secondary
+  // (hpZ) its secondary piece is cut from it first, if it has none yet.
+  virtual void drop(int param, bool keep_secondary) = 0;
+  // hpZ: after the step every secondary piece is stale (DeepSpeed's
+  // invalidate_secondary_tensor).
+  virtual void drop_secondaries() = 0;
   // Rank 0's values, broadcast (the trace check).
   virtual std::vector<int64_t> broadcast_from_rank0(const std::vector<int64_t>& mine) = 0;
 };
@@ -59,6 +71,7 @@ struct ParamStates {
   std::vector<ParamStatus> status;
   std::vector<std::set<int>> active;  // modules fetched and not yet released
   std::vector<int> call;              // the gather call an in-flight parameter belongs to
+  std::vector<bool> secondary;        // hpZ: has a secondary piece (since its last release)
   std::map<int, std::vector<int>> calls;
   int next_call = 0;
 };
@@ -74,7 +87,8 @@ class ParamGatherer {
   // Releases every parameter (before the optimizer step).
   void release_all();
   // After the step: each persistent tensor gathered with its own call (outside
-  // the hooks' accounting, as DeepSpeed's _post_step does).
+  // the hooks' accounting, as DeepSpeed's _post_step does), then (hpZ) every
+  // secondary piece dropped.
   void gather_persistent();
   // What module m fetches: its own parameters, or with stage3_block_gathers
   // the whole subtree of a top-level module and nothing for the others.

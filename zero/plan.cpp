@@ -6,6 +6,7 @@
 
 #include "zero/memory_formula.h"
 #include "zero/param_gatherer.h"
+#include "zero/quantized_blocks.h"
 #include "zero/stage012_schedule.h"
 #include "zero/stage3_layout.h"
 
@@ -53,12 +54,12 @@ std::vector<PlannedCall> stage012_step(const Stage012Schedule& s, const ParamTab
 // tracks what is gathered for the live peak.
 class RecordingBackend : public GatherBackend {
  public:
-  RecordingBackend(const ParamTable& t, const Stage3Layout& l, DType dtype)
-      : table_(t), layout_(l), dtype_(dtype) {}
-  void gather(const std::vector<int>& params) override {
+  RecordingBackend(const ParamTable& t, const Stage3Layout& l, DType dtype, bool quantized)
+      : table_(t), layout_(l), dtype_(dtype), quantized_(quantized) {}
+  void gather(const std::vector<int>& params, bool from_secondary) override {
     size_t per_rank = 0;
     for (int p : params) {
-      per_rank += layout_.piece(p);
+      per_rank += from_secondary ? layout_.secondary_piece(p) : layout_.piece(p);
       call_of_[p] = next_;
     }
     members_[next_++] = params;
@@ -66,13 +67,27 @@ class RecordingBackend : public GatherBackend {
     for (size_t k = 0; k < params.size() && k < 3; k++)
       what += " " + table_.params()[params[k]].name;
     if (params.size() > 3) what += " (+" + std::to_string(params.size() - 3) + " more)";
-    index_of_[next_ - 1] = out->size();
-    out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, dtype_, per_rank, -1,
-                    what, position});
+    if (from_secondary) what += ", hpZ secondary";
+    const RankGroup group = from_secondary ? layout_.hpz_group() : RankGroup{0, 1};
+    std::vector<size_t>& at = index_of_[next_ - 1];
+    if (quantized_) {
+      const QuantizedGatherShape q = qwz_shape(per_rank);
+      at.push_back(out->size());
+      out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, DType::I8, per_rank,
+                      -1, what + ", int8 codes", position, group});
+      at.push_back(out->size());
+      out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, DType::F32, q.blocks,
+                      -1, what + ", scales (blocks of " + std::to_string(q.block) + ")", position,
+                      group});
+    } else {
+      at.push_back(out->size());
+      out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, dtype_, per_rank, -1,
+                      what, position, group});
+    }
   }
   void wait(int param) override {
     const int call = call_of_.at(param);
-    (*out)[index_of_.at(call)].at = position;  // needed here, whenever it was issued
+    for (size_t i : index_of_.at(call)) (*out)[i].at = position;  // needed here, whenever issued
     index_of_.erase(call);
     for (int p : members_[call]) {
       call_of_.erase(p);
@@ -81,9 +96,10 @@ class RecordingBackend : public GatherBackend {
     members_.erase(call);
     peak = std::max(peak, live_);
   }
-  void drop(int param) override {
+  void drop(int param, bool) override {
     if (gathered_.erase(param)) live_ -= table_.params()[param].numel;
   }
+  void drop_secondaries() override {}
   std::vector<int64_t> broadcast_from_rank0(const std::vector<int64_t>& mine) override {
     out->push_back({phase, micro, Purpose::Scalars, Primitive::Broadcast, DType::I64, mine.size(),
                     0, "stage 3 trace check"});
@@ -99,9 +115,10 @@ class RecordingBackend : public GatherBackend {
   const ParamTable& table_;
   const Stage3Layout& layout_;
   DType dtype_;
+  bool quantized_;
   std::map<int, int> call_of_;
   std::map<int, std::vector<int>> members_;
-  std::map<int, size_t> index_of_;  // call -> its place in *out, until first waited for
+  std::map<int, std::vector<size_t>> index_of_;  // call -> its places in *out, until waited for
   std::set<int> gathered_;
   uint64_t live_ = 0;
   int next_ = 0;
@@ -113,12 +130,13 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
   const Stage3Layout layout(table, s.groups, W, s.z);
   const BucketSchedule grads = layout.grad_buckets(table, grad_ready_order(s.events), s.z);
   const DType wire = gradient_wire_dtype(s.z, model);
-  RecordingBackend rec(table, layout, model);
+  RecordingBackend rec(table, layout, model, s.z.zero_quantized_weights);
   ParamStates st;
   const size_t n = table.params().size();
   st.status.assign(n, ParamStatus::NotAvailable);
   st.active.assign(n, {});
   st.call.assign(n, -1);
+  st.secondary.assign(n, false);
   ParamGatherer train(table, layout, s.z, st, rec);
   for (std::vector<PlannedCall>* out : {&plan.first_step, &plan.steady_step}) {
     rec.out = out;
@@ -167,6 +185,7 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
                          "still reduce-scatter";
   plan.padded_params = layout.shard_size() * W;
   plan.params_bytes = es * (layout.shard_size() + layout.persistent_elems());
+  plan.hpz_secondary_bytes = es * layout.secondary_elems();
   plan.grads_bytes = es * layout.shard_size();
   plan.optimizer_bytes = 12 * layout.shard_size();
   plan.persistent_bytes = es * layout.persistent_elems();

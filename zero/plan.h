@@ -53,6 +53,9 @@ struct StepPlan {
   uint64_t gradient_bus_bytes = 0;  // the part of a steady step's bus bytes that moves gradients
   uint64_t persistent_bytes = 0;    // stage 3: parameters kept whole on every rank
   uint64_t live_params_peak_bytes = 0;  // stage 3: most parameter bytes gathered at once
+  // hpZ: the secondary pieces once every tensor has one (the step's release of
+  // all), on top of params_bytes until the step drops them.
+  uint64_t hpz_secondary_bytes = 0;
   const PlannedPrimitive& operator[](Primitive p) const { return per_step[static_cast<int>(p)]; }
 };
 

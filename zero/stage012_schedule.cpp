@@ -35,8 +35,8 @@ BucketSchedule stage0_buckets(const ParamTable& table) {
 }  // namespace
 
 std::vector<size_t> legacy_allgather_chunks(size_t partition, int world, int64_t bucket_size) {
-  const size_t shards =
-      std::max<size_t>(1, partition * world / static_cast<size_t>(std::max<int64_t>(1, bucket_size)));
+  const size_t shards = std::max<size_t>(
+      1, partition * world / static_cast<size_t>(std::max<int64_t>(1, bucket_size)));
   size_t shard = partition / shards;
   shard -= shard % 2;  // nccl_start_alignment_factor
   std::vector<size_t> out(shards, shard);
@@ -61,10 +61,10 @@ Stage012Schedule make_stage012_schedule(const ZeroSetup& s, const ParamTable& ta
     out.chosen_by = "stage 0 (DeepSpeed's engine all-reduces; reduce_bucket_size plays no part)";
     return out;
   }
-  out.layout.reset(new FlatLayout(
-      z.native_reduce_scatter
-          ? FlatLayout::aligned(table, s.groups, world, z.reduce_bucket_size)
-          : FlatLayout::deepspeed(table, s.groups, world, z.round_robin_gradients)));
+  out.layout.reset(
+      new FlatLayout(z.native_reduce_scatter
+                         ? FlatLayout::aligned(table, s.groups, world, z.reduce_bucket_size)
+                         : FlatLayout::deepspeed(table, s.groups, world, z.round_robin_gradients)));
   out.path = make_grad_path(z, table, *out.layout);
   out.every_micro_step = z.stage == 2;
   out.during_backward = z.stage == 2 || z.overlap_comm;
@@ -72,19 +72,20 @@ Stage012Schedule make_stage012_schedule(const ZeroSetup& s, const ParamTable& ta
   if (out.during_backward) {
     order = grad_ready_order(s.events);
   } else {
-    for (const ParamGroup& g : s.groups) order.insert(order.end(), g.params.begin(), g.params.end());
+    for (const ParamGroup& g : s.groups)
+      order.insert(order.end(), g.params.begin(), g.params.end());
   }
   out.grads = out.path->schedule(order);
   for (size_t g = 0; g < s.groups.size(); g++)
-    out.step.push_back({StepCall::Norm, Primitive::AllReduce, 1, DType::F32, static_cast<int>(g),
-                        0, "gradient norm, parameter group " + std::to_string(g)});
+    out.step.push_back({StepCall::Norm, Primitive::AllReduce, 1, DType::F32, static_cast<int>(g), 0,
+                        "gradient norm, parameter group " + std::to_string(g)});
   const Partition& part = out.layout->partition();
   for (size_t g = 0; g < part.groups().size(); g++) {
     const size_t slice = part.groups()[g].size() / world;
     const std::string what = "parameters, partition group " + std::to_string(g);
     if (!z.allgather_bucketed) {
-      out.step.push_back(
-          {StepCall::ParamGather, Primitive::AllGather, slice, model, static_cast<int>(g), 0, what});
+      out.step.push_back({StepCall::ParamGather, Primitive::AllGather, slice, model,
+                          static_cast<int>(g), 0, what});
       continue;
     }
     size_t offset = 0;

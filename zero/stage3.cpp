@@ -2,12 +2,14 @@
 // stage3_layout.h). Parameters are gathered and released at the module events
 // by the gatherer (param_gatherer.h), DeepSpeed's coordinator; this engine
 // moves the data: a coalesced all-gather copies the pieces of every parameter
-// it covers into one send buffer, gathers W of them, and unpacks each tensor
-// into its own buffer. Gradients: each tensor's staging space is packed into
-// DeepSpeed's stage-3 buckets, reduced (one reduce-scatter each, or an
-// all-reduce) as their turn comes, every micro-step; each rank adds its pieces
-// into its gradient shard. The step releases everything, takes one float64
-// norm per sub-group, updates the shard and gathers each persistent tensor.
+// it covers into one send buffer, gathers W of them (or, hpZ, the secondary
+// pieces over the hpZ group), and unpacks each tensor into its own buffer.
+// qwZ quantizes the send buffer to int8 blocks and gathers codes and scales
+// in two calls, dequantizing before the unpack. Gradients: each tensor's staging space is packed
+// into DeepSpeed's stage-3 buckets, reduced (one reduce-scatter each, or an all-reduce) as their
+// turn comes, every micro-step; each rank adds its pieces into its gradient shard. The step
+// releases everything, takes one float64 norm per sub-group, updates the shard and gathers each
+// persistent tensor.
 #include <cmath>
 #include <map>
 #include <memory>
@@ -16,6 +18,7 @@
 #include "zero/bucket_reducer.h"
 #include "zero/grad_staging.h"
 #include "zero/param_gatherer.h"
+#include "zero/quantized_blocks.h"
 #include "zero/replicated_params.h"
 #include "zero/stage3_layout.h"
 #include "zero/stages.h"
@@ -42,13 +45,17 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     states_.status.assign(n, ParamStatus::NotAvailable);
     states_.active.assign(n, {});
     states_.call.assign(n, -1);
+    states_.secondary.assign(n, false);
     full_.assign(n, nullptr);
+    secondary_.assign(n, nullptr);
+    if (layout_.hpz() > 1) hpz_comm_ = comm.subgroup(layout_.hpz_group().members_of(comm.rank()));
     for (const ModuleInfo& m : table.modules()) module_ptrs_.emplace_back(m.params.size(), nullptr);
     shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
     shard_grads_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Grads);
   }
   ~Stage3() override {
-    for (size_t p = 0; p < full_.size(); p++) drop(static_cast<int>(p));
+    for (size_t p = 0; p < full_.size(); p++) drop(static_cast<int>(p), false);
+    drop_secondaries();
     for (auto& kv : pending_) free_call(kv.second);
     ops_.release(shard_params_);
     ops_.release(shard_grads_);
@@ -76,6 +83,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   size_t padded_params() const override { return layout_.shard_size() * W_; }
   uint64_t persistent_param_bytes() const override { return layout_.persistent_elems() * es_; }
   uint64_t live_params_peak_bytes() const override { return live_peak_ * es_; }
+  uint64_t hpz_secondary_peak_bytes() const override { return secondary_peak_ * es_; }
   ShardOptimizer& optimizer() override { return optimizer_; }
 
   void init_weights(const float* full_host) override {
@@ -88,8 +96,10 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     for (size_t p = 0; p < full_.size(); p++) {
       states_.status[p] = ParamStatus::NotAvailable;
       states_.active[p].clear();
-      drop(static_cast<int>(p));
+      drop(static_cast<int>(p), false);
     }
+    drop_secondaries();
+    states_.secondary.assign(states_.secondary.size(), false);
   }
 
   // ---- module hooks ----
@@ -147,45 +157,76 @@ class Stage3 : public ZeroEngine, private GatherBackend {
  private:
   struct Call {
     std::vector<int> params;
-    size_t per_rank = 0;
-    void* send = nullptr;
-    void* recv = nullptr;
-    Handle handle;
+    bool secondary = false;
+    int ranks = 0;           // of the communicator it runs over
+    size_t per_rank = 0;     // elements each rank sends
+    void* send = nullptr;    // model dtype
+    void* recv = nullptr;    // model dtype, ranks * per_rank
+    QuantizedGatherShape q;  // qwZ: codes and scales on the wire
+    void *send_q = nullptr, *recv_q = nullptr;
+    float *send_s = nullptr, *recv_s = nullptr;
+    std::vector<Handle> handles;
   };
+  size_t piece_of(const Call& c, int p) const {
+    return c.secondary ? layout_.secondary_piece(p) : layout_.piece(p);
+  }
+  const char* source_of(const Call& c, int p) const {
+    return c.secondary ? static_cast<const char*>(secondary_[p])
+                       : static_cast<const char*>(shard_params_) + layout_.shard_offset(p) * es_;
+  }
 
   ParamGatherer& gatherer() { return in_micro_ ? train_ : eval_; }
 
   // ---- GatherBackend ----
-  void gather(const std::vector<int>& params) override {
+  void gather(const std::vector<int>& params, bool from_secondary) override {
     const int id = pending_id_++;
     Call c;
     c.params = params;
-    for (int p : params) c.per_rank += layout_.piece(p);
+    c.secondary = from_secondary;
+    Communicator& over = from_secondary ? *hpz_comm_ : comm_;
+    c.ranks = over.world();
+    for (int p : params) c.per_rank += piece_of(c, p);
     c.send = ops_.alloc(c.per_rank * es_, MemCategory::CommBuffers);
-    c.recv = ops_.alloc(c.per_rank * W_ * es_, MemCategory::CommBuffers);
+    c.recv = ops_.alloc(c.per_rank * c.ranks * es_, MemCategory::CommBuffers);
     size_t at = 0;
     for (int p : params) {
-      ops_.copy(static_cast<char*>(c.send) + at * es_,
-                static_cast<char*>(shard_params_) + layout_.shard_offset(p) * es_,
-                layout_.piece(p) * es_);
-      at += layout_.piece(p);
+      ops_.copy(static_cast<char*>(c.send) + at * es_, source_of(c, p), piece_of(c, p) * es_);
+      at += piece_of(c, p);
     }
     comm_.purpose(Purpose::Parameters);
-    c.handle = comm_.all_gather(c.send, c.recv, c.per_rank, dt_);
+    if (setup_.z.zero_quantized_weights) {
+      c.q = qwz_shape(c.per_rank);
+      c.send_q = ops_.alloc(c.per_rank, MemCategory::CommBuffers);
+      c.recv_q = ops_.alloc(c.per_rank * c.ranks, MemCategory::CommBuffers);
+      c.send_s = static_cast<float*>(
+          ops_.alloc(std::max<size_t>(1, c.q.blocks) * sizeof(float), MemCategory::CommBuffers));
+      c.recv_s = static_cast<float*>(ops_.alloc(
+          std::max<size_t>(1, c.q.blocks * c.ranks) * sizeof(float), MemCategory::CommBuffers));
+      ops_.quantize_blocks(c.send_q, c.send_s, c.send, dt_, c.per_rank, c.q.block, 8);
+      c.handles.push_back(over.all_gather(c.send_q, c.recv_q, c.per_rank, DType::I8));
+      c.handles.push_back(over.all_gather(c.send_s, c.recv_s, c.q.blocks, DType::F32));
+    } else {
+      c.handles.push_back(over.all_gather(c.send, c.recv, c.per_rank, dt_));
+    }
     for (int p : params) call_of_[p] = id;
     pending_[id] = std::move(c);
   }
   void wait(int param) override {
     const int id = call_of_.at(param);
     Call& c = pending_.at(id);
-    c.handle->wait();
+    for (Handle& h : c.handles) h->wait();
+    if (c.send_q)
+      for (int r = 0; r < c.ranks; r++)
+        ops_.dequantize_blocks(static_cast<char*>(c.recv) + r * c.per_rank * es_, dt_,
+                               static_cast<const char*>(c.recv_q) + r * c.per_rank,
+                               c.recv_s + r * c.q.blocks, c.per_rank, c.q.block, 8, false);
     size_t at = 0;
     for (int p : c.params) {
-      const size_t numel = table_.params()[p].numel, piece = layout_.piece(p);
+      const size_t numel = table_.params()[p].numel, piece = piece_of(c, p);
       const MemCategory cat =
           layout_.persistent(p) ? MemCategory::Params : MemCategory::CommBuffers;
       char* buf = static_cast<char*>(ops_.alloc(numel * es_, cat));
-      for (int r = 0; r < W_ && static_cast<size_t>(r) * piece < numel; r++)
+      for (int r = 0; r < c.ranks && static_cast<size_t>(r) * piece < numel; r++)
         ops_.copy(buf + r * piece * es_, static_cast<char*>(c.recv) + (r * c.per_rank + at) * es_,
                   std::min(piece, numel - r * piece) * es_);
       at += piece;
@@ -197,8 +238,19 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     free_call(c);
     pending_.erase(id);
   }
-  void drop(int param) override {
+  void drop(int param, bool keep_secondary) override {
     if (!full_[param]) return;
+    if (keep_secondary && !secondary_[param]) {
+      // This rank's piece of the tensor in its hpZ group, padding zeroed.
+      const size_t numel = table_.params()[param].numel, sec = layout_.secondary_piece(param);
+      const size_t begin = static_cast<size_t>(hpz_comm_->rank()) * sec;
+      secondary_[param] = ops_.alloc(sec * es_, MemCategory::Params);
+      if (begin < numel)
+        ops_.copy(secondary_[param], static_cast<char*>(full_[param]) + begin * es_,
+                  std::min(sec, numel - begin) * es_);
+      secondary_live_ += sec;
+      secondary_peak_ = std::max(secondary_peak_, secondary_live_);
+    }
     ops_.release(full_[param]);
     full_[param] = nullptr;
     if (!layout_.persistent(param)) live_ -= table_.params()[param].numel;
@@ -214,10 +266,20 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     ops_.release(dev);
     return out;
   }
+  void drop_secondaries() override {
+    for (void*& s : secondary_)
+      if (s) {
+        ops_.release(s);
+        s = nullptr;
+      }
+    secondary_live_ = 0;
+  }
   void free_call(Call& c) {
-    if (c.send) ops_.release(c.send);
-    if (c.recv) ops_.release(c.recv);
-    c.send = c.recv = nullptr;
+    for (void* b : {c.send, c.recv, c.send_q, c.recv_q, static_cast<void*>(c.send_s),
+                    static_cast<void*>(c.recv_s)})
+      if (b) ops_.release(b);
+    c.send = c.recv = c.send_q = c.recv_q = nullptr;
+    c.send_s = c.recv_s = nullptr;
   }
 
   ZeroSetup setup_;
@@ -235,7 +297,10 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   ParamStates states_;
   ParamGatherer train_, eval_;
   GradStaging staging_;
-  std::vector<void*> full_;  // each parameter's gathered copy, when available
+  std::vector<void*> full_;       // each parameter's gathered copy, when available
+  std::vector<void*> secondary_;  // hpZ: each parameter's secondary piece, when it has one
+  std::unique_ptr<Communicator> hpz_comm_;
+  uint64_t secondary_live_ = 0, secondary_peak_ = 0;
   std::vector<std::vector<const void*>> module_ptrs_;
   std::map<int, Call> pending_;
   std::map<int, int> call_of_;

@@ -1,12 +1,19 @@
 #include "zero/stage3_layout.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 namespace zt {
 
 Stage3Layout::Stage3Layout(const ParamTable& table, const std::vector<ParamGroup>& groups,
                            int world, const ZeroConfig& z)
-    : world_(world) {
+    : world_(world), hpz_(std::min(std::max(1, z.zero_hpz_partition_size), world)) {
+  // DeepSpeed's _create_zero_param_parallel_group: min(size, W), which must divide W.
+  if (world % hpz_ != 0)
+    throw std::invalid_argument("zero.zero_hpz_partition_size " + std::to_string(hpz_) +
+                                " does not divide the world size " + std::to_string(world) +
+                                " (DeepSpeed requires it)");
   const auto& params = table.params();
   const size_t n = params.size();
   piece_.assign(n, 0);
@@ -27,6 +34,10 @@ Stage3Layout::Stage3Layout(const ParamTable& table, const std::vector<ParamGroup
     }
   }
   persistent_elems_ = persisted;
+  // The step releases every tensor, persistent ones too, and each keeps a
+  // secondary piece until the step ends.
+  if (hpz_ > 1)
+    for (size_t p = 0; p < n; p++) secondary_elems_ += secondary_piece(static_cast<int>(p));
   // Shard: groups in order, each tensor's piece in group order; sub-groups close
   // once their pieces reach sub_group_size (_create_fp16_sub_groups).
   for (size_t g = 0; g < groups.size(); g++) {

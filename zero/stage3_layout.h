@@ -25,6 +25,16 @@ class Stage3Layout {
   Stage3Layout(const ParamTable& table, const std::vector<ParamGroup>& groups, int world,
                const ZeroConfig& z);
   int world() const { return world_; }
+  // hpZ: the ranks of a secondary-partition group (zero_hpz_partition_size,
+  // at most W; 1: no secondary partition).
+  int hpz() const { return hpz_; }
+  RankGroup hpz_group() const { return {hpz_, 1}; }
+  // hpZ's piece of tensor p per group rank: DeepSpeed's aligned size (W
+  // pieces) over the group, piece(p) * W / hpz.
+  size_t secondary_piece(int p) const { return piece_[p] * (world_ / hpz_); }
+  // Elements of every tensor's secondary piece: what hpZ adds per rank at
+  // most (at the step, which releases every tensor before dropping them).
+  uint64_t secondary_elems() const { return secondary_elems_; }
   size_t shard_size() const { return shard_size_; }
   // ceil(numel / W): every rank's piece of tensor p (the last ones padded).
   size_t piece(int p) const { return piece_[p]; }
@@ -43,6 +53,8 @@ class Stage3Layout {
 
  private:
   int world_;
+  int hpz_ = 1;
+  uint64_t secondary_elems_ = 0;
   size_t shard_size_ = 0;
   std::vector<size_t> piece_, shard_offset_;
   std::vector<bool> persistent_;
