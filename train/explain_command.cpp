@@ -304,7 +304,7 @@ int run_explain_command(const std::vector<std::string>& args) {
   const int A = grad_accum_steps(cfg, world);
   const DType model = dtype_of(ds_dtype);
   const ParamTable table(cfg.model);
-  const ZeroSetup s = zero_setup(cfg, table);
+  const ZeroSetup s = zero_setup(cfg, table, nodes.ranks_per_node());
   const ZeroConfig& z = s.z;
   const StepPlan mine = plan_step(s, table, world, A, model, nodes);
   const DType wire = gradient_wire_dtype(z, model);
@@ -392,8 +392,8 @@ int run_explain_command(const std::vector<std::string>& args) {
     print_buckets(table, sched.grads, world, when, rule);
   } else {
     const Stage3Layout layout(table, s.groups, world, z);
-    print_buckets(table, layout.grad_buckets(table, grad_ready_order(s.events), z), world, when,
-                  rule);
+    print_buckets(table, layout.grad_buckets(table, grad_ready_order(s.events), z, per_node),
+                  world, when, rule);
   }
 
   print_totals(mine, world);

@@ -133,7 +133,7 @@ int run_plan_command(const std::vector<std::string>& args) {
   const int A = grad_accum_steps(cfg, world);
   const DType t = cfg.system.device == "cuda" ? DType::BF16 : DType::F32;
   ParamTable table(cfg.model);
-  const ZeroSetup configured = zero_setup(cfg, table);
+  const ZeroSetup configured = zero_setup(cfg, table, nodes.ranks_per_node());
   const StepPlan mine = plan_step(configured, table, world, A, t, nodes);
   std::printf(
       "plan: %s, %zu parameters, W = %d, %d micro-steps per step, %s gradients and "

@@ -52,12 +52,12 @@ void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel
       else continue;
       const Config cfg = load_config(dir + "/config.yaml", {});
       const ParamTable table(cfg.model);
-      const ZeroSetup setup = zero_setup(cfg, table);
       const int A = grad_accum_steps(cfg, r.world);
       const DType t = cfg.system.device == "cuda" ? DType::BF16 : DType::F32;
       const int g = where.ranks_per_node > 0 && r.world % where.ranks_per_node == 0
                         ? where.ranks_per_node
                         : r.world;
+      const ZeroSetup setup = zero_setup(cfg, table, g);
       const NodeMap nodes = NodeMap::uniform(r.world, g);
       const StepPlan plan = plan_step(setup, table, r.world, A, t, nodes);
       const ComputeTimes compute = read_compute_times(summary);

@@ -8,6 +8,7 @@
 
 namespace zt {
 
-ZeroSetup zero_setup(const Config& cfg, const ParamTable& table);
+// ranks_per_node: where the ranks sit (qgZ reduces inside a node, then across).
+ZeroSetup zero_setup(const Config& cfg, const ParamTable& table, int ranks_per_node);
 
 }  // namespace zt

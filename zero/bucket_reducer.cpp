@@ -6,10 +6,10 @@
 namespace zt {
 
 BucketReducer::BucketReducer(const BucketSchedule& schedule, Ops& ops, Communicator& comm,
-                             DType wire, bool overlap, Sink sink)
+                             DType wire, bool overlap, Sink sink, QuantizedReducer* quantized)
     : schedule_(schedule), ops_(ops), comm_(comm), model_(ops.dtype()), wire_(wire),
       es_(dtype_size(ops.dtype())), capacity_(std::max<size_t>(1, schedule.largest_bucket())),
-      overlap_(overlap), sink_(std::move(sink)) {
+      overlap_(overlap), sink_(std::move(sink)), quantized_(quantized) {
   open_.assign(schedule_.buckets.size(), Slot{nullptr, nullptr});
   for (size_t b = 0; b < schedule_.buckets.size(); b++) {
     const std::vector<BucketSlice>& slices = schedule_.buckets[b].slices;
@@ -94,6 +94,14 @@ void BucketReducer::reduce(int b) {
         f.handles.push_back(
             comm_.reduce_scatter(at, at + comm_.rank() * c.count * wes, c.count, wire_));
         break;
+      case Primitive::AllToAll: {
+        if (!quantized_) throw std::logic_error("gradient bucket: qgZ call without its reducer");
+        const int W = comm_.world();
+        const QgzShape q{c.count * W, quantized_->local(), W / quantized_->local(),
+                         c.quant_groups};
+        quantized_->reduce(at, at + comm_.rank() * c.count * wes, wire_, q);
+        break;
+      }
       default: throw std::logic_error("gradient bucket: unexpected primitive");
     }
   }

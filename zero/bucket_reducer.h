@@ -14,6 +14,7 @@
 
 #include "model/ops.h"
 #include "zero/communicator.h"
+#include "zero/quantized_reduce.h"
 #include "zero/schedule.h"
 
 namespace zt {
@@ -22,8 +23,9 @@ class BucketReducer {
  public:
   // Called with each owned slice of a reduced bucket, `data` pointing at it.
   using Sink = std::function<void(const BucketSlice& slice, const void* data)>;
+  // `quantized`: qgZ's reducer, for schedules with its calls (else null).
   BucketReducer(const BucketSchedule& schedule, Ops& ops, Communicator& comm, DType wire,
-                bool overlap, Sink sink);
+                bool overlap, Sink sink, QuantizedReducer* quantized = nullptr);
   ~BucketReducer();
   BucketReducer(const BucketReducer&) = delete;
   BucketReducer& operator=(const BucketReducer&) = delete;
@@ -57,6 +59,7 @@ class BucketReducer {
   size_t es_, capacity_;
   bool overlap_;
   Sink sink_;
+  QuantizedReducer* quantized_;
   std::vector<std::vector<std::pair<int, int>>> slices_of_;  // per tensor: (bucket, slice)
   std::vector<Slot> slots_, free_;
   std::vector<Slot> open_;  // per bucket, data == null when not open

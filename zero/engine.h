@@ -23,6 +23,7 @@ struct ZeroSetup {
   std::vector<ParamGroup> groups;   // train.param_groups (make_param_groups)
   std::vector<ModuleEvent> events;  // one training micro-step's events (GPT::training_events)
   double grad_clip = 0;             // stage 0 takes a norm across ranks only when clipping
+  int ranks_per_node = 1;           // qgZ's local world (DeepSpeed: the node's device count)
 };
 
 class ZeroEngine : public ModuleHooks {

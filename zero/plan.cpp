@@ -7,18 +7,30 @@
 #include "zero/memory_formula.h"
 #include "zero/param_gatherer.h"
 #include "zero/quantized_blocks.h"
+#include "zero/quantized_reduce.h"
 #include "zero/stage012_schedule.h"
 #include "zero/stage3_layout.h"
 
 namespace zt {
 namespace {
 
+// A qgZ call stands for its four all-to-alls (on L ranks per node).
 void add_bucket_calls(const BucketSchedule& g, const std::vector<int>& buckets, Phase phase,
-                      int micro, DType wire, double at, std::vector<PlannedCall>& out) {
+                      int micro, DType wire, double at, std::vector<PlannedCall>& out,
+                      int W = 1, int ranks_per_node = 1) {
   for (int b : buckets)
-    for (const BucketCall& c : g.buckets[b].calls)
-      out.push_back({phase, micro, Purpose::Gradients, c.primitive, wire, c.count, c.root,
-                     "gradients, bucket " + std::to_string(b), at});
+    for (const BucketCall& c : g.buckets[b].calls) {
+      const std::string what = "gradients, bucket " + std::to_string(b);
+      if (c.primitive != Primitive::AllToAll) {
+        out.push_back({phase, micro, Purpose::Gradients, c.primitive, wire, c.count, c.root, what,
+                       at});
+        continue;
+      }
+      const QgzShape q{c.count * W, ranks_per_node, W / ranks_per_node, c.quant_groups};
+      for (const QgzCall& a : qgz_calls(q))
+        out.push_back({phase, micro, Purpose::Gradients, Primitive::AllToAll, a.dtype, a.count,
+                       -1, what + ", " + a.what, at, a.group});
+    }
 }
 
 // reduce_at[i]'s place in the backward: the share of the gradient elements
@@ -126,9 +138,10 @@ class RecordingBackend : public GatherBackend {
 
 // Two steps of stage 3 through the engine's own gatherer and bucket schedule.
 void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DType model,
-                 StepPlan& plan) {
+                 const NodeMap& nodes, StepPlan& plan) {
   const Stage3Layout layout(table, s.groups, W, s.z);
-  const BucketSchedule grads = layout.grad_buckets(table, grad_ready_order(s.events), s.z);
+  const BucketSchedule grads =
+      layout.grad_buckets(table, grad_ready_order(s.events), s.z, nodes.ranks_per_node());
   const DType wire = gradient_wire_dtype(s.z, model);
   RecordingBackend rec(table, layout, model, s.z.zero_quantized_weights);
   ParamStates st;
@@ -160,10 +173,11 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
           if (root && e.backward) train.end_pass();
         } else {
           add_bucket_calls(grads, grads.reduce_at[arrived++], Phase::Backward, m, wire,
-                           rec.position, *out);
+                           rec.position, *out, W, nodes.ranks_per_node());
         }
       }
-      add_bucket_calls(grads, grads.reduce_at[arrived], Phase::Backward, m, wire, 1.0, *out);
+      add_bucket_calls(grads, grads.reduce_at[arrived], Phase::Backward, m, wire, 1.0, *out, W,
+                       nodes.ranks_per_node());
     }
     rec.phase = Phase::Step;
     rec.position = 0;
@@ -216,7 +230,7 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
   StepPlan plan;
   plan.stage = s.z.stage;
   if (s.z.stage == 3) {
-    plan_stage3(s, table, W, A, model, plan);
+    plan_stage3(s, table, W, A, model, nodes, plan);
   } else {
     const Stage012Schedule sched = make_stage012_schedule(s, table, W, model);
     plan.steady_step = stage012_step(sched, table, A);

@@ -22,11 +22,14 @@ struct BucketSlice {
 
 // One collective over the bucket buffer, in elements: all-reduce and reduce
 // cover [offset, offset + count); a reduce-scatter's input is [offset, offset +
-// count * W) and count is what each rank receives.
+// count * W) and count is what each rank receives. AllToAll stands for qgZ's
+// quantized hierarchical reduction (zero/quantized_reduce.h) of one tensor,
+// laid out as a reduce-scatter's input, in quant_groups blocks.
 struct BucketCall {
   Primitive primitive;
   size_t offset, count;
-  int root;  // -1 unless rooted
+  int root;                 // -1 unless rooted
+  size_t quant_groups = 0;  // qgZ only
 };
 
 struct GradBucket {

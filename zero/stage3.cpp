@@ -19,6 +19,7 @@
 #include "zero/grad_staging.h"
 #include "zero/param_gatherer.h"
 #include "zero/quantized_blocks.h"
+#include "zero/quantized_reduce.h"
 #include "zero/replicated_params.h"
 #include "zero/stage3_layout.h"
 #include "zero/stages.h"
@@ -32,13 +33,18 @@ class Stage3 : public ZeroEngine, private GatherBackend {
       : setup_(s), table_(table), ops_(ops), comm_(comm), dt_(ops.dtype()), es_(dtype_size(dt_)),
         W_(comm.world()), layout_(table, s.groups, comm.world(), s.z),
         optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops),
-        reducer_(layout_.grad_buckets(table, grad_ready_order(s.events), s.z), ops, comm,
+        qgz_(layout_.quantized_gradients(s.z, s.ranks_per_node)
+                 ? make_quantized_reduction(comm, s.ranks_per_node, ops)
+                 : QuantizedReduction{}),
+        reducer_(layout_.grad_buckets(table, grad_ready_order(s.events), s.z, s.ranks_per_node),
+                 ops, comm,
                  gradient_wire_dtype(s.z, ops.dtype()), s.z.overlap_comm,
                  [this](const BucketSlice& slice, const void* data) {
                    ops_.add_inplace(
                        static_cast<char*>(shard_grads_) + layout_.shard_offset(slice.param) * es_,
                        data, slice.n);
-                 }),
+                 },
+                 qgz_.reducer.get()),
         train_(table, layout_, setup_.z, states_, *this),
         eval_(table, layout_, setup_.z, states_, *this), staging_(ops) {
     const size_t n = table.params().size();
@@ -293,6 +299,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   ShardOptimizer optimizer_;
   void* shard_params_ = nullptr;
   void* shard_grads_ = nullptr;
+  QuantizedReduction qgz_;
   BucketReducer reducer_;
   ParamStates states_;
   ParamGatherer train_, eval_;

@@ -1,6 +1,8 @@
 #include "zero/stage3_layout.h"
 
 #include <algorithm>
+
+#include "zero/quantized_reduce.h"
 #include <stdexcept>
 #include <string>
 
@@ -95,8 +97,16 @@ std::vector<OptimPiece> Stage3Layout::pieces(const ParamTable& table, int rank) 
 // fits, and otherwise sorts the bucket by parameter id and reduce-scatters it
 // (reduce_scatter_coalesced: each tensor padded to W pieces of ceil(n / W), the
 // pieces interleaved rank by rank so that rank r receives its piece of each).
+bool Stage3Layout::quantized_gradients(const ZeroConfig& z, int ranks_per_node) const {
+  return z.zero_quantized_gradients && ranks_per_node >= 1 && world_ % ranks_per_node == 0 &&
+         world_ / ranks_per_node > 1;
+}
+
+// qgZ (__avg_scatter_grads -> all_to_all_quant_reduce): the bucket's tensors in
+// parameter order, each laid out as its own reduce-scatter input.
 BucketSchedule Stage3Layout::grad_buckets(const ParamTable& table, const std::vector<int>& order,
-                                          const ZeroConfig& z) const {
+                                          const ZeroConfig& z, int ranks_per_node) const {
+  const bool qgz = quantized_gradients(z, ranks_per_node);
   BucketSchedule s;
   s.order = order;
   s.reduce_at.assign(order.size() + 1, {});
@@ -123,6 +133,18 @@ BucketSchedule Stage3Layout::grad_buckets(const ParamTable& table, const std::ve
         b.size += table.params()[p].numel;
       }
       b.calls.push_back({Primitive::AllReduce, 0, b.size, -1});
+    } else if (qgz) {
+      std::vector<int> sorted = members;
+      std::sort(sorted.begin(), sorted.end());
+      for (int p : sorted) {
+        slices_of(p, b.size, piece_[p]);
+        QgzShape q;
+        if (qgz_applies(table.params()[p].shape, W, ranks_per_node, &q))
+          b.calls.push_back({Primitive::AllToAll, b.size, piece_[p], -1, q.groups});
+        else
+          b.calls.push_back({Primitive::ReduceScatter, b.size, piece_[p], -1});
+        b.size += piece_[p] * W;
+      }
     } else {
       std::vector<int> sorted = members;
       std::sort(sorted.begin(), sorted.end());

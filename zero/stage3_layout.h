@@ -47,9 +47,13 @@ class Stage3Layout {
   // The step's norm all-reduces: one float64 per sub-group.
   std::vector<StepCall> norm_calls() const;
   std::vector<OptimPiece> pieces(const ParamTable& table, int rank) const;
-  // DeepSpeed's stage-3 gradient buckets over the arrival order.
+  // DeepSpeed's stage-3 gradient buckets over the arrival order; with qgZ on
+  // several nodes of ranks_per_node ranks, each tensor of a bucket is reduced
+  // on its own (quantized where it applies, else reduce-scattered).
   BucketSchedule grad_buckets(const ParamTable& table, const std::vector<int>& order,
-                              const ZeroConfig& z) const;
+                              const ZeroConfig& z, int ranks_per_node) const;
+  // Whether qgZ replaces the reduce-scatter on this placement (DeepSpeed: more than one node).
+  bool quantized_gradients(const ZeroConfig& z, int ranks_per_node) const;
 
  private:
   int world_;
