@@ -55,6 +55,19 @@ __device__ __forceinline__ void store_pack(T* dst, const float (&src)[U]) {
   *reinterpret_cast<Pack<T, U>*>(dst) = p;
 }
 
+// One unit of quantize input: vector units (U >= 4) in one access, aligned by
+// the launcher; narrow units (U <= 2) element by element, since they start
+// anywhere an element can.
+template <typename T, int U>
+__device__ __forceinline__ void load_unit(float (&dst)[U], const T* src) {
+  if constexpr (U >= 4) {
+    load_pack<T, U>(dst, src);
+  } else {
+#pragma unroll
+    for (int k = 0; k < U; ++k) dst[k] = to_float(src[k]);
+  }
+}
+
 // Max over the G threads of a group: G lanes of one warp (G <= 32, groups
 // aligned to G lanes, so xor offsets below G stay inside the group), or the
 // whole thread block (G == blockDim.x, `scratch` holds one value per warp).
@@ -115,7 +128,7 @@ __global__ void quantize_blocks_kernel(uint8_t* q, float* scales, const T* x, si
     float amax = 0.f;
     for (size_t j = lane; j < units; j += G) {
       float v[U];
-      load_pack<T, U>(v, x + at + j * U);
+      load_unit<T, U>(v, x + at + j * U);
 #pragma unroll
       for (int k = 0; k < U; ++k) amax = fmaxf(amax, fabsf(v[k]));
     }
@@ -125,7 +138,7 @@ __global__ void quantize_blocks_kernel(uint8_t* q, float* scales, const T* x, si
     if (lane == 0) scales[b] = s;
     for (size_t j = lane; j < units; j += G) {
       float v[U];
-      load_pack<T, U>(v, x + at + j * U);
+      load_unit<T, U>(v, x + at + j * U);
       uint32_t bits = 0;
 #pragma unroll
       for (int k = 0; k < U; ++k) {
@@ -142,13 +155,6 @@ __global__ void quantize_blocks_kernel(uint8_t* q, float* scales, const T* x, si
   }
 }
 
-// dequantize_blocks. Layout as above; out[n] of OT. Parallel strategy:
-// grid-stride over groups of U consecutive elements (U = 8 when the pointers
-// allow 8- or 4-byte code loads and 16-byte output accesses, else 1), then the
-// last n % U elements one per thread. A group looks its first scale up with
-// one division and steps to the next block where it crosses a block boundary.
-// code * scale and the accumulate's add are single-rounded fp32 operations
-// (__fmul_rn, __fadd_rn: never fused into an fma), as on the CPU.
 // The codes of elements first .. first + U - 1: U = 8 reads them in one 8-byte
 // (int8) or 4-byte (nibbles) load, aligned by the launcher.
 template <int BITS, int U>
@@ -174,6 +180,7 @@ __device__ __forceinline__ void load_codes(int (&codes)[U], const uint8_t* q, si
   }
 }
 
+// Dequantizes elements first .. first + U - 1 (see the kernel below).
 template <typename OT, int BITS, int U>
 __device__ __forceinline__ void dequantize_run(OT* out, const uint8_t* q, const float* scales,
                                                size_t first, size_t block, bool accumulate) {
@@ -199,6 +206,13 @@ __device__ __forceinline__ void dequantize_run(OT* out, const uint8_t* q, const 
   store_pack<OT, U>(out + first, v);
 }
 
+// dequantize_blocks. Layout as above; out[n] of OT. Parallel strategy:
+// grid-stride over groups of U consecutive elements (U = 8 when the pointers
+// allow 8- or 4-byte code loads and 16-byte output accesses, else 1), then the
+// last n % U elements one per thread. A group looks its first scale up with
+// one division and steps to the next block where it crosses a block boundary.
+// code * scale and the accumulate's add are single-rounded fp32 operations
+// (__fmul_rn, __fadd_rn: never fused into an fma), as on the CPU.
 template <typename OT, int BITS, int U>
 __global__ void dequantize_blocks_kernel(OT* out, const uint8_t* q, const float* scales, size_t n,
                                          size_t block, bool accumulate) {
