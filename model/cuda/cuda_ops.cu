@@ -241,6 +241,18 @@ class CudaOps final : public Ops {
     require(N >= 0 && V > 0, dims("cross_entropy_forward", {{"N", N}, {"V", V}}));
     launch_cross_entropy_forward(ctx_, losses, bf(logits), targets, N, V);
   }
+  void quantize_blocks(void* q, float* scales, const void* x, DType xt, size_t n, size_t block,
+                       int bits) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "quantize_blocks (ZeRO)");
+    check_quant(xt, n, block, bits);
+    launch_quantize_blocks(ctx_, q, scales, x, xt, n, block, bits);
+  }
+  void dequantize_blocks(void* out, DType ot, const void* q, const float* scales, size_t n,
+                         size_t block, int bits, bool accumulate) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "dequantize_blocks (ZeRO)");
+    check_quant(ot, n, block, bits);
+    launch_dequantize_blocks(ctx_, out, ot, q, scales, n, block, bits, accumulate);
+  }
   void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,
              const AdamWArgs& a) override {
     OpProfiler::Scope timed(&profiler_, ctx_.stream, "adamw");
@@ -262,6 +274,14 @@ class CudaOps final : public Ops {
   OpProfiler profiler_;
   std::unordered_map<void*, size_t> sizes_;
 
+  // The same refusals as the CPU backend (a caller's bug, hence logic_error).
+  static void check_quant(DType t, size_t n, size_t block, int bits) {
+    if (t == DType::F64) throw std::logic_error("quantize: fp64 buffers are not quantized");
+    if ((bits != 8 && bits != 4) || block == 0 || (bits == 4 && (n % 2 != 0 || block % 2 != 0)))
+      throw std::logic_error("quantize: " + std::to_string(bits) + " bits over " +
+                             std::to_string(n) + " elements in blocks of " + std::to_string(block) +
+                             " (4 bits needs both even)");
+  }
   static void check_attention(const char* op, int B, int T, int C, int NH) {
     require(B >= 0 && T >= 0 && C > 0 && NH > 0 && C % NH == 0,
             dims(op, {{"B", B}, {"T", T}, {"C", C}, {"NH", NH}}) + " (C must be a multiple of NH)");
