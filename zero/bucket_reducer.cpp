@@ -97,8 +97,7 @@ void BucketReducer::reduce(int b) {
       case Primitive::AllToAll: {
         if (!quantized_) throw std::logic_error("gradient bucket: qgZ call without its reducer");
         const int W = comm_.world();
-        const QgzShape q{c.count * W, quantized_->local(), W / quantized_->local(),
-                         c.quant_groups};
+        const QgzShape q{c.count * W, quantized_->local(), W / quantized_->local(), c.quant_groups};
         quantized_->reduce(at, at + comm_.rank() * c.count * wes, wire_, q);
         break;
       }

@@ -16,20 +16,20 @@ namespace {
 
 // A qgZ call stands for its four all-to-alls (on L ranks per node).
 void add_bucket_calls(const BucketSchedule& g, const std::vector<int>& buckets, Phase phase,
-                      int micro, DType wire, double at, std::vector<PlannedCall>& out,
-                      int W = 1, int ranks_per_node = 1) {
+                      int micro, DType wire, double at, std::vector<PlannedCall>& out, int W = 1,
+                      int ranks_per_node = 1) {
   for (int b : buckets)
     for (const BucketCall& c : g.buckets[b].calls) {
       const std::string what = "gradients, bucket " + std::to_string(b);
       if (c.primitive != Primitive::AllToAll) {
-        out.push_back({phase, micro, Purpose::Gradients, c.primitive, wire, c.count, c.root, what,
-                       at});
+        out.push_back(
+            {phase, micro, Purpose::Gradients, c.primitive, wire, c.count, c.root, what, at});
         continue;
       }
       const QgzShape q{c.count * W, ranks_per_node, W / ranks_per_node, c.quant_groups};
       for (const QgzCall& a : qgz_calls(q))
-        out.push_back({phase, micro, Purpose::Gradients, Primitive::AllToAll, a.dtype, a.count,
-                       -1, what + ", " + a.what, at, a.group});
+        out.push_back({phase, micro, Purpose::Gradients, Primitive::AllToAll, a.dtype, a.count, -1,
+                       what + ", " + a.what, at, a.group});
     }
 }
 

@@ -50,7 +50,9 @@ void QuantizedReducer::reduce(const void* in, void* out, DType t, const QgzShape
     throw std::logic_error("qgZ: communicators of " + std::to_string(node_.world()) + " and " +
                            std::to_string(across_.world()) + " ranks for " +
                            std::to_string(s.local) + " x " + std::to_string(s.nodes));
-  auto alloc = [&](size_t bytes) { return ops_.alloc(std::max<size_t>(1, bytes), MemCategory::CommBuffers); };
+  auto alloc = [&](size_t bytes) {
+    return ops_.alloc(std::max<size_t>(1, bytes), MemCategory::CommBuffers);
+  };
   void* swizzled = alloc(s.n * es);
   void *codes = alloc(s.n / 2), *codes_in = alloc(s.n / 2);
   float* scales = static_cast<float*>(alloc(s.groups * sizeof(float)));

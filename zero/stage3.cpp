@@ -36,15 +36,15 @@ class Stage3 : public ZeroEngine, private GatherBackend {
         qgz_(layout_.quantized_gradients(s.z, s.ranks_per_node)
                  ? make_quantized_reduction(comm, s.ranks_per_node, ops)
                  : QuantizedReduction{}),
-        reducer_(layout_.grad_buckets(table, grad_ready_order(s.events), s.z, s.ranks_per_node),
-                 ops, comm,
-                 gradient_wire_dtype(s.z, ops.dtype()), s.z.overlap_comm,
-                 [this](const BucketSlice& slice, const void* data) {
-                   ops_.add_inplace(
-                       static_cast<char*>(shard_grads_) + layout_.shard_offset(slice.param) * es_,
-                       data, slice.n);
-                 },
-                 qgz_.reducer.get()),
+        reducer_(
+            layout_.grad_buckets(table, grad_ready_order(s.events), s.z, s.ranks_per_node), ops,
+            comm, gradient_wire_dtype(s.z, ops.dtype()), s.z.overlap_comm,
+            [this](const BucketSlice& slice, const void* data) {
+              ops_.add_inplace(
+                  static_cast<char*>(shard_grads_) + layout_.shard_offset(slice.param) * es_, data,
+                  slice.n);
+            },
+            qgz_.reducer.get()),
         train_(table, layout_, setup_.z, states_, *this),
         eval_(table, layout_, setup_.z, states_, *this), staging_(ops) {
     const size_t n = table.params().size();

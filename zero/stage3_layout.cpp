@@ -1,10 +1,10 @@
 #include "zero/stage3_layout.h"
 
 #include <algorithm>
-
-#include "zero/quantized_reduce.h"
 #include <stdexcept>
 #include <string>
+
+#include "zero/quantized_reduce.h"
 
 namespace zt {
 
@@ -141,8 +141,7 @@ BucketSchedule Stage3Layout::grad_buckets(const ParamTable& table, const std::ve
         QgzShape q;
         if (qgz_applies(table.params()[p].shape, W, ranks_per_node, &q))
           b.calls.push_back({Primitive::AllToAll, b.size, piece_[p], -1, q.groups});
-        else
-          b.calls.push_back({Primitive::ReduceScatter, b.size, piece_[p], -1});
+        else b.calls.push_back({Primitive::ReduceScatter, b.size, piece_[p], -1});
         b.size += piece_[p] * W;
       }
     } else {
