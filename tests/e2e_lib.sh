@@ -14,3 +14,23 @@ SMALL=(--set "data.train=$ZT_DATA_DIR/train_*.bin" --set "data.val=$ZT_DATA_DIR/
 fail() { echo "FAIL: $*"; exit 1; }
 # The losses of metrics.jsonl, one per line, exactly as written.
 losses() { grep -o '"loss":[^,]*' "$1" | cut -d: -f2; }
+# Emulated-cluster tests (scripts/cluster.sh): prints "SKIPPED NAME: why" and
+# exits 0 without root, the tools, network namespaces or tc's tbf; then takes
+# the machine-wide cluster lock (one cluster test at a time, every checkout)
+# on fd 7, waiting up to 10 minutes.
+cluster_test_or_skip() {
+  local name=$1 probe=${2}probe t tbf_ok
+  skip() {
+    echo "SKIPPED $name: $*"
+    exit 0
+  }
+  [ "$(id -u)" = 0 ] || skip "needs root (network namespaces and tc)"
+  for t in ip tc unshare flock setpriv; do command -v "$t" >/dev/null || skip "needs '$t' (iproute2, util-linux)"; done
+  ip netns add "$probe" 2>/dev/null || skip "network namespaces are not available here"
+  tc -n "$probe" qdisc add dev lo root tbf rate 1mbit burst 64kb latency 100ms 2>/dev/null
+  tbf_ok=$?
+  ip netns del "$probe"
+  [ "$tbf_ok" = 0 ] || skip "tc's tbf qdisc is not available in this kernel"
+  mkdir -p /run/zerotrain && exec 7>/run/zerotrain/.cluster_e2e.lock
+  flock -w 600 7 || fail "another cluster test has held /run/zerotrain/.cluster_e2e.lock for 10 minutes"
+}

@@ -24,22 +24,8 @@ P=zte2e-
 C=(scripts/cluster.sh --prefix "$P")
 NODES=2 G=2 W=4
 
-skip() {
-  echo "SKIPPED cluster_e2e: $*"
-  exit 0
-}
-[ "$(id -u)" = 0 ] || skip "needs root (network namespaces and tc)"
-for t in ip tc unshare flock setpriv; do command -v "$t" >/dev/null || skip "needs '$t' (iproute2, util-linux)"; done
-ip netns add "${P}probe" 2>/dev/null || skip "network namespaces are not available here"
-tc -n "${P}probe" qdisc add dev lo root tbf rate 1mbit burst 64kb latency 100ms 2>/dev/null
-tbf_ok=$?
-ip netns del "${P}probe"
-[ "$tbf_ok" = 0 ] || skip "tc's tbf qdisc is not available in this kernel"
-
-# One cluster test at a time on this machine (other checkouts run it too,
-# under the same prefix); what a killed one left behind goes first.
-mkdir -p /run/zerotrain && exec 7>/run/zerotrain/.cluster_e2e.lock
-flock -w 600 7 || fail "another cluster_e2e has held /run/zerotrain/.cluster_e2e.lock for 10 minutes"
+cluster_test_or_skip cluster_e2e "$P"
+# What a killed run left behind goes first.
 "${C[@]}" down >/dev/null 2>&1
 
 # What the root namespace holds before: nothing of the cluster may change it.
