@@ -97,6 +97,46 @@ TEST_CASE("link figures: the slowest link gates a ring; a node's link carries it
   CHECK(net.call_seconds(ar, 1, NodeMap::uniform(1, 1)) == 0);
 }
 
+TEST_CASE("calls over sub-groups: hpZ and qgZ's groups on link figures and fitted curves",
+          "[model]") {
+  NetworkModel net;
+  net.link.intra_node_bytes_per_s = 1e9;
+  net.link.inter_node_bytes_per_s = 1e6;
+  net.link.inter_latency_s = 1e-4;
+  const NodeMap nodes = NodeMap::uniform(4, 2);
+  // qgZ's all-to-all across 2 nodes ({2, 2}: ranks 0-2 and 1-3): 1000 bytes
+  // per peer, payload 2000 B, bus 2000 x 1/2 = 1000 B per rank, all of it to
+  // the other node; a node's two ranks share its link: 2000 B at 1e6 B/s =
+  // 2 ms, plus one exchange step of 0.1 ms.
+  PlannedCall across{Phase::Backward, 0, Purpose::Gradients, Primitive::AllToAll, DType::I8, 1000,
+                     -1,  "",           0,  RankGroup{2, 2}};
+  CHECK_THAT(net.call_seconds(across, 4, nodes), WithinRel(2e-3 + 1e-4, 1e-12));
+  // In the node ({2, 1}): 1000 B at 1e9 B/s, no inter-node latency.
+  PlannedCall local = across;
+  local.group = RankGroup{2, 1};
+  CHECK_THAT(net.call_seconds(local, 4, nodes), WithinRel(1e-6, 1e-12));
+  // hpZ's all-gather in the node: count 500 fp32, payload 4000 B, bus 2000 B.
+  PlannedCall hpz{Phase::Backward, 0, Purpose::Parameters, Primitive::AllGather, DType::F32, 500,
+                  -1,  "",          0,  RankGroup{2, 1}};
+  CHECK_THAT(net.call_seconds(hpz, 4, nodes), WithinRel(2e-6, 1e-12));
+
+  // Fitted to a world-wide all-gather curve on 2 x 2: 4 B in 3 ms (3 ring
+  // steps: 1 ms each), 4e6 B in 2.003 s: bus 3e6 B, half the ranks send
+  // across, so a node link moves 2 x 3e6 x 1/2 = 3e6 B in 2 s: 1.5e6 B/s.
+  NetworkModel measured;
+  measured.source = "test";
+  measured.curves.push_back({Primitive::AllGather, DType::F32, {4, 4e6}, {3e-3, 2.003}});
+  PlannedCall world{Phase::Forward, 0, Purpose::Parameters, Primitive::AllGather, DType::F32,
+                    250000, -1, "", 0};
+  CHECK_THAT(measured.call_seconds(world, 4, nodes), WithinRel(2.003, 1e-12));  // the curve
+  // Over {2, 2} (every rank sends across): count 750000, payload 6e6 B, bus 3e6
+  // B per rank, 2 x 3e6 B through a node link: 4 s, plus 1 step of 1 ms.
+  PlannedCall pair = world;
+  pair.count = 750000;
+  pair.group = RankGroup{2, 2};
+  CHECK_THAT(measured.call_seconds(pair, 4, nodes), WithinRel(4.0 + 1e-3, 1e-9));
+}
+
 TEST_CASE("without overlap every call waits; the step adds optimizer and step calls", "[model]") {
   // Stage 2, 2 micro-steps, each ending with a 10 ms gradient call after its
   // backward; a 5 ms parameter all-gather in the step; micro-step 30 ms,

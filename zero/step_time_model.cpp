@@ -16,10 +16,52 @@ double curve_seconds(const CallCurve& c, double bytes) {
   return y[i - 1] + w * (y[i] - y[i - 1]);
 }
 
-// Ring steps of one call (latency terms).
+// Ring steps of one call (latency terms); an all-to-all's W - 1 exchanges.
 int ring_steps(Primitive p, int world) {
   if (world <= 1) return 0;
   return p == Primitive::AllReduce ? 2 * (world - 1) : world - 1;
+}
+
+// One call over groups g (all groups at once) on link figures: latency per
+// step, then the bytes that stay in a node at the intra-node bandwidth and,
+// side by side, a node's link carrying its ranks' inter-node share.
+double link_seconds(const LinkFigures& link, Primitive p, double bytes, const RankGroup& g,
+                    const NodeMap& nodes) {
+  const double share = nodes.group_inter_node_share(p, g);
+  const double bus = bytes * bus_factor(p, g.size);
+  double transfer = 0;
+  // A ring's rank sends all its bus bytes to one neighbour; an all-to-all's
+  // splits them over its peers.
+  if (share < 1)
+    transfer = bus * (p == Primitive::AllToAll ? 1 - share : 1.0) / link.intra_node_bytes_per_s;
+  if (share > 0)
+    transfer =
+        std::max(transfer, nodes.ranks_per_node() * bus * share / link.inter_node_bytes_per_s);
+  const double latency = share > 0 ? link.inter_latency_s : link.intra_latency_s;
+  return ring_steps(p, g.size) * latency + transfer;
+}
+
+// Link figures that reproduce a world-wide curve: its largest size's time
+// fixes the bandwidth of the part that gates it (the node link when any
+// bytes cross, else the intra-node one), its smallest the latency per step.
+LinkFigures fitted_link(const CallCurve& c, int world, const NodeMap& nodes) {
+  LinkFigures f;
+  const RankGroup g{world, 1};
+  const double share = nodes.group_inter_node_share(c.primitive, g);
+  const double bus = c.bytes.back() * bus_factor(c.primitive, world);
+  const double steps = std::max(1, ring_steps(c.primitive, world));
+  const double latency = c.seconds.front() / steps;
+  const double transfer = std::max(1e-12, c.seconds.back() - steps * latency);
+  if (share > 0) {
+    f.inter_node_bytes_per_s = nodes.ranks_per_node() * bus * share / transfer;
+    f.inter_latency_s = latency;
+    f.intra_node_bytes_per_s = 1e15;  // beside the measured link: the curve cannot tell
+  } else {
+    f.intra_node_bytes_per_s = bus / transfer;
+    f.intra_latency_s = latency;
+    f.inter_node_bytes_per_s = f.intra_node_bytes_per_s;
+  }
+  return f;
 }
 
 // The compute of one pass, advancing at a constant rate, stalled by the calls
@@ -42,8 +84,9 @@ struct PassClock {
 }  // namespace
 
 double NetworkModel::call_seconds(const PlannedCall& c, int world, const NodeMap& nodes) const {
-  const double bytes = static_cast<double>(payload_bytes(c.primitive, c.count, c.dtype, world));
-  if (world <= 1) return 0;
+  const RankGroup g = c.group.size > 0 ? c.group : RankGroup{world, 1};
+  const double bytes = static_cast<double>(payload_bytes(c.primitive, c.count, c.dtype, g.size));
+  if (g.size <= 1) return 0;
   if (!curves.empty()) {
     const CallCurve* best = nullptr;
     for (const CallCurve& k : curves)
@@ -51,21 +94,10 @@ double NetworkModel::call_seconds(const PlannedCall& c, int world, const NodeMap
     if (!best)
       throw std::runtime_error(source + ": no curve for " + primitive_name(c.primitive) +
                                " (measure it with commbench --primitives all)");
-    return curve_seconds(*best, bytes);
+    if (g.size == world) return curve_seconds(*best, bytes);
+    return link_seconds(fitted_link(*best, world, nodes), c.primitive, bytes, g, nodes);
   }
-  int across = 0;
-  for (int r = 0; r < world; r++) across += nodes.sends_across(r);
-  // Every rank sends its bus bytes to the next; the links work side by side,
-  // so the slowest gates the call: a node's link carries all its senders' bytes.
-  const double bus = bytes * bus_factor(c.primitive, world);
-  double transfer = 0;
-  if (across < world) transfer = bus / link.intra_node_bytes_per_s;
-  if (across > 0)
-    transfer = std::max(
-        transfer, nodes.ranks_per_node() * (bus * across / world) / link.inter_node_bytes_per_s);
-  const double latency = across > 0 ? link.inter_latency_s : link.intra_latency_s;
-  const double t = ring_steps(c.primitive, world) * latency;
-  return t + transfer;
+  return link_seconds(link, c.primitive, bytes, g, nodes);
 }
 
 StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps,

@@ -4,7 +4,9 @@
 //
 // Assumptions (README, "The step-time model"):
 // - A call's time is the network's time for its primitive at its payload,
-//   alone on the network; calls run one at a time in issue order (one
+//   alone on the network (a call over sub-groups, hpZ's and qgZ's, runs in
+//   every group at once: from link figures, or from figures fitted to the
+//   measured world-wide curve of its primitive); calls run one at a time in issue order (one
 //   communication channel per rank, as one NCCL stream or one MPI progress
 //   engine serves them), so calls issued together queue.
 // - Compute: forward = 1/3 and backward = 2/3 of a micro-step (backward does
