@@ -108,16 +108,18 @@ TEST_CASE("calls over sub-groups: hpZ and qgZ's groups on link figures and fitte
   // per peer, payload 2000 B, bus 2000 x 1/2 = 1000 B per rank, all of it to
   // the other node; a node's two ranks share its link: 2000 B at 1e6 B/s =
   // 2 ms, plus one exchange step of 0.1 ms.
-  PlannedCall across{Phase::Backward, 0, Purpose::Gradients, Primitive::AllToAll, DType::I8, 1000,
-                     -1,  "",           0,  RankGroup{2, 2}};
+  PlannedCall across{
+      Phase::Backward, 0, Purpose::Gradients, Primitive::AllToAll, DType::I8, 1000, -1, "", 0,
+      RankGroup{2, 2}};
   CHECK_THAT(net.call_seconds(across, 4, nodes), WithinRel(2e-3 + 1e-4, 1e-12));
   // In the node ({2, 1}): 1000 B at 1e9 B/s, no inter-node latency.
   PlannedCall local = across;
   local.group = RankGroup{2, 1};
   CHECK_THAT(net.call_seconds(local, 4, nodes), WithinRel(1e-6, 1e-12));
   // hpZ's all-gather in the node: count 500 fp32, payload 4000 B, bus 2000 B.
-  PlannedCall hpz{Phase::Backward, 0, Purpose::Parameters, Primitive::AllGather, DType::F32, 500,
-                  -1,  "",          0,  RankGroup{2, 1}};
+  PlannedCall hpz{
+      Phase::Backward, 0, Purpose::Parameters, Primitive::AllGather, DType::F32, 500, -1, "", 0,
+      RankGroup{2, 1}};
   CHECK_THAT(net.call_seconds(hpz, 4, nodes), WithinRel(2e-6, 1e-12));
 
   // Fitted to a world-wide all-gather curve on 2 x 2: 4 B in 3 ms (3 ring
@@ -126,8 +128,8 @@ TEST_CASE("calls over sub-groups: hpZ and qgZ's groups on link figures and fitte
   NetworkModel measured;
   measured.source = "test";
   measured.curves.push_back({Primitive::AllGather, DType::F32, {4, 4e6}, {3e-3, 2.003}});
-  PlannedCall world{Phase::Forward, 0, Purpose::Parameters, Primitive::AllGather, DType::F32,
-                    250000, -1, "", 0};
+  PlannedCall world{
+      Phase::Forward, 0, Purpose::Parameters, Primitive::AllGather, DType::F32, 250000, -1, "", 0};
   CHECK_THAT(measured.call_seconds(world, 4, nodes), WithinRel(2.003, 1e-12));  // the curve
   // Over {2, 2} (every rank sends across): count 750000, payload 6e6 B, bus 3e6
   // B per rank, 2 x 3e6 B through a node link: 4 s, plus 1 step of 1 ms.

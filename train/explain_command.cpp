@@ -19,6 +19,7 @@
 #include "train/config.h"
 #include "train/deepspeed_import.h"
 #include "train/zero_setup.h"
+#include "train/zeropp_report.h"
 #include "zero/paper_volume.h"
 #include "zero/plan.h"
 #include "zero/stage012_schedule.h"
@@ -397,6 +398,9 @@ int run_explain_command(const std::vector<std::string>& args) {
   }
 
   print_totals(mine, world);
+  ZeroSetup unquantized = s;
+  unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
+  print_zeropp(mine, plan_step(unquantized, table, world, A, model, nodes), z, world, nodes);
 
   // The paper's volume beside this config's.
   const PaperVolume paper = paper_volume(z.stage, table.total(), A, model);

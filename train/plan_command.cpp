@@ -1,6 +1,7 @@
 // `zerotrain plan CONFIG --world W`: per rank, the model-state bytes and the
 // per-step collectives of every stage and gradient path side by side, as exact
 // integers, without training. The configured one is marked with '*'.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "train/config.h"
 #include "train/network_file.h"
 #include "train/zero_setup.h"
+#include "train/zeropp_report.h"
 #include "zero/plan.h"
 #include "zero/step_time_model.h"
 
@@ -22,7 +24,7 @@ struct Variant {
   ZeroConfig z;
 };
 
-std::vector<Variant> variants(const ZeroConfig& base) {
+std::vector<Variant> variants(const ZeroConfig& base, int nodes, int ranks_per_node) {
   std::vector<Variant> v;
   auto with = [&](int stage, const std::string& label, bool rs, bool multi, bool contiguous,
                   bool native) {
@@ -44,9 +46,46 @@ std::vector<Variant> variants(const ZeroConfig& base) {
     with(s, st + "per_owner_reduce", true, false, true, false);
     with(s, st + "reduce_scatter", true, true, true, true);
   }
-  with(3, "stage 3 reduce_scatter", true, true, true, false);
-  with(3, "stage 3 allreduce", false, true, true, false);
+  // Stage 3 plain, then ZeRO++'s features one by one and together, where
+  // they change anything (several nodes) or where the config asks for them.
+  auto plain3 = [&](const std::string& label, bool rs) {
+    with(3, label, rs, true, true, false);
+    v.back().z.zero_hpz_partition_size = 1;
+    v.back().z.zero_quantized_weights = v.back().z.zero_quantized_gradients = false;
+  };
+  plain3("stage 3 reduce_scatter", true);
+  plain3("stage 3 allreduce", false);
+  const bool zeropp =
+      base.stage == 3 && (base.zero_hpz_partition_size > 1 || base.zero_quantized_weights ||
+                          base.zero_quantized_gradients);
+  if (nodes > 1 || zeropp) {
+    const int hpz =
+        base.zero_hpz_partition_size > 1 ? base.zero_hpz_partition_size : ranks_per_node;
+    for (int k = 0; k < 4; k++) {
+      plain3(k == 0   ? "stage 3 hpZ " + std::to_string(hpz)
+             : k == 1 ? "stage 3 qwZ"
+             : k == 2 ? "stage 3 qgZ"
+                      : "stage 3 hpZ " + std::to_string(hpz) + "+qwZ+qgZ",
+             true);
+      ZeroConfig& z = v.back().z;
+      z.zero_hpz_partition_size = k == 0 || k == 3 ? hpz : 1;
+      z.zero_quantized_weights = k == 1 || k == 3;
+      z.zero_quantized_gradients = k == 2 || k == 3;
+    }
+  }
   return v;
+}
+
+// The switches that tell the rows apart (the configured one gets the '*').
+bool same_variant(const StepPlan& a, const ZeroConfig& za, const StepPlan& b,
+                  const ZeroConfig& zb) {
+  auto hpz = [](const ZeroConfig& z) {
+    return z.stage == 3 ? std::max(1, z.zero_hpz_partition_size) : 1;
+  };
+  auto qw = [](const ZeroConfig& z) { return z.stage == 3 && z.zero_quantized_weights; };
+  auto qg = [](const ZeroConfig& z) { return z.stage == 3 && z.zero_quantized_gradients; };
+  return a.stage == b.stage && a.grad_path == b.grad_path && hpz(za) == hpz(zb) &&
+         qw(za) == qw(zb) && qg(za) == qg(zb);
 }
 
 void print_calls(const char* title, const std::vector<PlannedCall>& calls) {
@@ -153,11 +192,11 @@ int run_plan_command(const std::vector<std::string>& args) {
   std::printf("  %-30s %14s %14s %14s %14s | %-14s %6s %16s %18s %16s\n", "configuration",
               "params B", "grads B", "optimizer B", "model states B", "primitive", "calls",
               "payload B", "bus B", "inter-node B");
-  for (const Variant& v : variants(cfg.zero)) {
+  for (const Variant& v : variants(cfg.zero, nodes.nodes(), per_node)) {
     ZeroSetup setup = configured;
     setup.z = v.z;
     const StepPlan p = plan_step(setup, table, world, A, t, nodes);
-    const char* mark = p.stage == mine.stage && p.grad_path == mine.grad_path ? "*" : " ";
+    const char* mark = same_variant(p, v.z, mine, cfg.zero) ? "*" : " ";
     if (*mark == '*') configured_label = v.label;
     if (predict) predicted.push_back({v.label, p, predict_step(p, world, A, nodes, net, compute)});
     bool first = true;
@@ -191,6 +230,9 @@ int run_plan_command(const std::vector<std::string>& args) {
       "\nstage 3 rows: stage3_param_persistence_threshold %lld keeps tensors of at most that "
       "many elements whole on every rank\n",
       static_cast<long long>(cfg.zero.stage3_param_persistence_threshold));
+  ZeroSetup unquantized = configured;
+  unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
+  print_zeropp(mine, plan_step(unquantized, table, world, A, t, nodes), cfg.zero, world, nodes);
   if (predict) print_predictions(predicted, net, compute, A, configured_label);
   if (f.has("--calls")) {
     print_calls("every collective of a steady step, in order (the configured variant)",

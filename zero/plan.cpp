@@ -29,7 +29,7 @@ void add_bucket_calls(const BucketSchedule& g, const std::vector<int>& buckets, 
       const QgzShape q{c.count * W, ranks_per_node, W / ranks_per_node, c.quant_groups};
       for (const QgzCall& a : qgz_calls(q))
         out.push_back({phase, micro, Purpose::Gradients, Primitive::AllToAll, a.dtype, a.count, -1,
-                       what + ", " + a.what, at, a.group});
+                       what + ", " + a.what, at, a.group, a.dtype == DType::F32});
     }
 }
 
@@ -90,7 +90,7 @@ class RecordingBackend : public GatherBackend {
       at.push_back(out->size());
       out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, DType::F32, q.blocks,
                       -1, what + ", scales (blocks of " + std::to_string(q.block) + ")", position,
-                      group});
+                      group, true});
     } else {
       at.push_back(out->size());
       out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, dtype_, per_rank, -1,

@@ -30,6 +30,7 @@ struct PlannedCall {
   // the compute beyond it. Step-phase calls: 0.
   double at = 0;
   RankGroup group{0, 1};  // the ranks it runs over; size 0: the world
+  bool scales = false;    // a quantized call's fp32 scales (qwZ, qgZ)
 };
 
 struct PlannedPrimitive {
