@@ -63,6 +63,15 @@ class SummaryFile {
       fail("key '" + dotted + "': expected true or false, got '" + text(n) + "'");
     }
   }
+  // Keys later zerotrains added: absent from older summaries.
+  bool has(const std::string& dotted) const {
+    std::vector<std::string> keys;
+    for (size_t b = 0, e; b <= dotted.size(); b = e + 1) {
+      e = std::min(dotted.find('.', b), dotted.size());
+      keys.push_back(dotted.substr(b, e - b));
+    }
+    return lookup(root_, keys, 0).IsDefined();
+  }
   std::string string(const std::string& dotted) const {
     const YAML::Node n = at(dotted);
     if (!n.IsScalar()) fail("key '" + dotted + "': expected a string");
@@ -118,8 +127,18 @@ auto settings_key(const ReportRow& r) {
 
 bool is_deepspeed_default(const ReportRow& r) {
   if (r.stage == 0) return true;
-  if (r.stage == 3) return r.reduce_scatter;
+  if (r.stage == 3) return r.reduce_scatter && r.zeropp.empty();
   return r.grad_path == "multi_rank_allreduce";
+}
+
+// The inter-node bus bytes of the gradient and parameter calls the table shows.
+double inter_node(const ReportRow& r) {
+  return r.grad_all_reduce.inter + r.grad_reduce.inter + r.grad_reduce_scatter.inter +
+         r.grad_all_to_all.inter + r.param_all_gather.inter;
+}
+
+std::string path_label(const ReportRow& r) {
+  return r.grad_path + (r.zeropp.empty() ? "" : " + " + r.zeropp);
 }
 
 // ---- Formatting.
@@ -192,6 +211,14 @@ ReportRow read_summary(const std::string& path, const std::string& run_name) {
   r.reduce_bucket_size = s.integer("zero.reduce_bucket_size");
   r.overlap_comm = s.boolean("zero.overlap_comm");
   r.reduce_scatter = s.boolean("config.zero.reduce_scatter");
+  if (r.stage == 3 && s.has("config.zero.zero_hpz_partition_size")) {
+    std::vector<std::string> parts;
+    const int64_t hpz = s.integer("config.zero.zero_hpz_partition_size");
+    if (hpz > 1) parts.push_back("hpZ " + std::to_string(hpz));
+    if (s.boolean("config.zero.zero_quantized_weights")) parts.push_back("qwZ");
+    if (s.boolean("config.zero.zero_quantized_gradients")) parts.push_back("qgZ");
+    for (const std::string& p : parts) r.zeropp += (r.zeropp.empty() ? "" : " + ") + p;
+  }
   r.micro_batch = static_cast<int>(s.integer("config.train.micro_batch"));
   r.n_layer = static_cast<int>(s.integer("config.model.n_layer"));
   r.n_embd = static_cast<int>(s.integer("config.model.n_embd"));
@@ -212,6 +239,8 @@ ReportRow read_summary(const std::string& path, const std::string& run_name) {
   r.grad_all_reduce = per_step(s, "gradients", "all_reduce");
   r.grad_reduce = per_step(s, "gradients", "reduce");
   r.grad_reduce_scatter = per_step(s, "gradients", "reduce_scatter");
+  if (s.has("comm.per_step_by_purpose.gradients.all_to_all"))
+    r.grad_all_to_all = per_step(s, "gradients", "all_to_all");
   r.param_all_gather = per_step(s, "parameters", "all_gather");
   r.model_states_bytes = s.number("memory.model_states");
   r.peak_total_bytes = s.number("memory.peak_total");
@@ -255,9 +284,11 @@ RunsDir load_runs_dir(const std::string& runs_dir) {
         " (expected RUNS_DIR/RUN/summary.json, as scripts/sweep.sh --out writes)");
   std::stable_sort(out.rows.begin(), out.rows.end(), [](const ReportRow& a, const ReportRow& b) {
     return std::make_tuple(a.stage, path_rank(a.grad_path), a.grad_path, !a.reduce_scatter,
-                           a.reduce_bucket_size, a.overlap_comm, a.micro_batch, a.world, a.run) <
+                           a.zeropp, a.reduce_bucket_size, a.overlap_comm, a.micro_batch, a.world,
+                           a.run) <
            std::make_tuple(b.stage, path_rank(b.grad_path), b.grad_path, !b.reduce_scatter,
-                           b.reduce_bucket_size, b.overlap_comm, b.micro_batch, b.world, b.run);
+                           b.zeropp, b.reduce_bucket_size, b.overlap_comm, b.micro_batch, b.world,
+                           b.run);
   });
   fill_speedups(out.rows);
   return out;
@@ -272,7 +303,7 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
       "param_all_gather_bus_bytes,inter_node_bus_bytes,model_states_bytes,peak_total_bytes,"
       "speedup_vs_ds_default,"
       "baseline_run,predicted_step_ms,predicted_exposed_comm_ms,predicted_speedup_vs_ds_default,"
-      "step_speedup_vs_ds_default\n";
+      "step_speedup_vs_ds_default,zeropp,grad_all_to_all_bytes,grad_all_to_all_bus_bytes\n";
   for (const ReportRow& r : rows) {
     const std::vector<std::string> f = {csv_field(r.run),
                                         csv_field(r.device),
@@ -296,8 +327,7 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
                                         g12(r.grad_reduce_scatter.bus),
                                         g12(r.param_all_gather.payload),
                                         g12(r.param_all_gather.bus),
-                                        g12(r.grad_all_reduce.inter + r.grad_reduce.inter +
-                                            r.grad_reduce_scatter.inter + r.param_all_gather.inter),
+                                        g12(inter_node(r)),
                                         g12(r.model_states_bytes),
                                         g12(r.peak_total_bytes),
                                         r.has_baseline ? g12(r.speedup) : "",
@@ -305,7 +335,10 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
                                         r.has_prediction ? g12(r.predicted_step_ms) : "",
                                         r.has_prediction ? g12(r.predicted_exposed_ms) : "",
                                         r.predicted_speedup > 0 ? g12(r.predicted_speedup) : "",
-                                        r.step_speedup > 0 ? g12(r.step_speedup) : ""};
+                                        r.step_speedup > 0 ? g12(r.step_speedup) : "",
+                                        csv_field(r.zeropp),
+                                        g12(r.grad_all_to_all.payload),
+                                        g12(r.grad_all_to_all.bus)};
     for (size_t i = 0; i < f.size(); i++) s += (i ? "," : "") + f[i];
     s += "\n";
   }
@@ -316,12 +349,12 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
   std::string s =
       "| run | stage | grad path | bucket | overlap | micro-batch | accum | world | tok/s | "
       "TFLOP/s per GPU | step ms | exposed comm ms/step | grad all_reduce | grad reduce | "
-      "grad reduce_scatter | param all_gather | of which inter-node | model states | peak total | "
-      "speed-up vs DS default |\n"
+      "grad reduce_scatter | grad all_to_all | param all_gather | of which inter-node | model "
+      "states | peak total | speed-up vs DS default |\n"
       "| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
-      "---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+      "---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const ReportRow& r : rows) {
-    std::string path = r.grad_path;
+    std::string path = path_label(r);
     if (r.stage > 0 && is_deepspeed_default(r)) path += " (DS default)";
     const std::vector<std::string> f = {
         r.run,
@@ -339,9 +372,9 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
         human_bytes(r.grad_all_reduce.bus),
         human_bytes(r.grad_reduce.bus),
         human_bytes(r.grad_reduce_scatter.bus),
+        human_bytes(r.grad_all_to_all.bus),
         human_bytes(r.param_all_gather.bus),
-        human_bytes(r.grad_all_reduce.inter + r.grad_reduce.inter + r.grad_reduce_scatter.inter +
-                    r.param_all_gather.inter),
+        human_bytes(inter_node(r)),
         human_bytes(r.model_states_bytes),
         human_bytes(r.peak_total_bytes),
         r.has_baseline ? fmt("%.2fx", r.speedup) : "—"};
@@ -361,7 +394,7 @@ std::string report_prediction_table(const std::vector<ReportRow>& rows) {
     const std::vector<std::string> f = {
         r.run,
         std::to_string(r.stage),
-        r.grad_path,
+        path_label(r),
         fmt("%.1f", r.step_ms),
         fmt("%.1f", r.predicted_step_ms),
         fmt("%.2f", r.predicted_step_ms / r.step_ms),

@@ -24,6 +24,7 @@ struct ReportRow {
   int stage = 0;
   std::string grad_path;
   bool reduce_scatter = true;  // config zero.reduce_scatter: stage 3's path
+  std::string zeropp;          // stage 3's ZeRO++ features, e.g. "hpZ 2 + qwZ" ("" none)
   int64_t reduce_bucket_size = 0;
   bool overlap_comm = false;
   int micro_batch = 0, accum_steps = 0, world = 0;
@@ -34,7 +35,8 @@ struct ReportRow {
   double tflops_per_gpu = 0;  // (6N + 6LCT) flops per token, see flops_per_token
   double step_ms = 0;         // median
   double exposed_comm_ms_per_step = 0;
-  PrimitiveBytes grad_all_reduce, grad_reduce, grad_reduce_scatter, param_all_gather;
+  PrimitiveBytes grad_all_reduce, grad_reduce, grad_reduce_scatter, grad_all_to_all,
+      param_all_gather;
   double model_states_bytes = 0, peak_total_bytes = 0;
 
   bool has_baseline = false;  // a DeepSpeed-default run with the same settings exists
