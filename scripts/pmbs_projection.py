@@ -85,8 +85,9 @@ def main():
           f"{preset['device_memory_GB']} GB per GPU; ✗ marks a configuration that does not.\n")
     print("| model | GPUs | B x T per GPU | compute ms | DS default (stage 2) tok/s/GPU, exposed | "
           "best DeepSpeed switches: config, tok/s/GPU, exposed, vs default | best with zerotrain's "
-          "reduce-scatter | stage 3 (DS default) tok/s/GPU |")
-    print("| --- | ---: | --- | ---: | ---: | --- | --- | ---: |")
+          "reduce-scatter | stage 3 (DS default) tok/s/GPU | ZeRO++ vs stage 3: hpZ, qwZ, qgZ, "
+          "all three (tok/s/GPU) |")
+    print("| --- | ---: | --- | ---: | ---: | --- | --- | ---: | --- |")
     for name, config, micro in MODELS:
         shape = model_shape(config)
         T = shape["seq_len"]
@@ -114,11 +115,18 @@ def main():
                 return (f"{b['label']}, {rate(b)}, {b['exposed'] / b['step']:.0%}, "
                         f"{ds['step'] / b['step']:.2f}x")
 
-            # zerotrain's own path is "reduce_scatter" at stages 1 and 2.
+            # zerotrain's own path is "reduce_scatter" at stages 1 and 2; ZeRO++ has its column.
+            rows = [r for r in rows if not re.match(r"stage 3 (hpZ|qwZ|qgZ)", r["label"])]
             deepspeed = [r for r in rows if not re.match(r"stage [12] reduce_scatter$", r["label"])]
+            # ZeRO++ rows exist where there are several nodes; hpZ's group is the node.
+            zpp = [by.get(f"stage 3 {k}") for k in
+                   (f"hpZ {per_node}", "qwZ", "qgZ", f"hpZ {per_node}+qwZ+qgZ")]
+            zeropp = "— (one node)" if None in zpp else ", ".join(
+                f"{s3['step'] / r['step']:.2f}x" for r in zpp[:3]) + (
+                f", {s3['step'] / zpp[3]['step']:.2f}x ({rate(zpp[3])})")
             print(f"| {name} | {world} | {micro} x {T} | {micro_ms:.1f} | {rate(ds)}, "
                   f"{ds['exposed'] / ds['step']:.0%} | {best_of(deepspeed)} | {best_of(rows)} | "
-                  f"{rate(s3)} |")
+                  f"{rate(s3)} | {zeropp} |")
 
 
 if __name__ == "__main__":
