@@ -9,5 +9,8 @@
 namespace zt {
 
 ZeroSetup zero_setup(const Config& cfg, const ParamTable& table);
+// Before an engine is made (train, eval): each nvme offload's nvme_path must be
+// a writable directory; otherwise ConfigError naming the key.
+void check_offload_paths(const ZeroConfig& z);
 
 }  // namespace zt
