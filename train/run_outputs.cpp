@@ -149,9 +149,8 @@ void RunOutputs::summary(const RunSummary& s) {
   ZeroConfig z = s.zero;
   z.stage = s.stage;
   const ModelStatesPlacement where =
-      model_states_placement(z, s.padded_params, s.world, s.dtype_bytes == 4 ? DType::F32
-                                                                             : DType::BF16,
-                             s.persistent_bytes);
+      model_states_placement(z, s.padded_params, s.world,
+                             s.dtype_bytes == 4 ? DType::F32 : DType::BF16, s.persistent_bytes);
   // Off the device (zero.offload_optimizer / offload_param): host memory and NVMe files.
   auto off_device = [](const MemoryLedger& l, const StateBytes& formula) {
     JsonObject o;

@@ -206,8 +206,7 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
     plan.chosen_by = sched.chosen_by;
     plan.padded_params = sched.layout->padded_total();
   }
-  plan.placement =
-      model_states_placement(s.z, plan.padded_params, W, model, plan.persistent_bytes);
+  plan.placement = model_states_placement(s.z, plan.padded_params, W, model, plan.persistent_bytes);
   plan.params_bytes = plan.placement.device.params;
   plan.grads_bytes = plan.placement.device.grads;
   plan.optimizer_bytes = plan.placement.device.optimizer;

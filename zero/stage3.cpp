@@ -14,8 +14,8 @@
 #include <stdexcept>
 
 #include "zero/bucket_reducer.h"
-#include "zero/offload_store.h"
 #include "zero/grad_staging.h"
+#include "zero/offload_store.h"
 #include "zero/param_gatherer.h"
 #include "zero/replicated_params.h"
 #include "zero/stage3_layout.h"
@@ -29,8 +29,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   Stage3(const ZeroSetup& s, const ParamTable& table, Ops& ops, Communicator& comm)
       : setup_(s), table_(table), ops_(ops), comm_(comm), dt_(ops.dtype()), es_(dtype_size(dt_)),
         W_(comm.world()), layout_(table, s.groups, comm.world(), s.z),
-        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops, s.z,
-                   comm.rank()),
+        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops, s.z, comm.rank()),
         reducer_(layout_.grad_buckets(table, grad_ready_order(s.events), s.z), ops, comm,
                  gradient_wire_dtype(s.z, ops.dtype()), s.z.overlap_comm,
                  [this](const BucketSlice& slice, const void* data) {
@@ -48,10 +47,9 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     for (const ModuleInfo& m : table.modules()) module_ptrs_.emplace_back(m.params.size(), nullptr);
     if (s.z.offload_param.enabled())  // zero.offload_param: the shard lives off the device
       param_store_ = make_offload_store(s.z.offload_param, "zero.offload_param", param_dir_,
-                                        comm.rank(), "param_shard.bin",
-                                        layout_.shard_size() * es_, MemCategory::Params, ops);
-    else
-      shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
+                                        comm.rank(), "param_shard.bin", layout_.shard_size() * es_,
+                                        MemCategory::Params, ops);
+    else shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
     shard_grads_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Grads);
   }
   ~Stage3() override {
