@@ -149,8 +149,7 @@ TEST_CASE(
     REQUIRE(c.zero.stage3_max_live_parameters == 1000000000);
     REQUIRE(c.zero.overlap_comm);
     for (const char* ignored :
-         {"'fp16.loss_scale'", "'fp16.initial_scale_power'",
-          "'zero_optimization.sub_group_size'",
+         {"'fp16.loss_scale'", "'fp16.initial_scale_power'", "'zero_optimization.sub_group_size'",
           "'zero_optimization.stage3_gather_16bit_weights_on_model_save'", "'steps_per_print'",
           "'wall_clock_breakdown'"}) {
       INFO(ignored);
