@@ -13,7 +13,8 @@ endif
 
 CXXFLAGS := -std=c++17 -O2 -g -Wall -Wextra -I. -MMD -MP -pthread -DOMPI_SKIP_MPICXX -DMPICH_SKIP_MPICXX
 LDFLAGS := -pthread
-LDLIBS := $(shell pkg-config --libs yaml-cpp 2>/dev/null || echo -lyaml-cpp) -lz
+# -lrt: POSIX aio (zero.offload_*.device nvme); part of libc since glibc 2.34.
+LDLIBS := $(shell pkg-config --libs yaml-cpp 2>/dev/null || echo -lyaml-cpp) -lz -lrt
 CXXFLAGS += $(shell pkg-config --cflags yaml-cpp 2>/dev/null)
 ifeq ($(WERROR),1)
   CXXFLAGS += -Werror
@@ -76,6 +77,10 @@ $(BUILD)/tests: $(OBJ) $(TEST_OBJ)
 $(BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+# The host AdamW: vector sqrt needs -fno-math-errno, and no FMA contraction
+# keeps its results bit-identical to cpu::adamw's.
+$(BUILD)/obj/zero/host_adamw.o: CXXFLAGS += -O3 -fno-math-errno -ffp-contract=off
 
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)

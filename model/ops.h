@@ -52,6 +52,12 @@ class Ops {
   virtual void to_host(void* host_dst, const void* src, size_t bytes) = 0;
   virtual void from_host(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void synchronize() = 0;
+  // Host memory (ZeRO-Offload's optimizer state and staging), page-locked when
+  // `pinned` and the backend has a device to copy from (CUDA), returned zeroed
+  // and counted in host_ledger() by category; to_host/from_host accept it.
+  virtual void* alloc_host(size_t bytes, MemCategory cat, bool pinned) = 0;
+  virtual void release_host(void* p) = 0;
+  MemoryLedger& host_ledger() { return host_ledger_; }
 
   // ---- elementwise helpers on model-dtype buffers ----
   virtual void to_f32(float* dst, const void* src, size_t n) = 0;    // widen
@@ -130,7 +136,7 @@ class Ops {
   virtual double sum_squares(const void* x, size_t n) = 0;
 
  private:
-  MemoryLedger ledger_;
+  MemoryLedger ledger_, host_ledger_;
 };
 
 // "cpu" or "cuda"; local_rank picks the GPU. Throws std::runtime_error with a

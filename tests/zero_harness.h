@@ -16,6 +16,7 @@
 #include "zero/comm_stats.h"
 #include "zero/communicators.h"
 #include "zero/engine.h"
+#include "zero/offload_store.h"
 #include "zero/param_groups.h"
 
 namespace zt {
@@ -54,6 +55,8 @@ struct RunResult {
   CommStats comm;
   std::vector<CallRecord> calls;  // every collective of the training steps, in order
   uint64_t model_states = 0;
+  uint64_t host_states = 0, nvme_states = 0;  // offload: alloc_host's and the files' bytes
+  std::vector<float> state;                   // this rank's master | m | v shard at the end
   size_t padded = 0;
   uint64_t hpz_secondary_peak = 0;
 };
@@ -117,6 +120,14 @@ inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
   const MemoryLedger& L = ops.ledger();
   res.model_states = L.current(MemCategory::Params) + L.current(MemCategory::Grads) +
                      L.current(MemCategory::Optimizer);
+  const MemoryLedger& H = ops.host_ledger();
+  res.host_states = H.current(MemCategory::Params) + H.current(MemCategory::Grads) +
+                    H.current(MemCategory::Optimizer);
+  res.nvme_states = nvme_ledger().current_total();
+  std::vector<float> m, v;
+  engine->optimizer().save_state(res.state, m, v);
+  res.state.insert(res.state.end(), m.begin(), m.end());
+  res.state.insert(res.state.end(), v.begin(), v.end());
   res.padded = engine->padded_params();
   res.hpz_secondary_peak = engine->hpz_secondary_peak_bytes();
   res.master = engine->gather_master(ops, comm, table.total());

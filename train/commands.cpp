@@ -42,6 +42,7 @@ LoadedModel load_model(Config cfg, const std::vector<float>& weights) {
   Runtime rt = make_runtime(cfg.system);
   m.ops = std::move(rt.ops);
   m.comm = make_single_communicator(*m.ops);
+  check_offload_paths(m.cfg.zero);
   m.engine = make_zero_engine(zero_setup(m.cfg, *m.table, 1), *m.table, *m.ops, *m.comm);
   m.engine->init_weights(weights.data());
   return m;

@@ -10,6 +10,7 @@
 #include "train/atomic_file.h"
 #include "train/json_writer.h"
 #include "zero/memory_formula.h"
+#include "zero/offload_store.h"
 
 namespace zt {
 namespace {
@@ -145,6 +146,26 @@ void RunOutputs::summary(const RunSummary& s) {
 
   JsonObject mem;
   const MemoryLedger& L = *s.ledger;
+  ZeroConfig z = s.zero;
+  z.stage = s.stage;
+  const ModelStatesPlacement where =
+      model_states_placement(z, s.padded_params, s.world,
+                             s.dtype_bytes == 4 ? DType::F32 : DType::BF16, s.persistent_bytes);
+  // Off the device (zero.offload_optimizer / offload_param): host memory and NVMe files.
+  auto off_device = [](const MemoryLedger& l, const StateBytes& formula) {
+    JsonObject o;
+    const uint64_t states = l.current(MemCategory::Params) + l.current(MemCategory::Grads) +
+                            l.current(MemCategory::Optimizer);
+    o.add("params", l.current(MemCategory::Params))
+        .add("optimizer", l.current(MemCategory::Optimizer))
+        .add("comm_buffers", l.peak(MemCategory::CommBuffers))
+        .add("model_states", states)
+        .add("model_states_formula", formula.total());
+    return o;
+  };
+  static const MemoryLedger no_host;
+  JsonObject host = off_device(s.host_ledger ? *s.host_ledger : no_host, where.host);
+  JsonObject nvme = off_device(nvme_ledger(), where.nvme);
   const uint64_t states = L.current(MemCategory::Params) + L.current(MemCategory::Grads) +
                           L.current(MemCategory::Optimizer);
   mem.add("params", L.current(MemCategory::Params))
@@ -156,18 +177,22 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("activations_per_micro_batch_formula", s.activations_per_micro_batch_formula)
       .add("comm_buffers", L.peak(MemCategory::CommBuffers))
       .add("model_states", states)
-      .add("model_states_formula",
-           model_states_bytes(s.stage, s.padded_params, s.world, s.dtype_bytes, s.dtype_bytes) +
-               s.persistent_bytes)
+      .add("model_states_formula", where.device.total())
       .add("model_states_paper", model_states_bytes(s.stage, s.padded_params, s.world, 2, 2))
       .add("stage3_persistent_params", s.persistent_bytes)
       .add("stage3_live_params_peak", s.live_params_peak_bytes)
       .add("peak_total", L.peak_total())
+      .add("offload_optimizer", s.zero.offload_optimizer.device)
+      .add("offload_param", s.zero.offload_param.device)
+      .add("host", host)
+      .add("nvme", nvme)
       .add("note",
            "bytes per rank from the allocator; params/grads/optimizer held at the end, "
            "activations/comm_buffers at their peak (activations: every model's, the sampler's "
            "and HellaSwag's included; activations_per_micro_batch: the training model's); "
-           "formulas on the padded parameter count, stage 3's plus its persistent parameters");
+           "formulas on the padded parameter count, stage 3's plus its persistent parameters; "
+           "host/nvme: offloaded states (the host's with the offload staging and chunk buffers) "
+           "and files");
 
   JsonObject zero;
   zero.add("stage", s.stage)

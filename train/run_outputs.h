@@ -46,6 +46,7 @@ struct RunSummary {
   ZeroConfig zero;
   CommStats comm;
   const MemoryLedger* ledger = nullptr;
+  const MemoryLedger* host_ledger = nullptr;  // the backend's alloc_host (offload)
   int dtype_bytes = 4;
   uint64_t persistent_bytes = 0, live_params_peak_bytes = 0;  // stage 3
   // The training model's activation buffers (train.recompute), measured and by

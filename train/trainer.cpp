@@ -171,6 +171,7 @@ int run_train(const TrainArgs& a) {
   Runtime rt = make_runtime(cfg.system);
   Ops& ops = *rt.ops;
   ParamTable table(cfg.model);
+  check_offload_paths(cfg.zero);
   std::unique_ptr<ZeroEngine> engine = make_zero_engine(
       zero_setup(cfg, table, rt.comm->nodes().ranks_per_node()), table, ops, *rt.comm);
   const Recompute recompute = recompute_level(cfg);
@@ -382,6 +383,7 @@ int run_train(const TrainArgs& a) {
   s.zero = cfg.zero;
   s.comm = comm;
   s.ledger = &ops.ledger();
+  s.host_ledger = &ops.host_ledger();
   s.dtype_bytes = static_cast<int>(dtype_size(ops.dtype()));
   s.device = ops.name();
   s.persistent_bytes = engine->persistent_param_bytes();

@@ -1,6 +1,7 @@
 #include "train/zero_setup.h"
 
 #include "model/gpt.h"
+#include "zero/offload_store.h"
 
 namespace zt {
 
@@ -12,6 +13,16 @@ ZeroSetup zero_setup(const Config& cfg, const ParamTable& table, int ranks_per_n
   s.events = GPT::training_events(table, recompute_level(cfg));
   s.grad_clip = cfg.train.grad_clip;
   return s;
+}
+
+void check_offload_paths(const ZeroConfig& z) {
+  const std::pair<const char*, const OffloadConfig*> blocks[] = {
+      {"zero.offload_optimizer", &z.offload_optimizer}, {"zero.offload_param", &z.offload_param}};
+  for (const auto& b : blocks) {
+    if (b.second->device != "nvme") continue;
+    const std::string problem = nvme_path_problem(b.second->nvme_path);
+    if (!problem.empty()) throw ConfigError(std::string(b.first) + ".nvme_path: " + problem);
+  }
 }
 
 }  // namespace zt

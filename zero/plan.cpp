@@ -198,10 +198,7 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
                        : "reduce_scatter: false with contiguous_gradients: true; oversized buckets "
                          "still reduce-scatter";
   plan.padded_params = layout.shard_size() * W;
-  plan.params_bytes = es * (layout.shard_size() + layout.persistent_elems());
   plan.hpz_secondary_bytes = es * layout.secondary_elems();
-  plan.grads_bytes = es * layout.shard_size();
-  plan.optimizer_bytes = 12 * layout.shard_size();
   plan.persistent_bytes = es * layout.persistent_elems();
   plan.live_params_peak_bytes = es * rec.peak;
 }
@@ -240,13 +237,14 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
     plan.grad_path = sched.key;
     plan.describe = sched.describe;
     plan.chosen_by = sched.chosen_by;
-    const uint64_t es = dtype_size(model), n = sched.layout->padded_total();
-    const uint64_t shard = s.z.stage == 0 ? n : sched.layout->partition().shard_size();
-    plan.padded_params = n;
-    plan.params_bytes = es * n;
-    plan.grads_bytes = es * (s.z.stage == 2 ? shard : n);
-    plan.optimizer_bytes = 12 * shard;
+    plan.padded_params = sched.layout->padded_total();
   }
+  plan.placement = model_states_placement(s.z, plan.padded_params, W, model, plan.persistent_bytes);
+  plan.params_bytes = plan.placement.device.params;
+  plan.grads_bytes = plan.placement.device.grads;
+  plan.optimizer_bytes = plan.placement.device.optimizer;
+  plan.optimizer_offload = plan_optimizer_offload(
+      s.z, s.z.stage == 0 ? plan.padded_params : plan.padded_params / W, model);
   plan.per_step = totals(plan.steady_step, W, nodes);
   plan.first = totals(plan.first_step, W, nodes);
   for (int u = 0; u < static_cast<int>(Purpose::kCount); u++) {

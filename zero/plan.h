@@ -12,6 +12,8 @@
 #include "model/param_table.h"
 #include "zero/comm_stats.h"
 #include "zero/engine.h"
+#include "zero/memory_formula.h"
+#include "zero/offload_optimizer.h"
 
 namespace zt {
 
@@ -50,7 +52,11 @@ struct StepPlan {
   PrimitiveTotals per_step{}, first{};
   std::array<PrimitiveTotals, static_cast<int>(Purpose::kCount)> per_step_by_purpose{};
   uint64_t padded_params = 0;
-  uint64_t params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;  // per rank
+  uint64_t params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;  // per rank, device memory
+  // Per rank by where it lives (device as above, host memory, NVMe files), and
+  // how an offloaded optimizer streams its state (zero/offload_optimizer.h).
+  ModelStatesPlacement placement;
+  OptimizerOffloadPlan optimizer_offload;
   uint64_t gradient_bus_bytes = 0;  // the part of a steady step's bus bytes that moves gradients
   uint64_t persistent_bytes = 0;    // stage 3: parameters kept whole on every rank
   uint64_t live_params_peak_bytes = 0;  // stage 3: most parameter bytes gathered at once

@@ -12,7 +12,7 @@ ReplicatedEngine::ReplicatedEngine(const ZeroSetup& s, const ParamTable& table, 
       optimizer_(schedule_.layout->pieces(table, s.z.stage == 0 ? 0 : comm.rank()),
                  s.z.stage == 0 ? schedule_.layout->padded_total()
                                 : schedule_.layout->partition().shard_size(),
-                 ops) {}
+                 ops, s.z, comm.rank()) {}
 
 void ReplicatedEngine::init_weights(const float* full_host) {
   optimizer_.init_master(full_host);

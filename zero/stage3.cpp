@@ -17,6 +17,7 @@
 
 #include "zero/bucket_reducer.h"
 #include "zero/grad_staging.h"
+#include "zero/offload_store.h"
 #include "zero/param_gatherer.h"
 #include "zero/quantized_blocks.h"
 #include "zero/quantized_reduce.h"
@@ -32,7 +33,8 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   Stage3(const ZeroSetup& s, const ParamTable& table, Ops& ops, Communicator& comm)
       : setup_(s), table_(table), ops_(ops), comm_(comm), dt_(ops.dtype()), es_(dtype_size(dt_)),
         W_(comm.world()), layout_(table, s.groups, comm.world(), s.z),
-        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops),
+        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops, s.z,
+                   comm.rank()),
         qgz_(layout_.quantized_gradients(s.z, s.ranks_per_node)
                  ? make_quantized_reduction(comm, s.ranks_per_node, ops)
                  : QuantizedReduction{}),
@@ -56,7 +58,11 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     secondary_.assign(n, nullptr);
     if (layout_.hpz() > 1) hpz_comm_ = comm.subgroup(layout_.hpz_group().members_of(comm.rank()));
     for (const ModuleInfo& m : table.modules()) module_ptrs_.emplace_back(m.params.size(), nullptr);
-    shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
+    if (s.z.offload_param.enabled())  // zero.offload_param: the shard lives off the device
+      param_store_ = make_offload_store(s.z.offload_param, "zero.offload_param", param_dir_,
+                                        comm.rank(), "param_shard.bin", layout_.shard_size() * es_,
+                                        MemCategory::Params, ops);
+    else shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
     shard_grads_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Grads);
   }
   ~Stage3() override {
@@ -98,7 +104,8 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   }
   // Partitioned afresh, as DeepSpeed starts: nothing gathered.
   void refresh_params_from_master() override {
-    optimizer_.write_params(shard_params_, Indexing::Shard);
+    if (param_store_) optimizer_.write_params(*param_store_);
+    else optimizer_.write_params(shard_params_, Indexing::Shard);
     for (size_t p = 0; p < full_.size(); p++) {
       states_.status[p] = ParamStatus::NotAvailable;
       states_.active[p].clear();
@@ -154,8 +161,12 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     for (const StepCall& c : layout_.norm_calls())
       total += all_reduce_scalar(sums[c.group], c.dtype, ops_, comm_);
     const double norm = std::sqrt(total);
-    optimizer_.step(shard_grads_, Indexing::Shard, shard_params_, Indexing::Shard, s,
-                    clip_scale(norm, setup_.grad_clip), t);
+    if (param_store_)
+      optimizer_.step(shard_grads_, Indexing::Shard, *param_store_, s,
+                      clip_scale(norm, setup_.grad_clip), t);
+    else
+      optimizer_.step(shard_grads_, Indexing::Shard, shard_params_, Indexing::Shard, s,
+                      clip_scale(norm, setup_.grad_clip), t);
     train_.gather_persistent();
     return norm;
   }
@@ -196,7 +207,12 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     c.recv = ops_.alloc(c.per_rank * c.ranks * es_, MemCategory::CommBuffers);
     size_t at = 0;
     for (int p : params) {
-      ops_.copy(static_cast<char*>(c.send) + at * es_, source_of(c, p), piece_of(c, p) * es_);
+      char* dst = static_cast<char*>(c.send) + at * es_;
+      if (!c.secondary && param_store_)
+        copy_to_backend(*param_store_, layout_.shard_offset(p) * es_, layout_.piece(p) * es_, dst,
+                        ops_);
+      else
+        ops_.copy(dst, source_of(c, p), piece_of(c, p) * es_);
       at += piece_of(c, p);
     }
     comm_.purpose(Purpose::Parameters);
@@ -298,6 +314,8 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   Stage3Layout layout_;
   ShardOptimizer optimizer_;
   void* shard_params_ = nullptr;
+  std::shared_ptr<NvmeDirectory> param_dir_;
+  std::unique_ptr<OffloadStore> param_store_;  // zero.offload_param: instead of shard_params_
   void* shard_grads_ = nullptr;
   QuantizedReduction qgz_;
   BucketReducer reducer_;

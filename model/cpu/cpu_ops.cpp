@@ -37,6 +37,17 @@ void store(void* p, DType t, size_t i, float x) {
 }
 float* f32(void* p) { return static_cast<float*>(p); }
 
+void* aligned_zeroed(size_t bytes, MemCategory cat) {
+  size_t padded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, padded);
+  if (!p) {
+    throw std::runtime_error("cpu alloc: out of host memory allocating " + std::to_string(bytes) +
+                             " bytes for " + mem_category_name(cat));
+  }
+  std::memset(p, 0, padded);
+  return p;
+}
+
 class CpuOps : public Ops {
  public:
   std::string name() const override { return "cpu"; }
@@ -46,19 +57,24 @@ class CpuOps : public Ops {
   // Rounded up to the alignment (aligned_alloc requires a multiple of it); at
   // least one line so that every call returns a distinct, freeable pointer.
   void* alloc(size_t bytes, MemCategory cat) override {
-    size_t padded = bytes == 0 ? kAlignment : (bytes + kAlignment - 1) / kAlignment * kAlignment;
-    void* p = std::aligned_alloc(kAlignment, padded);
-    if (!p) {
-      throw std::runtime_error("cpu alloc: out of host memory allocating " + std::to_string(bytes) +
-                               " bytes for " + mem_category_name(cat));
-    }
-    std::memset(p, 0, padded);
+    void* p = aligned_zeroed(bytes, cat);
     ledger().on_alloc(p, bytes, cat);
     return p;
   }
   void release(void* p) override {
     if (!p) return;
     ledger().on_free(p);
+    std::free(p);
+  }
+  // Host memory is the backend's own memory; pinning means nothing here.
+  void* alloc_host(size_t bytes, MemCategory cat, bool) override {
+    void* p = aligned_zeroed(bytes, cat);
+    host_ledger().on_alloc(p, bytes, cat);
+    return p;
+  }
+  void release_host(void* p) override {
+    if (!p) return;
+    host_ledger().on_free(p);
     std::free(p);
   }
   void memzero(void* p, size_t bytes) override { std::memset(p, 0, bytes); }

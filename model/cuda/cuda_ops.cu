@@ -2,11 +2,14 @@
 // selection, the one compute stream every op is enqueued on, device memory
 // (cudaMalloc, zeroed, counted in the ledger), the scratch buffer and the
 // cuBLASLt state; the kernels live in the other files of this folder.
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "model/cuda/cuda_kernels.cuh"
 #include "model/cuda/cuda_stream.h"
@@ -128,6 +131,35 @@ class CudaOps final : public Ops {
     auto it = sizes_.find(p);
     cache_.insert({it->second, p});
     sizes_.erase(it);
+  }
+  // Pinned: cudaHostAlloc (the copies then run at full PCIe/NVLink-C2C rate
+  // and can be asynchronous); otherwise ordinary pageable memory.
+  void* alloc_host(size_t bytes, MemCategory cat, bool pinned) override {
+    const size_t size = bytes == 0 ? 64 : bytes;
+    void* p = nullptr;
+    if (pinned) {
+      const cudaError_t err = cudaHostAlloc(&p, size, cudaHostAllocDefault);
+      if (err != cudaSuccess) {
+        cudaGetLastError();
+        throw std::runtime_error("cuda ops: pinning " + std::to_string(bytes) + " host bytes of " +
+                                 mem_category_name(cat) + " failed: " + cudaGetErrorString(err));
+      }
+      pinned_.insert(p);
+    } else {
+      p = std::aligned_alloc(64, (size + 63) / 64 * 64);
+      if (!p)
+        throw std::runtime_error("cuda ops: out of host memory allocating " +
+                                 std::to_string(bytes) + " bytes of " + mem_category_name(cat));
+    }
+    std::memset(p, 0, size);
+    host_ledger().on_alloc(p, bytes, cat);
+    return p;
+  }
+  void release_host(void* p) override {
+    if (!p) return;
+    host_ledger().on_free(p);
+    if (pinned_.erase(p)) cudaFreeHost(p);
+    else std::free(p);
   }
   void memzero(void* p, size_t bytes) override {
     if (bytes) CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx_.stream));
@@ -273,6 +305,7 @@ class CudaOps final : public Ops {
   std::multimap<size_t, void*> cache_;
   OpProfiler profiler_;
   std::unordered_map<void*, size_t> sizes_;
+  std::unordered_set<void*> pinned_;  // alloc_host's page-locked blocks
 
   // The same refusals as the CPU backend (a caller's bug, hence logic_error).
   static void check_quant(DType t, size_t n, size_t block, int bits) {

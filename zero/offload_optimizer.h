@@ -1,0 +1,69 @@
+// zero.offload_optimizer (DeepSpeed's ZeRO-Offload, and ZeRO-Infinity's NVMe
+// tier): where one rank's fp32 master weights, Adam m and v live when they are
+// not in device memory, and the chunk-by-chunk streaming the optimizer steps
+// through. The placement is one function, so `plan` prints what a run allocates.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "model/ops.h"
+#include "zero/offload_store.h"
+#include "zero/zero_config.h"
+
+namespace zt {
+
+// Elements per chunk at most: 16 MiB per fp32 array, the staging unit.
+constexpr size_t kOffloadMaxChunk = size_t(1) << 22;
+
+struct OptimizerOffloadPlan {
+  std::string device = "none";  // none | cpu | nvme
+  size_t shard = 0;             // elements of master (and of m, of v)
+  // The streaming unit: min(shard, zero.sub_group_size, kOffloadMaxChunk),
+  // DeepSpeed's sub-group, in `chunks` chunks.
+  size_t chunk = 0, chunks = 0;
+  int buffers = 0;            // nvme: chunk buffers of master, m and v (min(buffer_count, chunks))
+  uint64_t device_bytes = 0;  // optimizer state in device memory: 12 * shard unless offloaded
+  uint64_t host_state_bytes = 0;    // cpu: 12 * shard
+  uint64_t host_buffer_bytes = 0;   // nvme: 12 * chunk * buffers
+  uint64_t host_staging_bytes = 0;  // gradients in, parameters out: 8 * chunk, plus one model-
+                                    // dtype chunk when the model is not fp32
+  uint64_t nvme_bytes = 0;          // nvme: 12 * shard in three files
+  uint64_t host_bytes() const { return host_state_bytes + host_buffer_bytes + host_staging_bytes; }
+};
+OptimizerOffloadPlan plan_optimizer_offload(const ZeroConfig& z, size_t shard, DType model);
+
+class OffloadedOptimizerState {
+ public:
+  enum Array : unsigned { kMaster = 1, kM = 2, kV = 4, kAll = 7 };
+  OffloadedOptimizerState(const OptimizerOffloadPlan& plan, const OffloadConfig& o, int rank,
+                          Ops& ops);
+  ~OffloadedOptimizerState();
+  OffloadedOptimizerState(const OffloadedOptimizerState&) = delete;
+  OffloadedOptimizerState& operator=(const OffloadedOptimizerState&) = delete;
+
+  using ChunkFn = std::function<void(size_t begin, size_t n, float* master, float* m, float* v)>;
+  // fn on every chunk in shard order with the arrays in `read` loaded; those in
+  // `write` are stored back after it. Files: `buffers` chunks in flight, the
+  // next chunks read and the last one written while fn runs on this one.
+  void for_each_chunk(unsigned read, unsigned write, const ChunkFn& fn);
+
+  const OptimizerOffloadPlan& plan() const { return plan_; }
+  // Staging, one chunk each: fp32 gradients, fp32 parameters, model-dtype values (null on fp32).
+  float* grad32() { return grad32_; }
+  float* param32() { return param32_; }
+  void* wire() { return wire_; }
+
+ private:
+  OptimizerOffloadPlan plan_;
+  Ops& ops_;
+  std::shared_ptr<NvmeDirectory> dir_;
+  std::unique_ptr<OffloadStore> store_[3];  // master, m, v
+  std::vector<float*> slots_;               // nvme: buffers x {master, m, v}, chunk each
+  float *grad32_ = nullptr, *param32_ = nullptr;
+  void* wire_ = nullptr;
+};
+
+}  // namespace zt

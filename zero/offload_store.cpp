@@ -1,0 +1,211 @@
+#include "zero/offload_store.h"
+
+#include <aio.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+namespace zt {
+namespace {
+
+std::string errno_text(int e) { return std::strerror(e); }
+
+class HostStore : public OffloadStore {
+ public:
+  HostStore(Ops& ops, size_t bytes, MemCategory cat, bool pinned)
+      : ops_(ops), bytes_(bytes), data_(static_cast<char*>(ops.alloc_host(bytes, cat, pinned))) {}
+  ~HostStore() override { ops_.release_host(data_); }
+  size_t bytes() const override { return bytes_; }
+  char* host_data() override { return data_; }
+  int start_read(size_t off, size_t n, void* dst) override {
+    std::memcpy(dst, data_ + off, n);
+    return -1;
+  }
+  int start_write(size_t off, size_t n, const void* src) override {
+    std::memcpy(data_ + off, src, n);
+    return -1;
+  }
+  void wait(int) override {}
+
+ private:
+  Ops& ops_;
+  size_t bytes_;
+  char* data_;
+};
+
+}  // namespace
+
+// mkdtemp's unique directory; the files in it are unlinked by their stores.
+class NvmeDirectory {
+ public:
+  NvmeDirectory(const std::string& root, const std::string& key, int rank) : key_(key) {
+    const std::string problem = nvme_path_problem(root);
+    if (!problem.empty()) throw std::runtime_error(key + ".nvme_path: " + problem);
+    std::string tmpl = root + "/zerotrain-" + std::to_string(getpid()) + "-rank" +
+                       std::to_string(rank) + "-XXXXXX";
+    std::vector<char> buf(tmpl.begin(), tmpl.end());
+    buf.push_back('\0');
+    if (!mkdtemp(buf.data()))
+      throw std::runtime_error(key + ".nvme_path '" + root +
+                               "': cannot make a directory there: " + errno_text(errno));
+    path_ = buf.data();
+  }
+  ~NvmeDirectory() { rmdir(path_.c_str()); }
+  const std::string& path() const { return path_; }
+  const std::string& key() const { return key_; }
+
+ private:
+  std::string key_, path_;
+};
+
+namespace {
+
+// A preallocated file (posix_fallocate: a full disk fails here, at start, not
+// mid-step); transfers are aio requests in a table of slots, tickets index it.
+class FileStore : public OffloadStore {
+ public:
+  FileStore(std::shared_ptr<NvmeDirectory> dir, const std::string& name, size_t bytes,
+            MemCategory cat)
+      : dir_(std::move(dir)), path_(dir_->path() + "/" + name), bytes_(bytes) {
+    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd_ < 0) fail("creating", errno);
+    const int err = bytes ? posix_fallocate(fd_, 0, static_cast<off_t>(bytes)) : 0;
+    if (err != 0) {
+      close(fd_);
+      unlink(path_.c_str());
+      fail("allocating " + std::to_string(bytes) + " bytes for", err);
+    }
+    nvme_ledger().on_alloc(this, bytes, cat);
+  }
+  ~FileStore() override {
+    for (size_t i = 0; i < slots_.size(); i++)
+      if (busy_[i]) finish(static_cast<int>(i), false);
+    nvme_ledger().on_free(this);
+    close(fd_);
+    unlink(path_.c_str());
+  }
+  size_t bytes() const override { return bytes_; }
+  char* host_data() override { return nullptr; }
+  int start_read(size_t off, size_t n, void* dst) override { return start(off, n, dst, false); }
+  int start_write(size_t off, size_t n, const void* src) override {
+    return start(off, n, const_cast<void*>(src), true);
+  }
+  void wait(int ticket) override { finish(ticket, true); }
+
+ private:
+  [[noreturn]] void fail(const std::string& what, int err) const {
+    throw std::runtime_error(dir_->key() + ".nvme_path: " + what + " " + path_ +
+                             " failed: " + errno_text(err));
+  }
+  int start(size_t off, size_t n, void* buf, bool write) {
+    if (off + n > bytes_) throw std::logic_error("offload file store: range past the end");
+    size_t i = 0;
+    while (i < busy_.size() && busy_[i]) i++;
+    if (i == busy_.size()) {
+      slots_.emplace_back(new aiocb);
+      busy_.push_back(false);
+      writes_.push_back(false);
+      submitted_.push_back(false);
+    }
+    aiocb& cb = *slots_[i];
+    std::memset(&cb, 0, sizeof(cb));
+    cb.aio_fildes = fd_;
+    cb.aio_offset = static_cast<off_t>(off);
+    cb.aio_buf = buf;
+    cb.aio_nbytes = n;
+    cb.aio_sigevent.sigev_notify = SIGEV_NONE;
+    // A full aio queue (EAGAIN) leaves the request to be done synchronously at wait().
+    const bool submitted = (write ? aio_write(&cb) : aio_read(&cb)) == 0;
+    if (!submitted && errno != EAGAIN) fail(write ? "writing" : "reading", errno);
+    busy_[i] = true;
+    writes_[i] = write;
+    submitted_[i] = submitted;
+    return static_cast<int>(i);
+  }
+  void finish(int ticket, bool report) {
+    aiocb& cb = *slots_.at(ticket);
+    const bool write = writes_[ticket];
+    size_t done = 0;
+    int err = 0;
+    if (submitted_[ticket]) {
+      const aiocb* list[1] = {&cb};
+      while ((err = aio_error(&cb)) == EINPROGRESS) aio_suspend(list, 1, nullptr);
+      const ssize_t got = aio_return(&cb);
+      if (err == 0) done = static_cast<size_t>(got);
+    }
+    // Short transfers and unsubmitted requests finish synchronously.
+    char* buf = static_cast<char*>(const_cast<void*>(cb.aio_buf));
+    while (err == 0 && done < cb.aio_nbytes) {
+      const off_t at = cb.aio_offset + static_cast<off_t>(done);
+      const ssize_t r = write ? pwrite(fd_, buf + done, cb.aio_nbytes - done, at)
+                              : pread(fd_, buf + done, cb.aio_nbytes - done, at);
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) err = errno;
+      else if (r == 0) err = write ? ENOSPC : EIO;  // a preallocated file has no early end
+      else done += static_cast<size_t>(r);
+    }
+    busy_[ticket] = false;
+    if (err != 0 && report) fail(write ? "writing" : "reading", err);
+  }
+
+  std::shared_ptr<NvmeDirectory> dir_;
+  std::string path_;
+  size_t bytes_;
+  int fd_ = -1;
+  std::vector<std::unique_ptr<aiocb>> slots_;  // stable addresses while in flight
+  std::vector<bool> busy_, writes_, submitted_;
+};
+
+}  // namespace
+
+std::unique_ptr<OffloadStore> make_offload_store(const OffloadConfig& o, const std::string& key,
+                                                 std::shared_ptr<NvmeDirectory>& dir_group,
+                                                 int rank, const std::string& name, size_t bytes,
+                                                 MemCategory cat, Ops& ops) {
+  if (o.device == "cpu")
+    return std::unique_ptr<OffloadStore>(
+        new HostStore(ops, bytes, cat, o.pin_memory && ops.on_device()));
+  if (o.device != "nvme")
+    throw std::logic_error("offload store: device '" + o.device + "' is not cpu or nvme");
+  if (!dir_group) dir_group = std::make_shared<NvmeDirectory>(o.nvme_path, key, rank);
+  return std::unique_ptr<OffloadStore>(new FileStore(dir_group, name, bytes, cat));
+}
+
+void copy_to_backend(OffloadStore& s, size_t off, size_t n, void* dst, Ops& ops) {
+  if (s.host_data()) {
+    ops.from_host(dst, s.host_data() + off, n);
+    return;
+  }
+  void* staging = ops.alloc_host(n, MemCategory::CommBuffers, false);
+  try {
+    s.read(off, n, staging);
+    ops.from_host(dst, staging, n);
+  } catch (...) {
+    ops.release_host(staging);
+    throw;
+  }
+  ops.release_host(staging);
+}
+
+std::string nvme_path_problem(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0)
+    return "'" + path + "': " + errno_text(errno) + " (expected an existing directory)";
+  if (!S_ISDIR(st.st_mode)) return "'" + path + "' is not a directory";
+  if (access(path.c_str(), W_OK | X_OK) != 0)
+    return "'" + path + "' is not writable: " + errno_text(errno);
+  return "";
+}
+
+MemoryLedger& nvme_ledger() {
+  static MemoryLedger ledger;
+  return ledger;
+}
+
+}  // namespace zt

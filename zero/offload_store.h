@@ -1,0 +1,52 @@
+// Arrays kept off the device for ZeRO-Offload / ZeRO-Infinity: in host memory
+// (device: cpu) or in a file under an NVMe path (device: nvme), transferred by
+// byte range to and from host buffers. File transfers are POSIX aio (glibc's,
+// no extra library: the GPU machine cannot install liburing), so several chunk
+// reads and writes are in flight while the caller computes.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "model/memory_ledger.h"
+#include "model/ops.h"
+#include "zero/zero_config.h"
+
+namespace zt {
+
+class OffloadStore {
+ public:
+  virtual ~OffloadStore() = default;
+  virtual size_t bytes() const = 0;
+  // The whole array, for a host store; null for a file store.
+  virtual char* host_data() = 0;
+  // Start a transfer between [off, off + n) of the array and host memory; the
+  // host buffer must stay put until wait(ticket) returns.
+  virtual int start_read(size_t off, size_t n, void* dst) = 0;
+  virtual int start_write(size_t off, size_t n, const void* src) = 0;
+  virtual void wait(int ticket) = 0;
+  void read(size_t off, size_t n, void* dst) { wait(start_read(off, n, dst)); }
+  void write(size_t off, size_t n, const void* src) { wait(start_write(off, n, src)); }
+};
+
+// One store of `bytes` bytes as `o.device` says (cpu or nvme). `key` is the
+// config block errors name (zero.offload_optimizer); the file stores of one
+// `dir_group` share one directory, made under o.nvme_path with a unique name
+// per run and rank and removed with its files when the last store goes.
+class NvmeDirectory;
+std::unique_ptr<OffloadStore> make_offload_store(const OffloadConfig& o, const std::string& key,
+                                                 std::shared_ptr<NvmeDirectory>& dir_group,
+                                                 int rank, const std::string& name, size_t bytes,
+                                                 MemCategory cat, Ops& ops);
+
+// [off, off + n) of the store into backend memory dst (a gather's send buffer).
+void copy_to_backend(OffloadStore& s, size_t off, size_t n, void* dst, Ops& ops);
+
+// "" when `path` is an existing, writable directory; otherwise why not.
+std::string nvme_path_problem(const std::string& path);
+
+// Bytes of live offload files by category, process-wide (summary.json's memory.nvme).
+MemoryLedger& nvme_ledger();
+
+}  // namespace zt
