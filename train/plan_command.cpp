@@ -96,10 +96,11 @@ void print_calls(const char* title, const std::vector<PlannedCall>& calls) {
                 primitive_name(c.primitive), dtype_name(c.dtype), c.count, c.root, c.what.c_str());
 }
 
-// DeepSpeed's default gradient path of a stage (its switches at their defaults).
-bool is_deepspeed_default(const StepPlan& p) {
+// DeepSpeed's default gradient path of a stage (its switches at their defaults;
+// at stage 3 without ZeRO++).
+bool is_deepspeed_default(const StepPlan& p, const std::string& label) {
   if (p.stage == 0) return true;
-  if (p.stage == 3) return p.grad_path == "reduce_scatter";
+  if (p.stage == 3) return label == "stage 3 reduce_scatter";
   return p.grad_path == "multi_rank_allreduce";
 }
 
@@ -125,7 +126,7 @@ void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel
   for (const PredictedRow& r : rows) {
     double base = 0;
     for (const PredictedRow& b : rows)
-      if (b.plan.stage == r.plan.stage && is_deepspeed_default(b.plan)) base = b.t.step_s;
+      if (b.plan.stage == r.plan.stage && is_deepspeed_default(b.plan, b.label)) base = b.t.step_s;
     std::printf("%s %-30s %12.2f %12.2f %12.2f %12.2f %9.2fx\n", r.label == configured ? "*" : " ",
                 r.label.c_str(), r.t.compute_s * 1e3, r.t.comm_s * 1e3, r.t.exposed_s * 1e3,
                 r.t.step_s * 1e3, base > 0 ? base / r.t.step_s : 0.0);

@@ -80,9 +80,24 @@ NodeMap NodeMap::of_members(const std::vector<int>& members) const {
 
 double NodeMap::group_inter_node_share(Primitive p, const RankGroup& g) const {
   const int W = static_cast<int>(node_of.size());
-  if (W == 0) return 0;
+  if (W == 0 || g.size < 2) return 0;
+  const auto key = std::make_tuple(p == Primitive::AllToAll, g.size, g.stride, W);
+  auto cached = share_cache_.find(key);
+  if (cached != share_cache_.end()) return cached->second;
   double sum = 0;
-  for (int r = 0; r < W; r++) sum += of_members(g.members_of(r)).inter_node_share(p, g.index_of(r));
+  for (int r = 0; r < W; r++) {
+    const int block = g.size * g.stride, base = r / block * block + r % g.stride;
+    const int idx = g.index_of(r);
+    if (p != Primitive::AllToAll) {
+      const int next = base + ((idx + 1) % g.size) * g.stride;
+      sum += node_of[next] != node_of[r];
+      continue;
+    }
+    int across = 0;
+    for (int k = 0; k < g.size; k++) across += node_of[base + k * g.stride] != node_of[r];
+    sum += static_cast<double>(across) / (g.size - 1);
+  }
+  share_cache_.emplace(key, sum / W);
   return sum / W;
 }
 

@@ -22,7 +22,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -48,8 +50,14 @@ struct NodeMap {
   double inter_node_share(Primitive p, int rank) const;
   // The nodes of these ranks, in this order (a sub-communicator's map).
   NodeMap of_members(const std::vector<int>& members) const;
-  // A call over groups g on this (world) map: the share, averaged over the ranks.
+  // A call over groups g on this (world) map: the share, averaged over the
+  // ranks; remembered per group shape (node_of is not to change afterwards).
   double group_inter_node_share(Primitive p, const RankGroup& g) const;
+
+ private:
+  mutable std::map<std::tuple<bool, int, int, int>, double> share_cache_;
+
+ public:
   // Ranks placed node by node, G per node.
   static NodeMap uniform(int world, int ranks_per_node);
 };

@@ -240,6 +240,8 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
     plan.padded_params = sched.layout->padded_total();
   }
   plan.placement = model_states_placement(s.z, plan.padded_params, W, model, plan.persistent_bytes);
+  plan.dtype_bytes = static_cast<int>(dtype_size(model));
+  plan.params_offloaded = s.z.stage == 3 && s.z.offload_param.enabled();
   plan.params_bytes = plan.placement.device.params;
   plan.grads_bytes = plan.placement.device.grads;
   plan.optimizer_bytes = plan.placement.device.optimizer;

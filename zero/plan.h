@@ -56,6 +56,8 @@ struct StepPlan {
   // Per rank by where it lives (device as above, host memory, NVMe files), and
   // how an offloaded optimizer streams its state (zero/offload_optimizer.h).
   ModelStatesPlacement placement;
+  int dtype_bytes = 4;            // of the model dtype
+  bool params_offloaded = false;  // stage 3 with offload_param: gathers read the host shard
   OptimizerOffloadPlan optimizer_offload;
   uint64_t gradient_bus_bytes = 0;  // the part of a steady step's bus bytes that moves gradients
   uint64_t persistent_bytes = 0;    // stage 3: parameters kept whole on every rank

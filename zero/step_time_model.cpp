@@ -119,7 +119,10 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
       std::vector<std::pair<double, double>> groups;
       for (const PlannedCall& c : plan.steady_step) {
         if (c.phase != phase || c.micro != m) continue;
-        const double d = seconds(c);
+        double d = seconds(c);
+        if (c.purpose == Purpose::Parameters && plan.params_offloaded && net.host.known() &&
+            c.group.size == 0)
+          d += static_cast<double>(c.count) * plan.dtype_bytes / net.host.pcie_bytes_per_s;
         if (c.purpose == Purpose::Parameters) {
           const double start = std::max(channel, t);
           channel = start + d;
@@ -143,7 +146,16 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
     }
   }
   const double compute_passes = micro_steps * compute.micro_step_s;
-  const double optimizer = compute.optimizer_s * (plan.stage == 0 ? 1.0 : 1.0 / world);
+  double optimizer = compute.optimizer_s * (plan.stage == 0 ? 1.0 : 1.0 / world);
+  const OptimizerOffloadPlan& off = plan.optimizer_offload;
+  if (off.device != "none" && net.host.known()) {
+    const double shard = static_cast<double>(off.shard), es = plan.dtype_bytes;
+    const double adamw = shard / net.host.adamw_elements_per_s;
+    const double io = off.device == "nvme" && net.host.nvme_bytes_per_s > 0
+                          ? 24 * shard / net.host.nvme_bytes_per_s
+                          : 0;
+    optimizer = 2 * es * shard / net.host.pcie_bytes_per_s + std::max(adamw, io);
+  }
   t += optimizer;
   for (const PlannedCall& c : plan.steady_step)
     if (c.phase == Phase::Step) t += seconds(c);

@@ -21,6 +21,13 @@
 // - Every micro-step's backward ends when its gradient calls have finished;
 //   the optimizer step's collectives and the optimizer itself run one after
 //   another, nothing hidden.
+// - Offload (where the network file gives host figures): the optimizer step is
+//   the shard's gradients device -> host and parameters host -> device over
+//   PCIe, one after the other, plus the host AdamW; with nvme the state's
+//   reads and writes (24 bytes per element) overlap the AdamW, the longer
+//   counts. Stage 3's offloaded parameters cross PCIe before each gather.
+//   Without host figures the compute times' optimizer stands (a measured
+//   offloaded run's includes all of it). Quantization kernels: not counted.
 #pragma once
 #include <array>
 #include <string>
@@ -51,10 +58,20 @@ struct LinkFigures {
   double intra_latency_s = 0, inter_latency_s = 0;  // per algorithm step
 };
 
+// The host side of offload (a preset's "host" block; 0: not known).
+struct HostFigures {
+  double pcie_bytes_per_s = 0;       // device <-> host, each direction, per GPU
+  double adamw_elements_per_s = 0;   // the host AdamW's rate for one GPU's share of cores
+  double nvme_bytes_per_s = 0;       // per GPU, reads and writes together
+  std::string source;
+  bool known() const { return pcie_bytes_per_s > 0 && adamw_elements_per_s > 0; }
+};
+
 struct NetworkModel {
   std::string source;             // where the numbers come from, for the output
   std::vector<CallCurve> curves;  // measured; used when not empty
   LinkFigures link;               // otherwise
+  HostFigures host;               // offload's host side, where known
   // Seconds for one call alone on the network. Throws std::runtime_error
   // when curves lack the primitive.
   double call_seconds(const PlannedCall& c, int world, const NodeMap& nodes) const;
