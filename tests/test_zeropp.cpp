@@ -63,6 +63,22 @@ ZeroConfig stage3() {
   return z;
 }
 
+// Plain stage 3 and the same with one ZeRO++ switch, on 2 nodes x 2 ranks.
+constexpr int kW = 4, kG = 2;
+struct Compared {
+  StepPlan base, with;
+  NodeMap nodes = NodeMap::uniform(kW, kG);
+};
+Compared compare(void (*turn_on)(ZeroConfig&)) {
+  const ParamTable table(zeropp_model());
+  ZeroConfig z = stage3();
+  Compared c;
+  c.base = plan_with(z, table, kW, kG);
+  turn_on(z);
+  c.with = plan_with(z, table, kW, kG);
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("qwZ's block rule is DeepSpeed's CUDAQuantizer grouping", "[zeropp]") {
@@ -97,13 +113,10 @@ TEST_CASE("qgZ applies to 2-D tensors that split evenly over nodes and ranks", "
 }
 
 TEST_CASE("hpZ: backward and later micro-steps gather inside the node", "[zeropp]") {
-  const ParamTable table(zeropp_model());
-  const int W = 4, G = 2;
-  ZeroConfig z = stage3();
-  const StepPlan base = plan_with(z, table, W, G);
-  z.zero_hpz_partition_size = G;
-  const StepPlan hpz = plan_with(z, table, W, G);
-  const NodeMap nodes = NodeMap::uniform(W, G);
+  const Compared c = compare([](ZeroConfig& z) { z.zero_hpz_partition_size = kG; });
+  const StepPlan &base = c.base, &hpz = c.with;
+  const NodeMap& nodes = c.nodes;
+  const int W = kW, G = kG;
   auto backward = [](const PlannedCall& c) { return c.phase == Phase::Backward; };
   auto first_forward = [](const PlannedCall& c) {
     return c.phase == Phase::Forward && c.micro == 0;
@@ -130,13 +143,10 @@ TEST_CASE("hpZ: backward and later micro-steps gather inside the node", "[zeropp
 }
 
 TEST_CASE("qwZ: parameter gathers move a quarter of fp32 plus the scales", "[zeropp]") {
-  const ParamTable table(zeropp_model());
-  const int W = 4, G = 2;
-  ZeroConfig z = stage3();
-  const StepPlan base = plan_with(z, table, W, G);
-  z.zero_quantized_weights = true;
-  const StepPlan q = plan_with(z, table, W, G);
-  const NodeMap nodes = NodeMap::uniform(W, G);
+  const Compared c = compare([](ZeroConfig& z) { z.zero_quantized_weights = true; });
+  const StepPlan &base = c.base, &q = c.with;
+  const NodeMap& nodes = c.nodes;
+  const int W = kW;
   auto codes = [](const PlannedCall& c) { return c.dtype == DType::I8; };
   auto scales = [](const PlannedCall& c) { return c.dtype == DType::F32; };
   auto any = [](const PlannedCall&) { return true; };
@@ -155,13 +165,10 @@ TEST_CASE("qwZ: parameter gathers move a quarter of fp32 plus the scales", "[zer
 }
 
 TEST_CASE("qgZ: the inter-node gradient bytes drop to int4's share", "[zeropp]") {
-  const ParamTable table(zeropp_model());
-  const int W = 4, G = 2;
-  ZeroConfig z = stage3();
-  const StepPlan base = plan_with(z, table, W, G);
-  z.zero_quantized_gradients = true;
-  const StepPlan q = plan_with(z, table, W, G);
-  const NodeMap nodes = NodeMap::uniform(W, G);
+  const Compared c = compare([](ZeroConfig& z) { z.zero_quantized_gradients = true; });
+  const StepPlan &base = c.base, &q = c.with;
+  const NodeMap& nodes = c.nodes;
+  const int W = kW;
   auto any = [](const PlannedCall&) { return true; };
   const Bytes rs = sum_calls(base, W, nodes, Purpose::Gradients, any);
   const Bytes qg = sum_calls(q, W, nodes, Purpose::Gradients, any);

@@ -45,7 +45,6 @@ QuantizedReducer::QuantizedReducer(Ops& ops, Communicator& node, Communicator& a
 void QuantizedReducer::reduce(const void* in, void* out, DType t, const QgzShape& s) {
   const size_t L = s.local, N = s.nodes, W = L * N, es = dtype_size(t);
   const size_t part = s.n / W, chunk = s.n / L, block = s.block();
-  const size_t blocks_chunk = chunk / block, blocks_part = part / block;
   if (node_.world() != s.local || across_.world() != s.nodes)
     throw std::logic_error("qgZ: communicators of " + std::to_string(node_.world()) + " and " +
                            std::to_string(across_.world()) + " ranks for " +
@@ -65,19 +64,19 @@ void QuantizedReducer::reduce(const void* in, void* out, DType t, const QgzShape
                 static_cast<const char*>(in) + (k * L + j) * part * es, part * es);
   ops_.quantize_blocks(codes, scales, swizzled, t, s.n, block, 4);
   const std::vector<QgzCall> calls = qgz_calls(s);
-  node_.all_to_all(codes, codes_in, calls[0].count, DType::I8)->wait();
-  node_.all_to_all(scales, scales_in, calls[1].count, DType::F32)->wait();
-  ops_.memzero(sum, chunk * sizeof(float));
-  for (size_t j = 0; j < L; j++)
-    ops_.dequantize_blocks(sum, DType::F32, static_cast<const char*>(codes_in) + j * chunk / 2,
-                           scales_in + j * blocks_chunk, chunk, block, 4, true);
+  // One level: codes and scales exchanged over `comm` (calls[first], then
+  // first + 1), then the `parts` received parts of `len` elements summed in fp32.
+  auto exchange_and_sum = [&](Communicator& comm, size_t first, size_t parts, size_t len) {
+    comm.all_to_all(codes, codes_in, calls[first].count, DType::I8)->wait();
+    comm.all_to_all(scales, scales_in, calls[first + 1].count, DType::F32)->wait();
+    ops_.memzero(sum, len * sizeof(float));
+    for (size_t j = 0; j < parts; j++)
+      ops_.dequantize_blocks(sum, DType::F32, static_cast<const char*>(codes_in) + j * len / 2,
+                             scales_in + j * (len / block), len, block, 4, true);
+  };
+  exchange_and_sum(node_, 0, L, chunk);
   ops_.quantize_blocks(codes, scales, sum, DType::F32, chunk, block, 4);
-  across_.all_to_all(codes, codes_in, calls[2].count, DType::I8)->wait();
-  across_.all_to_all(scales, scales_in, calls[3].count, DType::F32)->wait();
-  ops_.memzero(sum, part * sizeof(float));
-  for (size_t k = 0; k < N; k++)
-    ops_.dequantize_blocks(sum, DType::F32, static_cast<const char*>(codes_in) + k * part / 2,
-                           scales_in + k * blocks_part, part, block, 4, true);
+  exchange_and_sum(across_, 2, N, part);
   if (t == DType::F32) ops_.copy(out, sum, part * es);
   else ops_.convert(out, t, sum, DType::F32, part);
   for (void* b : {swizzled, codes, codes_in, static_cast<void*>(scales),

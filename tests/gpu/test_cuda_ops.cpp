@@ -19,29 +19,13 @@
 
 #include "model/ops.h"
 #include "tests/catch.h"
+#include "tests/gpu/gpu_test_support.h"
 #include "tests/test_support.h"
 
 namespace zt {
 namespace {
 
 using Vec = std::vector<float>;
-
-bool no_gpu() {
-  static std::string why;
-  static const bool available = cuda_available(&why);
-  static bool printed = false;
-  if (!available && !printed) {
-    std::printf("SKIPPED [gpu]: %s\n", why.c_str());
-    printed = true;
-  }
-  return !available;
-}
-
-#define SKIP_WITHOUT_GPU()            \
-  if (no_gpu()) {                     \
-    SUCCEED("no usable CUDA device"); \
-    return;                           \
-  }
 
 // Round to nearest even bf16, on the host (finite inputs).
 float round_bf16(float x) {

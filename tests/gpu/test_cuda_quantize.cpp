@@ -18,21 +18,11 @@
 
 #include "model/ops.h"
 #include "tests/catch.h"
+#include "tests/gpu/gpu_test_support.h"
 #include "tests/test_support.h"
 
 namespace zt {
 namespace {
-
-bool no_gpu() {
-  static std::string why;
-  static const bool available = cuda_available(&why);
-  static bool printed = false;
-  if (!available && !printed) {
-    std::printf("SKIPPED [gpu]: %s\n", why.c_str());
-    printed = true;
-  }
-  return !available;
-}
 
 using Bytes = std::vector<uint8_t>;
 

@@ -11,6 +11,7 @@
 #include "model/gpt.h"
 #include "tests/catch.h"
 #include "tests/flat_hooks.h"
+#include "tests/gpu/gpu_test_support.h"
 #include "tests/zero_harness.h"
 #include "train/init_weights.h"
 #include "zero/memory_formula.h"
@@ -19,17 +20,6 @@
 
 namespace zt {
 namespace {
-
-bool have_gpu() {
-  static std::string why;
-  static const bool ok = cuda_available(&why);
-  static bool said = false;
-  if (!ok && !said) {
-    std::printf("SKIPPED [gpu]: %s\n", why.c_str());
-    said = true;
-  }
-  return ok;
-}
 
 GPTConfig gpu_shape() {  // head size 32: the smallest the CUDA attention supports
   GPTConfig c = tiny_model();
@@ -58,7 +48,7 @@ ModelRun run_model(Ops& ops, const ParamTable& table, const std::vector<float>& 
 }  // namespace
 
 TEST_CASE("the CUDA model's loss and gradients match the CPU model's", "[gpu]") {
-  if (!have_gpu()) {
+  if (no_gpu()) {
     SUCCEED("no GPU");
     return;
   }
@@ -97,7 +87,7 @@ TEST_CASE("the CUDA model's loss and gradients match the CPU model's", "[gpu]") 
 
 TEST_CASE("recompute on the GPU: gradients within bf16 tolerance of none, buffers as the formula",
           "[gpu]") {
-  if (!have_gpu()) {
+  if (no_gpu()) {
     SUCCEED("no GPU");
     return;
   }
@@ -141,7 +131,7 @@ TEST_CASE("recompute on the GPU: gradients within bf16 tolerance of none, buffer
 }
 
 TEST_CASE("NCCL at W = 1 gives exactly the single-process results", "[gpu]") {
-  if (!have_gpu()) {
+  if (no_gpu()) {
     SUCCEED("no GPU");
     return;
   }
@@ -166,7 +156,7 @@ TEST_CASE("NCCL at W = 1 gives exactly the single-process results", "[gpu]") {
 }
 
 TEST_CASE("every stage on 2 ranks of one GPU (MPI communicator) matches 1 rank", "[gpu_mpi]") {
-  if (!have_gpu()) {
+  if (no_gpu()) {
     SUCCEED("no GPU");
     return;
   }
