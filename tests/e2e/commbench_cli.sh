@@ -20,7 +20,7 @@ d = json.load(open(sys.argv[1]))
 assert d["communicator"] == "mpi" and d["world"] == 2 and d["nodes"] == 1 and d["ranks_per_node"] == 2, d
 assert d["cluster"]["link"]["rate_bits_per_s"] == 1e8, d["cluster"]
 curves = {(c["primitive"], c["dtype"]): c for c in d["curves"]}
-prims = ["all_reduce", "reduce_scatter", "all_gather", "reduce", "broadcast"]
+prims = ["all_reduce", "reduce_scatter", "all_gather", "reduce", "broadcast", "all_to_all"]
 assert sorted(curves) == sorted((p, t) for p in prims for t in ("fp32", "bf16")), sorted(curves)
 for (p, t), c in curves.items():
     assert c["points"][-1]["bytes"] == 4096, (p, t, c["points"][-1])
