@@ -33,8 +33,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   Stage3(const ZeroSetup& s, const ParamTable& table, Ops& ops, Communicator& comm)
       : setup_(s), table_(table), ops_(ops), comm_(comm), dt_(ops.dtype()), es_(dtype_size(dt_)),
         W_(comm.world()), layout_(table, s.groups, comm.world(), s.z),
-        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops, s.z,
-                   comm.rank()),
+        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops, s.z, comm.rank()),
         qgz_(layout_.quantized_gradients(s.z, s.ranks_per_node)
                  ? make_quantized_reduction(comm, s.ranks_per_node, ops)
                  : QuantizedReduction{}),
@@ -90,7 +89,22 @@ class Stage3 : public ZeroEngine, private GatherBackend {
                 ? std::to_string(z.stage3_prefetch_bucket_size) + " elements"
                 : "off") +
            ", max reuse distance " + std::to_string(z.stage3_max_reuse_distance) + ", max live " +
-           std::to_string(z.stage3_max_live_parameters);
+           std::to_string(z.stage3_max_live_parameters) + zeropp_description();
+  }
+  // ZeRO++'s part of the start line, "" without it.
+  std::string zeropp_description() const {
+    const ZeroConfig& z = setup_.z;
+    std::string out;
+    if (layout_.hpz() > 1)
+      out +=
+          "; hpZ: secondary partition over groups of " + std::to_string(layout_.hpz()) + " ranks";
+    if (z.zero_quantized_weights) out += "; qwZ: int8 parameter gathers";
+    if (z.zero_quantized_gradients)
+      out += qgz_.reducer ? "; qgZ: int4 all-to-all in the node (" +
+                                std::to_string(setup_.ranks_per_node) + " ranks), then across " +
+                                std::to_string(W_ / setup_.ranks_per_node) + " nodes"
+                          : "; qgZ: on one node, so reduce-scatter (as DeepSpeed)";
+    return out;
   }
   size_t padded_params() const override { return layout_.shard_size() * W_; }
   uint64_t persistent_param_bytes() const override { return layout_.persistent_elems() * es_; }
@@ -211,8 +225,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
       if (!c.secondary && param_store_)
         copy_to_backend(*param_store_, layout_.shard_offset(p) * es_, layout_.piece(p) * es_, dst,
                         ops_);
-      else
-        ops_.copy(dst, source_of(c, p), piece_of(c, p) * es_);
+      else ops_.copy(dst, source_of(c, p), piece_of(c, p) * es_);
       at += piece_of(c, p);
     }
     comm_.purpose(Purpose::Parameters);
