@@ -3,7 +3,8 @@
 # machine has no network, OpenBLAS or sentencepiece), runs every GPU test
 # (CUDA ops and the whole model against the CPU reference, NCCL at W = 1, and
 # every ZeRO stage on 2 ranks of the one GPU through the MPI communicator),
-# then the throughput benchmark; prints a compact table last.
+# then the throughput benchmark, an op profile and GPT-2 350M with and without
+# optimizer offload; prints a compact table last.
 set -u
 cd "$(dirname "$0")/.."
 LOG=${OUT:-build/gpu_check}
@@ -44,6 +45,26 @@ ZT_PROFILE_OPS=1 timeout 150 build/zerotrain train configs/gpt2-124m.yaml --run-
   --set system.device=cuda --set train.micro_batch=32 --set train.global_batch_tokens=32768 \
   --set train.steps=12 --set train.eval_every=0 --set train.sample_every=0 --set train.checkpoint_every=0 \
   >"$LOG/profile_run.txt" 2>"$LOG/profile.txt"
+# Offload: GPT-2 350M at B = 32 on the one GPU, stage 2 with the optimizer on
+# the device and in pinned host memory: tok/s, device model states (measured
+# and by formula) and the allocator's device peak.
+offload_rows=()
+for placement in none cpu; do
+  dir=build/bench/offload-$placement
+  timeout 90 build/zerotrain train configs/gpt2-350m.yaml --run-dir "$dir" \
+    --set data.train=build/bench/data/random_000.bin --set data.val=build/bench/data/random_000.bin \
+    --set system.device=cuda --set train.micro_batch=32 --set train.global_batch_tokens=32768 \
+    --set train.steps=5 --set train.eval_every=0 --set train.sample_every=0 \
+    --set train.checkpoint_every=0 --set zero.stage=2 --set zero.offload_optimizer.device=$placement \
+    --set zero.offload_optimizer.pin_memory=true >"$LOG/offload-$placement.txt" 2>&1
+  offload_rows+=("$(python3 -c 'import json, sys
+s = json.load(open(sys.argv[1])); m = s["memory"]
+print("offload_optimizer %-4s %9.0f tok/s  device model states %6.2f GB (formula %6.2f)  device peak %6.2f GB  host %6.2f GB" % (
+    sys.argv[2], s["tokens_per_second"], m["model_states"] / 1e9, m["model_states_formula"] / 1e9,
+    m["peak_total"] / 1e9, m["host"]["model_states"] / 1e9))' "$dir/summary.json" "$placement" 2>&1 ||
+    echo "offload_optimizer $placement: FAILED (log: $LOG/offload-$placement.txt)")")
+done
+
 echo
 echo "==== gpu_check summary ($(($(date +%s) - t0)) s) ===="
 printf '%s\n' "${summary[@]}"
@@ -51,3 +72,4 @@ cat "$LOG/bench_table.txt"
 echo
 grep -A18 '^op profile' "$LOG/profile.txt" | head -19
 grep 'summary:' "$LOG/profile_run.txt"
+printf '%s\n' "${offload_rows[@]}"
