@@ -45,6 +45,34 @@ ModelRun run_model(Ops& ops, const ParamTable& table, const std::vector<float>& 
   return {sum / (B * T), hooks.grads_f32(), bytes};
 }
 
+// A model of `layers` blocks (width 128, head size 64) with fresh random
+// weights and tokens, B x T = 4 x 64.
+constexpr int kCaseB = 4, kCaseT = 64;
+struct RandomCase {
+  GPTConfig config;
+  ParamTable table;
+  std::vector<float> weights;
+  std::vector<int> in, tgt;
+};
+RandomCase random_case(int layers) {
+  GPTConfig c;
+  c.n_layer = layers;
+  c.n_head = 2;
+  c.n_embd = 128;
+  c.vocab_size = 1000;
+  c.seq_len = kCaseT;
+  RandomCase rc{
+      c, ParamTable(c), {}, std::vector<int>(kCaseB * kCaseT), std::vector<int>(kCaseB * kCaseT)};
+  std::mt19937 rng(std::random_device{}());
+  rc.weights.resize(rc.table.total());
+  init_gpt2_weights(rc.table, rng(), rc.weights.data());
+  for (int i = 0; i < kCaseB * kCaseT; i++) {
+    rc.in[i] = static_cast<int>(rng() % c.vocab_size);
+    rc.tgt[i] = static_cast<int>(rng() % c.vocab_size);
+  }
+  return rc;
+}
+
 }  // namespace
 
 TEST_CASE("the CUDA model's loss and gradients match the CPU model's", "[gpu]") {
@@ -52,22 +80,11 @@ TEST_CASE("the CUDA model's loss and gradients match the CPU model's", "[gpu]") 
     SUCCEED("no GPU");
     return;
   }
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 128;
-  c.vocab_size = 1000;
-  c.seq_len = 64;
-  const int B = 4, T = 64;
-  const ParamTable table(c);
-  std::mt19937 rng(std::random_device{}());
-  std::vector<float> w(table.total());
-  init_gpt2_weights(table, rng(), w.data());
-  std::vector<int> in(B * T), tgt(B * T);
-  for (int i = 0; i < B * T; i++) {
-    in[i] = static_cast<int>(rng() % c.vocab_size);
-    tgt[i] = static_cast<int>(rng() % c.vocab_size);
-  }
+  const RandomCase rc = random_case(2);
+  const ParamTable& table = rc.table;
+  const std::vector<float>& w = rc.weights;
+  const std::vector<int>&in = rc.in, &tgt = rc.tgt;
+  const int B = kCaseB, T = kCaseT;
   auto cpu = make_cpu_ops();
   auto gpu = make_cuda_ops(0);
   const ModelRun ref = run_model(*cpu, table, w, in, tgt, B, T);
@@ -91,22 +108,12 @@ TEST_CASE("recompute on the GPU: gradients within bf16 tolerance of none, buffer
     SUCCEED("no GPU");
     return;
   }
-  GPTConfig c;
-  c.n_layer = 3;
-  c.n_head = 2;
-  c.n_embd = 128;
-  c.vocab_size = 1000;
-  c.seq_len = 64;
-  const int B = 4, T = 64;
-  const ParamTable table(c);
-  std::mt19937 rng(std::random_device{}());
-  std::vector<float> w(table.total());
-  init_gpt2_weights(table, rng(), w.data());
-  std::vector<int> in(B * T), tgt(B * T);
-  for (int i = 0; i < B * T; i++) {
-    in[i] = static_cast<int>(rng() % c.vocab_size);
-    tgt[i] = static_cast<int>(rng() % c.vocab_size);
-  }
+  const RandomCase rc = random_case(3);
+  const GPTConfig& c = rc.config;
+  const ParamTable& table = rc.table;
+  const std::vector<float>& w = rc.weights;
+  const std::vector<int>&in = rc.in, &tgt = rc.tgt;
+  const int B = kCaseB, T = kCaseT;
   auto gpu = make_cuda_ops(0);
   const ModelRun ref = run_model(*gpu, table, w, in, tgt, B, T);
   CHECK(ref.activation_bytes == activation_bytes(c, B, T, Recompute::None, DType::BF16));
