@@ -109,8 +109,7 @@ NetworkModel preset_network(const JsonValue& root, const std::string& path) {
     if (host->kind != JsonValue::Kind::object)
       throw ConfigError(path + ": host: expected an object");
     net.host.pcie_bytes_per_s = positive(*host, "pcie_GBps", path + ": host") * 1e9;
-    net.host.adamw_elements_per_s =
-        positive(*host, "adamw_Gelements_per_s", path + ": host") * 1e9;
+    net.host.adamw_elements_per_s = positive(*host, "adamw_Gelements_per_s", path + ": host") * 1e9;
     net.host.nvme_bytes_per_s = positive(*host, "nvme_GBps", path + ": host") * 1e9;
     net.host.source = member(*host, "source", path + ": host", JsonValue::Kind::string,
                              "where the figures come from")

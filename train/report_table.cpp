@@ -285,10 +285,10 @@ RunsDir load_runs_dir(const std::string& runs_dir) {
   std::stable_sort(out.rows.begin(), out.rows.end(), [](const ReportRow& a, const ReportRow& b) {
     return std::make_tuple(a.stage, path_rank(a.grad_path), a.grad_path, !a.reduce_scatter,
                            a.zeropp, a.reduce_bucket_size, a.overlap_comm, a.micro_batch, a.world,
-                           a.run) <
-           std::make_tuple(b.stage, path_rank(b.grad_path), b.grad_path, !b.reduce_scatter,
-                           b.zeropp, b.reduce_bucket_size, b.overlap_comm, b.micro_batch, b.world,
-                           b.run);
+                           a.run) < std::make_tuple(b.stage, path_rank(b.grad_path), b.grad_path,
+                                                    !b.reduce_scatter, b.zeropp,
+                                                    b.reduce_bucket_size, b.overlap_comm,
+                                                    b.micro_batch, b.world, b.run);
   });
   fill_speedups(out.rows);
   return out;
@@ -356,28 +356,27 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
   for (const ReportRow& r : rows) {
     std::string path = path_label(r);
     if (r.stage > 0 && is_deepspeed_default(r)) path += " (DS default)";
-    const std::vector<std::string> f = {
-        r.run,
-        std::to_string(r.stage),
-        path,
-        bucket_label(r.reduce_bucket_size),
-        r.overlap_comm ? "on" : "off",
-        std::to_string(r.micro_batch),
-        std::to_string(r.accum_steps),
-        std::to_string(r.world),
-        fmt("%.0f", r.tokens_per_second),
-        fmt("%.3g", r.tflops_per_gpu),
-        fmt("%.1f", r.step_ms),
-        fmt("%.2f", r.exposed_comm_ms_per_step),
-        human_bytes(r.grad_all_reduce.bus),
-        human_bytes(r.grad_reduce.bus),
-        human_bytes(r.grad_reduce_scatter.bus),
-        human_bytes(r.grad_all_to_all.bus),
-        human_bytes(r.param_all_gather.bus),
-        human_bytes(inter_node(r)),
-        human_bytes(r.model_states_bytes),
-        human_bytes(r.peak_total_bytes),
-        r.has_baseline ? fmt("%.2fx", r.speedup) : "—"};
+    const std::vector<std::string> f = {r.run,
+                                        std::to_string(r.stage),
+                                        path,
+                                        bucket_label(r.reduce_bucket_size),
+                                        r.overlap_comm ? "on" : "off",
+                                        std::to_string(r.micro_batch),
+                                        std::to_string(r.accum_steps),
+                                        std::to_string(r.world),
+                                        fmt("%.0f", r.tokens_per_second),
+                                        fmt("%.3g", r.tflops_per_gpu),
+                                        fmt("%.1f", r.step_ms),
+                                        fmt("%.2f", r.exposed_comm_ms_per_step),
+                                        human_bytes(r.grad_all_reduce.bus),
+                                        human_bytes(r.grad_reduce.bus),
+                                        human_bytes(r.grad_reduce_scatter.bus),
+                                        human_bytes(r.grad_all_to_all.bus),
+                                        human_bytes(r.param_all_gather.bus),
+                                        human_bytes(inter_node(r)),
+                                        human_bytes(r.model_states_bytes),
+                                        human_bytes(r.peak_total_bytes),
+                                        r.has_baseline ? fmt("%.2fx", r.speedup) : "—"};
     s += markdown_row(f);
   }
   return s;

@@ -24,8 +24,8 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "zero/communicator.h"

@@ -60,9 +60,9 @@ struct LinkFigures {
 
 // The host side of offload (a preset's "host" block; 0: not known).
 struct HostFigures {
-  double pcie_bytes_per_s = 0;       // device <-> host, each direction, per GPU
-  double adamw_elements_per_s = 0;   // the host AdamW's rate for one GPU's share of cores
-  double nvme_bytes_per_s = 0;       // per GPU, reads and writes together
+  double pcie_bytes_per_s = 0;      // device <-> host, each direction, per GPU
+  double adamw_elements_per_s = 0;  // the host AdamW's rate for one GPU's share of cores
+  double nvme_bytes_per_s = 0;      // per GPU, reads and writes together
   std::string source;
   bool known() const { return pcie_bytes_per_s > 0 && adamw_elements_per_s > 0; }
 };
