@@ -58,6 +58,18 @@ class Ops {
   virtual void* alloc_host(size_t bytes, MemCategory cat, bool pinned) = 0;
   virtual void release_host(void* p) = 0;
   MemoryLedger& host_ledger() { return host_ledger_; }
+  // Asynchronous copies between backend memory and host memory (ZeRO-Offload's
+  // gradients out during backward, parameters back during the host AdamW). Each
+  // starts after all work issued before it and returns a ticket (from 1) at once;
+  // copies complete in issue order; wait_copy(t) returns when every copy up to t
+  // is done. Until then neither side of a copy may be touched. CUDA runs them on
+  // a copy stream beside the compute stream (they overlap only with pinned host
+  // memory); the CPU backend runs them at the wait, the latest moment this
+  // contract allows, so code that reads or reuses a buffer too early fails the
+  // CPU tests.
+  virtual uint64_t to_host_async(void* host_dst, const void* src, size_t bytes) = 0;
+  virtual uint64_t from_host_async(void* dst, const void* host_src, size_t bytes) = 0;
+  virtual void wait_copy(uint64_t ticket) = 0;
 
   // ---- elementwise helpers on model-dtype buffers ----
   virtual void to_f32(float* dst, const void* src, size_t n) = 0;    // widen

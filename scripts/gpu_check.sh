@@ -47,7 +47,8 @@ ZT_PROFILE_OPS=1 timeout 150 build/zerotrain train configs/gpt2-124m.yaml --run-
   >"$LOG/profile_run.txt" 2>"$LOG/profile.txt"
 # Offload: GPT-2 350M at B = 32 on the one GPU, stage 2 with the optimizer on
 # the device and in pinned host memory: tok/s, device model states (measured
-# and by formula) and the allocator's device peak.
+# and by formula), the allocator's device peak, and the gradient bytes copied
+# to the host during backward (overlapped) and at the step.
 offload_rows=()
 for placement in none cpu; do
   dir=build/bench/offload-$placement
@@ -59,9 +60,10 @@ for placement in none cpu; do
     --set zero.offload_optimizer.pin_memory=true >"$LOG/offload-$placement.txt" 2>&1
   offload_rows+=("$(python3 -c 'import json, sys
 s = json.load(open(sys.argv[1])); m = s["memory"]
-print("offload_optimizer %-4s %9.0f tok/s  device model states %6.2f GB (formula %6.2f)  device peak %6.2f GB  host %6.2f GB" % (
+print("offload_optimizer %-4s %9.0f tok/s  device model states %6.2f GB (formula %6.2f)  device peak %6.2f GB  host %6.2f GB  grads to host in backward %6.3f GB, at step %6.3f GB" % (
     sys.argv[2], s["tokens_per_second"], m["model_states"] / 1e9, m["model_states_formula"] / 1e9,
-    m["peak_total"] / 1e9, m["host"]["model_states"] / 1e9))' "$dir/summary.json" "$placement" 2>&1 ||
+    m["peak_total"] / 1e9, m["host"]["model_states"] / 1e9, m["offload_grad_bytes_early"] / 1e9,
+    m["offload_grad_bytes_at_step"] / 1e9))' "$dir/summary.json" "$placement" 2>&1 ||
     echo "offload_optimizer $placement: FAILED (log: $LOG/offload-$placement.txt)")")
 done
 

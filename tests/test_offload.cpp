@@ -4,7 +4,8 @@
 // after 3 steps the losses, the gathered weights and every rank's master, m
 // and v must be bit-identical to the in-memory optimizer's, at stages 0-3,
 // with the device bytes lower and the host and file bytes exactly as
-// model_states_placement says. [offload] runs on one rank, [mpi] under mpirun
+// model_states_placement says, and every gradient element reported to the
+// offloaded optimizer before the step. [offload] runs on one rank, [mpi] under mpirun
 // -np W for W = 1..4; [.bench] prints the host AdamW's throughput.
 #include <mpi.h>
 
@@ -194,6 +195,14 @@ void check_offload_bit_identical(bool multi_rank) {
                    << got.host_states << " (formula " << po.host.total() << "), nvme "
                    << got.nvme_states << " (formula " << po.nvme.total() << ")");
     CHECK(all_ranks(mem_ok));
+    // Every engine reports each owned gradient element once, before the step
+    // (stages 2 and 3 during the last backward), so the step copies nothing.
+    if (c.optimizer != "none") {
+      INFO("gradient bytes to the host early " << got.grad_copies.early << ", at the step "
+                                               << got.grad_copies.at_step << ", owned "
+                                               << got.owned * 4);
+      CHECK(all_ranks(got.grad_copies.early == got.owned * 4 && got.grad_copies.at_step == 0));
+    }
     // Offload files are removed with the engine.
     CHECK(all_ranks(std::filesystem::is_empty(dir.path)));
   }

@@ -227,4 +227,45 @@ TEST_CASE("stage 3's gathers are prefetched; the compute waits where it needs th
   CHECK_THAT(p.exposed_s, WithinRel(6e-3, 1e-9));
 }
 
+TEST_CASE("offload: gradient copies follow their calls; the step pipelines chunk uploads",
+          "[model]") {
+  // One micro-step of 30 ms (backward 10..30) with two 4 ms gradient calls of
+  // equal elements, done at 24 and 34. The shard: 1e6 fp32 elements in 4
+  // chunks; PCIe 1 GB/s, so each call's share of the gradients (2 MB) takes
+  // 2 ms: 24..26 and 34..36. The step starts at 36. Host AdamW at 1e9
+  // elements/s: 0.25 ms per chunk; each chunk's upload 1 ms: 0.25 + 1 + 3 x 1
+  // = 4.25 ms. Step: 36 + 4.25.
+  StepPlan plan;
+  plan.stage = 2;
+  plan.overlap_comm = true;
+  plan.dtype_bytes = 4;
+  plan.steady_step = {grad_call(4, 0.5), grad_call(4, 1.0)};
+  plan.optimizer_offload.device = "cpu";
+  plan.optimizer_offload.shard = 1000000;
+  plan.optimizer_offload.chunks = 4;
+  NetworkModel net = ns_per_byte();
+  net.host.pcie_bytes_per_s = 1e9;
+  net.host.adamw_elements_per_s = 1e9;
+  auto predict = [&] {
+    return predict_step(plan, 4, 1, NodeMap::uniform(4, 1), net, compute_ms(30, 0));
+  };
+  StepTimePrediction p = predict();
+  CHECK_THAT(p.step_s, WithinRel(40.25e-3, 1e-9));
+  CHECK_THAT(p.compute_s, WithinRel(36.25e-3, 1e-9));  // 30 + 2 ms waiting for copies + 4.25
+  // nvme at 4.8 GB/s: 24 B per element, 5 ms, 1.25 per chunk, longer than the
+  // AdamW and the upload: 1.25 + 1 + 3 x 1.25 = 6 ms.
+  plan.optimizer_offload.device = "nvme";
+  net.host.nvme_bytes_per_s = 4.8e9;
+  CHECK_THAT(predict().step_s, WithinRel(42e-3, 1e-9));
+  // Stage 3's offloaded parameters go to the host store, not up: 4 x 0.25 ms
+  // of AdamW after the copies.
+  plan.optimizer_offload.device = "cpu";
+  plan.params_offloaded = true;
+  CHECK_THAT(predict().step_s, WithinRel(37e-3, 1e-9));
+  // No gradient calls (one rank): the copies start when the backward ends.
+  plan.params_offloaded = false;
+  plan.steady_step.clear();
+  CHECK_THAT(predict().step_s, WithinRel(38.25e-3, 1e-9));  // 30 + 4 + 4.25
+}
+
 }  // namespace zt

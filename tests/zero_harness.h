@@ -59,6 +59,8 @@ struct RunResult {
   std::vector<float> state;                   // this rank's master | m | v shard at the end
   size_t padded = 0;
   uint64_t hpz_secondary_peak = 0;
+  ShardOptimizer::GradCopyBytes grad_copies;  // offload: the last step's gradients to the host
+  size_t owned = 0;                           // elements of this rank's optimizer pieces
 };
 
 constexpr double kClip = 1.0;
@@ -130,6 +132,8 @@ inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
   res.state.insert(res.state.end(), v.begin(), v.end());
   res.padded = engine->padded_params();
   res.hpz_secondary_peak = engine->hpz_secondary_peak_bytes();
+  res.grad_copies = engine->optimizer().grad_copy_bytes();
+  for (const OptimPiece& p : engine->optimizer().pieces()) res.owned += p.n;
   res.master = engine->gather_master(ops, comm, table.total());
   return res;
 }

@@ -157,9 +157,10 @@ void print_offload_memory(const StepPlan& p, const ZeroConfig& z, int per_node) 
   if (!z.offload_optimizer.enabled()) return;
   std::printf(
       "  optimizer: %zu elements per rank streamed in %zu chunk%s of %zu (min(shard, "
-      "sub_group_size, %zu)); host: %llu B state + %llu B chunk buffers (%d) + %llu B staging\n",
+      "sub_group_size, %zu)); host: %llu B state + %llu B chunk buffers (%d) + %llu B gradients "
+      "(the shard's, copied as backward finishes them) + %llu B upload and fp32 staging\n",
       o.shard, o.chunks, o.chunks == 1 ? "" : "s", o.chunk, kOffloadMaxChunk, u(o.host_state_bytes),
-      u(o.host_buffer_bytes), o.buffers, u(o.host_staging_bytes));
+      u(o.host_buffer_bytes), o.buffers, u(o.host_grad_bytes), u(o.host_staging_bytes));
 }
 
 }  // namespace

@@ -186,13 +186,16 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("offload_param", s.zero.offload_param.device)
       .add("host", host)
       .add("nvme", nvme)
+      .add("offload_grad_bytes_early", s.offload_grad_bytes_early)
+      .add("offload_grad_bytes_at_step", s.offload_grad_bytes_at_step)
       .add("note",
            "bytes per rank from the allocator; params/grads/optimizer held at the end, "
            "activations/comm_buffers at their peak (activations: every model's, the sampler's "
            "and HellaSwag's included; activations_per_micro_batch: the training model's); "
            "formulas on the padded parameter count, stage 3's plus its persistent parameters; "
            "host/nvme: offloaded states (the host's with the offload staging and chunk buffers) "
-           "and files");
+           "and files; offload_grad_bytes_early/at_step: the last step's gradients copied to the "
+           "host as the engine reported them final (overlapping backward) and at the step");
 
   JsonObject zero;
   zero.add("stage", s.stage)

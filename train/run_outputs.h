@@ -47,6 +47,9 @@ struct RunSummary {
   CommStats comm;
   const MemoryLedger* ledger = nullptr;
   const MemoryLedger* host_ledger = nullptr;  // the backend's alloc_host (offload)
+  // offload_optimizer: the last step's gradient bytes to the host, started as
+  // the engine reported them final, and at the step.
+  uint64_t offload_grad_bytes_early = 0, offload_grad_bytes_at_step = 0;
   int dtype_bytes = 4;
   uint64_t persistent_bytes = 0, live_params_peak_bytes = 0;  // stage 3
   // The training model's activation buffers (train.recompute), measured and by

@@ -20,7 +20,8 @@ OptimizerOffloadPlan plan_optimizer_offload(const ZeroConfig& z, size_t shard, D
                    kOffloadMaxChunk}));
   p.chunks = (shard + p.chunk - 1) / p.chunk;
   const size_t es = dtype_size(model);
-  p.host_staging_bytes = (8 + (es == 4 ? 0 : es)) * static_cast<uint64_t>(p.chunk);
+  p.host_grad_bytes = es * static_cast<uint64_t>(shard);
+  p.host_staging_bytes = (8 + (es == 4 ? 0 : 2 * es)) * static_cast<uint64_t>(p.chunk);
   if (o.device == "cpu") {
     p.host_state_bytes = 12 * static_cast<uint64_t>(shard);
   } else {
@@ -43,17 +44,21 @@ OffloadedOptimizerState::OffloadedOptimizerState(const OptimizerOffloadPlan& pla
   for (int b = 0; b < 3 * plan.buffers; b++)
     slots_.push_back(static_cast<float*>(
         ops.alloc_host(plan.chunk * sizeof(float), MemCategory::Optimizer, pinned)));
-  grad32_ = static_cast<float*>(ops.alloc_host(plan.chunk * 4, MemCategory::Optimizer, pinned));
-  param32_ = static_cast<float*>(ops.alloc_host(plan.chunk * 4, MemCategory::Optimizer, pinned));
   const size_t es = dtype_size(ops.dtype());
-  if (es != 4) wire_ = ops.alloc_host(plan.chunk * es, MemCategory::Optimizer, pinned);
+  host_grads_ = static_cast<char*>(ops.alloc_host(plan.shard * es, MemCategory::Optimizer, pinned));
+  for (char*& u : upload_)
+    u = static_cast<char*>(ops.alloc_host(plan.chunk * es, MemCategory::Optimizer, pinned));
+  if (es == 4) return;
+  grad32_ = static_cast<float*>(ops.alloc_host(plan.chunk * 4, MemCategory::Optimizer, false));
+  param32_ = static_cast<float*>(ops.alloc_host(plan.chunk * 4, MemCategory::Optimizer, false));
 }
 
 OffloadedOptimizerState::~OffloadedOptimizerState() {
   for (float* s : slots_) ops_.release_host(s);
+  ops_.release_host(host_grads_);
+  for (char* u : upload_) ops_.release_host(u);
   ops_.release_host(grad32_);
   ops_.release_host(param32_);
-  ops_.release_host(wire_);
 }
 
 void OffloadedOptimizerState::for_each_chunk(unsigned read, unsigned write, const ChunkFn& fn) {

@@ -26,12 +26,19 @@ struct OptimizerOffloadPlan {
   size_t chunk = 0, chunks = 0;
   int buffers = 0;            // nvme: chunk buffers of master, m and v (min(buffer_count, chunks))
   uint64_t device_bytes = 0;  // optimizer state in device memory: 12 * shard unless offloaded
-  uint64_t host_state_bytes = 0;    // cpu: 12 * shard
-  uint64_t host_buffer_bytes = 0;   // nvme: 12 * chunk * buffers
-  uint64_t host_staging_bytes = 0;  // gradients in, parameters out: 8 * chunk, plus one model-
-                                    // dtype chunk when the model is not fp32
-  uint64_t nvme_bytes = 0;          // nvme: 12 * shard in three files
-  uint64_t host_bytes() const { return host_state_bytes + host_buffer_bytes + host_staging_bytes; }
+  uint64_t host_state_bytes = 0;   // cpu: 12 * shard
+  uint64_t host_buffer_bytes = 0;  // nvme: 12 * chunk * buffers
+  // The shard's gradients in the model dtype, es * shard: the copies' target
+  // during backward.
+  uint64_t host_grad_bytes = 0;
+  // Two upload chunks of es * chunk (one goes up while the next computes) and,
+  // on bf16 models, the fp32 chunks the host AdamW reads and writes: 8 * chunk
+  // when es = 4, (8 + 2 * es) * chunk otherwise.
+  uint64_t host_staging_bytes = 0;
+  uint64_t nvme_bytes = 0;  // nvme: 12 * shard in three files
+  uint64_t host_bytes() const {
+    return host_state_bytes + host_buffer_bytes + host_grad_bytes + host_staging_bytes;
+  }
 };
 OptimizerOffloadPlan plan_optimizer_offload(const ZeroConfig& z, size_t shard, DType model);
 
@@ -51,10 +58,13 @@ class OffloadedOptimizerState {
   void for_each_chunk(unsigned read, unsigned write, const ChunkFn& fn);
 
   const OptimizerOffloadPlan& plan() const { return plan_; }
-  // Staging, one chunk each: fp32 gradients, fp32 parameters, model-dtype values (null on fp32).
+  // Staging: the shard's gradients (model dtype); per chunk, fp32 gradients and
+  // parameters for the host AdamW (null on fp32 models, which use the others
+  // directly), and two model-dtype upload buffers.
+  char* host_grads() { return host_grads_; }
   float* grad32() { return grad32_; }
   float* param32() { return param32_; }
-  void* wire() { return wire_; }
+  char* upload(int b) { return upload_[b]; }
 
  private:
   OptimizerOffloadPlan plan_;
@@ -62,8 +72,9 @@ class OffloadedOptimizerState {
   std::shared_ptr<NvmeDirectory> dir_;
   std::unique_ptr<OffloadStore> store_[3];  // master, m, v
   std::vector<float*> slots_;               // nvme: buffers x {master, m, v}, chunk each
+  char* host_grads_ = nullptr;
   float *grad32_ = nullptr, *param32_ = nullptr;
-  void* wire_ = nullptr;
+  char* upload_[2] = {nullptr, nullptr};
 };
 
 }  // namespace zt

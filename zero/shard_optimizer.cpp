@@ -35,6 +35,7 @@ ShardOptimizer::ShardOptimizer(std::vector<OptimPiece> pieces, size_t shard_size
   if (z.offload_optimizer.enabled()) {
     offload_.reset(new OffloadedOptimizerState(plan_, z.offload_optimizer, rank, ops));
     host_adamw_.reset(new HostAdamW(default_host_threads()));
+    reported_.assign(pieces_.size(), 0);
     return;
   }
   master_ = static_cast<float*>(ops_.alloc(shard_ * sizeof(float), MemCategory::Optimizer));
@@ -85,12 +86,45 @@ const void* ShardOptimizer::at(const void* base, Indexing how, const OptimPiece&
   return static_cast<const char*>(base) + off * es_;
 }
 
-void ShardOptimizer::put_params(const ParamOut& out, const OptimPiece& p, size_t from, size_t n,
-                                const void* host) {
-  if (out.store) out.store->write((p.shard_offset + from) * es_, n * es_, host);
-  else
-    ops_.from_host(static_cast<char*>(const_cast<void*>(at(out.buffer, out.where, p))) + from * es_,
-                   host, n * es_);
+uint64_t ShardOptimizer::put_params(const ParamOut& out, const OptimPiece& p, size_t from, size_t n,
+                                    const void* host, bool async) {
+  if (out.store) {
+    out.store->write((p.shard_offset + from) * es_, n * es_, host);
+    return 0;
+  }
+  char* dst = static_cast<char*>(const_cast<void*>(at(out.buffer, out.where, p))) + from * es_;
+  if (async) return ops_.from_host_async(dst, host, n * es_);
+  ops_.from_host(dst, host, n * es_);
+  return 0;
+}
+
+void ShardOptimizer::grads_final(const void* grads, Indexing where, size_t begin, size_t n) {
+  if (!offload_) return;
+  for (size_t i = 0; i < pieces_.size(); i++) {
+    const OptimPiece& p = pieces_[i];
+    const size_t start = where == Indexing::Flat ? p.layout_offset : p.shard_offset;
+    const size_t lo = std::max(begin, start), hi = std::min(begin + n, start + p.n);
+    if (lo >= hi) continue;
+    grad_copies_ = ops_.to_host_async(offload_->host_grads() + (p.shard_offset + lo - start) * es_,
+                                      static_cast<const char*>(grads) + lo * es_, (hi - lo) * es_);
+    reported_[i] += hi - lo;
+    reporting_.early += (hi - lo) * es_;
+  }
+}
+
+void ShardOptimizer::gather_host_grads(const void* grads, Indexing grads_at) {
+  for (size_t i = 0; i < pieces_.size(); i++) {
+    const OptimPiece& p = pieces_[i];
+    if (reported_[i] != p.n) {  // not (wholly) reported: copied now, in full
+      grad_copies_ = ops_.to_host_async(offload_->host_grads() + p.shard_offset * es_,
+                                        at(grads, grads_at, p), p.n * es_);
+      reporting_.at_step += p.n * es_;
+    }
+    reported_[i] = 0;
+  }
+  ops_.wait_copy(grad_copies_);
+  grad_copy_bytes_ = reporting_;
+  reporting_ = GradCopyBytes();
 }
 
 void ShardOptimizer::write_params(void* params, Indexing where) {
@@ -105,7 +139,7 @@ void ShardOptimizer::write_params_to(const ParamOut& out) {
     offload_->for_each_chunk(
         OffloadedOptimizerState::kMaster, 0,
         [&](size_t c0, size_t n, float* master, float*, float*) {
-          void* staged = es_ == 4 ? static_cast<void*>(master) : offload_->wire();
+          void* staged = es_ == 4 ? static_cast<void*>(master) : offload_->upload(0);
           if (es_ != 4) narrow(staged, master, ops_.dtype(), n);
           overlaps(c0, n, [&](const OptimPiece& p, size_t first, size_t k) {
             put_params(out, p, first, k,
@@ -164,36 +198,42 @@ void ShardOptimizer::step_on_device(const void* grads, Indexing grads_at, const 
   }
 }
 
-// Per chunk: each piece's gradients to the host (widened to fp32), the host
-// AdamW, the rounded parameters back to where the engine keeps them.
+// The gradients are on the host first (gather_host_grads). Per chunk: the host
+// AdamW on each piece, the rounded parameters into one of two upload buffers
+// and on their way back (asynchronously to a backend buffer) while the next
+// chunk computes; a buffer is reused once its previous upload is done.
 void ShardOptimizer::step_offloaded(const void* grads, Indexing grads_at, const ParamOut& out,
                                     const OptimSettings& s, float grad_scale, int t) {
+  gather_host_grads(grads, grads_at);
+  const char* host_grads = offload_->host_grads();
   float* g32 = offload_->grad32();
   float* p32 = offload_->param32();
-  char* wire = static_cast<char*>(offload_->wire());
+  uint64_t uploads[2] = {0, 0};
+  int b = 0;
   offload_->for_each_chunk(
       OffloadedOptimizerState::kAll, OffloadedOptimizerState::kAll,
       [&](size_t c0, size_t n, float* master, float* m, float* v) {
+        ops_.wait_copy(uploads[b]);
+        char* up = offload_->upload(b);
         overlaps(c0, n, [&](const OptimPiece& p, size_t first, size_t k) {
           const size_t rel = p.shard_offset + first - c0;
-          const char* src = static_cast<const char*>(at(grads, grads_at, p)) + first * es_;
-          if (es_ == 4) {
-            ops_.to_host(g32 + rel, src, k * 4);
-          } else {
-            ops_.to_host(wire + rel * es_, src, k * es_);
-            widen(g32 + rel, wire + rel * es_, ops_.dtype(), k);
-          }
+          const char* g = host_grads + (p.shard_offset + first) * es_;
           AdamWArgs a{s.lr,       s.beta1, s.beta2, s.eps, p.decay ? s.weight_decay : 0.0f,
                       grad_scale, t};
-          host_adamw_->step(master + rel, g32 + rel, m + rel, v + rel, p32 + rel, k, a);
           if (es_ == 4) {
-            put_params(out, p, first, k, p32 + rel);
+            host_adamw_->step(master + rel, reinterpret_cast<const float*>(g), m + rel, v + rel,
+                              reinterpret_cast<float*>(up) + rel, k, a);
           } else {
-            narrow(wire + rel * es_, p32 + rel, ops_.dtype(), k);
-            put_params(out, p, first, k, wire + rel * es_);
+            widen(g32 + rel, g, ops_.dtype(), k);
+            host_adamw_->step(master + rel, g32 + rel, m + rel, v + rel, p32 + rel, k, a);
+            narrow(up + rel * es_, p32 + rel, ops_.dtype(), k);
           }
+          const uint64_t ticket = put_params(out, p, first, k, up + rel * es_, true);
+          if (ticket) uploads[b] = ticket;
         });
+        b ^= 1;
       });
+  ops_.wait_copy(std::max(uploads[0], uploads[1]));
 }
 
 void ShardOptimizer::save_state(std::vector<float>& master, std::vector<float>& m,

@@ -7,7 +7,9 @@
 // The state lives in device memory and is updated by the backend's adamw op,
 // or, with zero.offload_optimizer, in host memory or files
 // (zero/offload_optimizer.h) and is updated chunk by chunk by the host AdamW
-// (zero/host_adamw.h): gradients come to the host, parameters go back.
+// (zero/host_adamw.h). Gradients come to the host as the engine reports them
+// final (grads_final, during the last backward, on the copy stream), parameters
+// go back one chunk while the host AdamW computes the next.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -58,6 +60,16 @@ class ShardOptimizer {
   // or into a shard kept off the device (zero.offload_param, shard offsets).
   void write_params(void* params, Indexing where);
   void write_params(OffloadStore& params);
+  // ZeRO-Offload: [begin, begin + n) of `grads` (in where's offsets) holds final
+  // gradients, so their copy to the host starts now, overlapping whatever the
+  // device does next; the step copies what no engine reported. No-op unless
+  // offloaded. Each element is reported at most once per step.
+  void grads_final(const void* grads, Indexing where, size_t begin, size_t n);
+  // The last step's gradient bytes moved to the host: reported early, and at the step.
+  struct GradCopyBytes {
+    uint64_t early = 0, at_step = 0;
+  };
+  const GradCopyBytes& grad_copy_bytes() const { return grad_copy_bytes_; }
   // Sum of squares of the owned gradient pieces, per norm group (n_groups of them).
   std::vector<double> grad_sum_squares(const void* grads, Indexing where, int n_groups);
   // One AdamW step (t from 1) with the gradient scaled by grad_scale.
@@ -84,9 +96,13 @@ class ShardOptimizer {
   void step_offloaded(const void* grads, Indexing grads_at, const ParamOut& out,
                       const OptimSettings& s, float grad_scale, int t);
   void write_params_to(const ParamOut& out);
-  // Model-dtype values of [from, from + n) of piece p (host) to their place in `out`.
-  void put_params(const ParamOut& out, const OptimPiece& p, size_t from, size_t n,
-                  const void* host);
+  // Model-dtype values of [from, from + n) of piece p (host) to their place in
+  // `out`; to a backend buffer asynchronously when `async` (returns the copy's
+  // ticket, else 0).
+  uint64_t put_params(const ParamOut& out, const OptimPiece& p, size_t from, size_t n,
+                      const void* host, bool async = false);
+  // The step's start: copies the gradients no engine reported, waits for all.
+  void gather_host_grads(const void* grads, Indexing grads_at);
   // Calls fn(piece, first, count) for the part of each piece inside [begin, begin + n).
   template <typename Fn>
   void overlaps(size_t begin, size_t n, Fn fn) const;
@@ -99,6 +115,9 @@ class ShardOptimizer {
   float *master_ = nullptr, *m_ = nullptr, *v_ = nullptr;  // device state (not offloaded)
   std::unique_ptr<OffloadedOptimizerState> offload_;
   std::unique_ptr<HostAdamW> host_adamw_;
+  std::vector<size_t> reported_;  // per piece: elements whose copy grads_final started
+  uint64_t grad_copies_ = 0;      // ticket of the last one
+  GradCopyBytes grad_copy_bytes_, reporting_;
 };
 
 }  // namespace zt

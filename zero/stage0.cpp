@@ -3,7 +3,8 @@
 // At the accumulation boundary the gradients are all-reduced in place, bucket
 // by bucket as the schedule cut them (5e8 elements, as DeepSpeed's engine);
 // every rank then runs the same AdamW on everything, so no parameter gather
-// follows.
+// follows. With offload_optimizer each bucket's copy to the host starts as its
+// all-reduce completes.
 #include "zero/replicated_engine.h"
 #include "zero/stages.h"
 
@@ -62,6 +63,8 @@ class Stage0 : public ReplicatedEngine {
       ops_.release(f.second);
       f.second = data;
     }
+    optimizer_.grads_final(grads_, Indexing::Flat, schedule_.layout->offset(bucket.params.front()),
+                           bucket.size);
   }
   const void* step_grads() const override { return grads_; }
   Indexing step_grads_indexing() const override { return Indexing::Flat; }

@@ -4,8 +4,8 @@
 // accumulation boundary walking the parameter groups in order (DeepSpeed's
 // reduce_gradients), or, with overlap_comm, during the last backward as each
 // gradient completes (DeepSpeed's hooks). Each rank's owned slices of the sums
-// are copied back where they lie; it updates its shard and the shards are
-// all-gathered.
+// are copied back where they lie (final: with offload_optimizer their copy to
+// the host starts there); it updates its shard and the shards are all-gathered.
 #include "zero/replicated_engine.h"
 #include "zero/stages.h"
 
@@ -19,6 +19,9 @@ class Stage1 : public ReplicatedEngine {
         reducer_(schedule_.grads, ops, comm, schedule_.wire, s.z.overlap_comm,
                  [this](const BucketSlice& slice, const void* data) {
                    ops_.copy(at(slice.param, slice.param_offset), data, slice.n * es_);
+                   optimizer_.grads_final(
+                       grads_, Indexing::Flat,
+                       schedule_.layout->offset(slice.param) + slice.param_offset, slice.n);
                  }) {
     grads_ = ops_.alloc(schedule_.layout->padded_total() * es_, MemCategory::Grads);
   }

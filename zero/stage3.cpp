@@ -7,7 +7,8 @@
 // qwZ quantizes the send buffer to int8 blocks and gathers codes and scales
 // in two calls, dequantizing before the unpack. Gradients: each tensor's staging space is packed
 // into DeepSpeed's stage-3 buckets, reduced (one reduce-scatter each, or an all-reduce) as their
-// turn comes, every micro-step; each rank adds its pieces into its gradient shard. The step
+// turn comes, every micro-step; each rank adds its pieces into its gradient shard (on the last
+// micro-step, with offload_optimizer, their copy to the host starts there). The step
 // releases everything, takes one float64 norm per sub-group, updates the shard and gathers each
 // persistent tensor.
 #include <cmath>
@@ -41,9 +42,9 @@ class Stage3 : public ZeroEngine, private GatherBackend {
             layout_.grad_buckets(table, grad_ready_order(s.events), s.z, s.ranks_per_node), ops,
             comm, gradient_wire_dtype(s.z, ops.dtype()), s.z.overlap_comm,
             [this](const BucketSlice& slice, const void* data) {
-              ops_.add_inplace(
-                  static_cast<char*>(shard_grads_) + layout_.shard_offset(slice.param) * es_, data,
-                  slice.n);
+              const size_t at = layout_.shard_offset(slice.param);
+              ops_.add_inplace(static_cast<char*>(shard_grads_) + at * es_, data, slice.n);
+              if (last_micro_) optimizer_.grads_final(shard_grads_, Indexing::Shard, at, slice.n);
             },
             qgz_.reducer.get()),
         train_(table, layout_, setup_.z, states_, *this),
@@ -155,9 +156,10 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     staging_.release(p);
   }
 
-  void begin_micro_step(int micro, int) override {
+  void begin_micro_step(int micro, int n_micro) override {
     if (micro == 0) ops_.memzero(shard_grads_, layout_.shard_size() * es_);
     micro_ = micro;
+    last_micro_ = micro + 1 == n_micro;
     in_micro_ = true;
     reducer_.begin();
   }
@@ -345,7 +347,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   int pending_id_ = 0;
   uint64_t live_ = 0, live_peak_ = 0;
   int micro_ = 0;
-  bool in_micro_ = false;
+  bool in_micro_ = false, last_micro_ = false;
 };
 
 }  // namespace

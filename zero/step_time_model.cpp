@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace zt {
 namespace {
@@ -106,6 +107,9 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
   StepTimePrediction out;
   const double fwd = compute.micro_step_s / 3, bwd = compute.micro_step_s * 2 / 3;
   double t = 0, channel = 0;
+  // Offload: the end of each gradient call of the last micro-step, and its
+  // elements, where the shard's copies to the host start.
+  std::vector<std::pair<double, double>> final_grads;
   auto seconds = [&](const PlannedCall& c) {
     const double s = net.call_seconds(c, world, nodes);
     out.comm_s += s;
@@ -138,6 +142,8 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
         }
         const double start = std::max(channel, clock.time_at(c.at));
         channel = start + d;
+        if (c.purpose == Purpose::Gradients && m + 1 == micro_steps)
+          final_grads.push_back({channel, static_cast<double>(c.count)});
         if (plan.double_buffered) groups.back().second = channel;
         else if (!plan.overlap_comm) clock.wait_until(c.at, channel);
       }
@@ -150,11 +156,27 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
   const OptimizerOffloadPlan& off = plan.optimizer_offload;
   if (off.device != "none" && net.host.known()) {
     const double shard = static_cast<double>(off.shard), es = plan.dtype_bytes;
+    const double pcie = net.host.pcie_bytes_per_s;
+    // The gradients' copies: each call's share of the shard, in proportion to
+    // its elements, after the call, one copy at a time.
+    double total = 0, copies = 0;
+    for (const auto& g : final_grads) total += g.second;
+    if (total > 0) {
+      for (const auto& g : final_grads)
+        copies = std::max(copies, g.first) + es * shard * g.second / total / pcie;
+    } else {
+      copies = t + es * shard / pcie;
+    }
+    // Chunks: the host AdamW (or the nvme reads and writes, 24 bytes per
+    // element, where longer) of one overlaps the upload of the one before.
+    const double k = std::max<double>(1, static_cast<double>(off.chunks));
     const double adamw = shard / net.host.adamw_elements_per_s;
     const double io = off.device == "nvme" && net.host.nvme_bytes_per_s > 0
                           ? 24 * shard / net.host.nvme_bytes_per_s
                           : 0;
-    optimizer = 2 * es * shard / net.host.pcie_bytes_per_s + std::max(adamw, io);
+    const double host = std::max(adamw, io) / k;
+    const double up = plan.params_offloaded ? 0 : es * shard / pcie / k;
+    optimizer = std::max(0.0, copies - t) + host + up + (k - 1) * std::max(host, up);
   }
   t += optimizer;
   for (const PlannedCall& c : plan.steady_step)

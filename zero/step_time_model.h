@@ -21,11 +21,14 @@
 // - Every micro-step's backward ends when its gradient calls have finished;
 //   the optimizer step's collectives and the optimizer itself run one after
 //   another, nothing hidden.
-// - Offload (where the network file gives host figures): the optimizer step is
-//   the shard's gradients device -> host and parameters host -> device over
-//   PCIe, one after the other, plus the host AdamW; with nvme the state's
-//   reads and writes (24 bytes per element) overlap the AdamW, the longer
-//   counts. Stage 3's offloaded parameters cross PCIe before each gather.
+// - Offload (where the network file gives host figures): the shard's
+//   gradients go device -> host over PCIe on a copy channel of their own, each
+//   gradient call's share (by elements) once the call of the last micro-step
+//   is done; the step starts when the last copy is done. It is then a pipeline
+//   of chunks: the host AdamW of one (with nvme: or the state's reads and
+//   writes, 24 bytes per element, where longer) beside the parameters of the
+//   one before going host -> device. Stage 3's offloaded parameters cross PCIe
+//   before each gather, and are written to the host store, not uploaded.
 //   Without host figures the compute times' optimizer stands (a measured
 //   offloaded run's includes all of it). Quantization kernels: not counted.
 #pragma once

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -86,6 +87,19 @@ class CpuOps : public Ops {
     std::memcpy(dst, host_src, bytes);
   }
   void synchronize() override {}
+  uint64_t to_host_async(void* host_dst, const void* src, size_t bytes) override {
+    return defer(host_dst, src, bytes);
+  }
+  uint64_t from_host_async(void* dst, const void* host_src, size_t bytes) override {
+    return defer(dst, host_src, bytes);
+  }
+  void wait_copy(uint64_t ticket) override {
+    while (!deferred_.empty() && deferred_.front().ticket <= ticket) {
+      const DeferredCopy& c = deferred_.front();
+      std::memcpy(c.dst, c.src, c.bytes);
+      deferred_.pop_front();
+    }
+  }
 
   void to_f32(float* dst, const void* src, size_t n) override {
     std::memcpy(dst, src, n * sizeof(float));
@@ -201,6 +215,19 @@ class CpuOps : public Ops {
                                " with NH = " + std::to_string(NH) + ", expected C divisible by NH");
     }
   }
+  uint64_t defer(void* dst, const void* src, size_t bytes) {
+    deferred_.push_back({dst, src, bytes, ++tickets_});
+    return tickets_;
+  }
+
+  struct DeferredCopy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+    uint64_t ticket;
+  };
+  std::deque<DeferredCopy> deferred_;  // issued, not yet waited for
+  uint64_t tickets_ = 0;
 };
 
 }  // namespace

@@ -4,12 +4,14 @@
 // cuBLASLt state; the kernels live in the other files of this folder.
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "model/cuda/cuda_kernels.cuh"
 #include "model/cuda/cuda_stream.h"
@@ -70,12 +72,17 @@ class CudaOps final : public Ops {
     // A blocking stream: it still orders against legacy default-stream copies
     // that other code might issue on the same buffers.
     CUDA_CHECK(cudaStreamCreate(&ctx_.stream));
+    // The copy stream is ordered against the compute stream by events only.
+    CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&issue_, cudaEventDisableTiming));
     try {
       scratch_ = std::make_unique<DeviceScratch>(&ledger());
       ctx_.scratch = scratch_.get();
       matmul_ = std::make_unique<Matmul>(ctx_, ledger());
     } catch (...) {
       scratch_.reset();
+      cudaEventDestroy(issue_);
+      cudaStreamDestroy(copy_stream_);
       cudaStreamDestroy(ctx_.stream);
       throw;
     }
@@ -84,6 +91,11 @@ class CudaOps final : public Ops {
   ~CudaOps() override {
     drop_cache();
     cudaStreamSynchronize(ctx_.stream);
+    cudaStreamSynchronize(copy_stream_);
+    for (const InFlightCopy& c : copies_) cudaEventDestroy(c.done);
+    for (cudaEvent_t e : free_events_) cudaEventDestroy(e);
+    cudaEventDestroy(issue_);
+    cudaStreamDestroy(copy_stream_);
     matmul_.reset();
     scratch_.reset();
     cudaStreamDestroy(ctx_.stream);
@@ -179,6 +191,22 @@ class CudaOps final : public Ops {
     CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));  // host_src may go away on return
   }
   void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(ctx_.stream)); }
+  uint64_t to_host_async(void* host_dst, const void* src, size_t bytes) override {
+    return enqueue_copy(host_dst, src, bytes, cudaMemcpyDeviceToHost);
+  }
+  uint64_t from_host_async(void* dst, const void* host_src, size_t bytes) override {
+    return enqueue_copy(dst, host_src, bytes, cudaMemcpyHostToDevice);
+  }
+  // The copy stream runs its copies in order, so waiting for the last one up to
+  // `ticket` waits for all of them.
+  void wait_copy(uint64_t ticket) override {
+    size_t done = 0;
+    while (done < copies_.size() && copies_[done].ticket <= ticket) done++;
+    if (done == 0) return;
+    CUDA_CHECK(cudaEventSynchronize(copies_[done - 1].done));
+    for (size_t i = 0; i < done; i++) free_events_.push_back(copies_[i].done);
+    copies_.erase(copies_.begin(), copies_.begin() + static_cast<std::ptrdiff_t>(done));
+  }
 
   void to_f32(float* dst, const void* src, size_t n) override {
     launch_to_f32(ctx_, dst, bf(src), n);
@@ -297,6 +325,22 @@ class CudaOps final : public Ops {
     return std::string(op) + " " + std::to_string(C) + "->" + std::to_string(OC) +
            (gelu ? " +gelu" : "");
   }
+  // After everything issued on the compute stream so far, on the copy stream.
+  uint64_t enqueue_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+    CUDA_CHECK(cudaEventRecord(issue_, ctx_.stream));
+    CUDA_CHECK(cudaStreamWaitEvent(copy_stream_, issue_, 0));
+    if (bytes) CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, kind, copy_stream_));
+    cudaEvent_t done = nullptr;
+    if (free_events_.empty()) {
+      CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    } else {
+      done = free_events_.back();
+      free_events_.pop_back();
+    }
+    CUDA_CHECK(cudaEventRecord(done, copy_stream_));
+    copies_.push_back({++copy_tickets_, done});
+    return copy_tickets_;
+  }
   void drop_cache() {
     cudaDeviceSynchronize();
     for (auto& kv : cache_) cudaFree(kv.second);
@@ -306,6 +350,15 @@ class CudaOps final : public Ops {
   OpProfiler profiler_;
   std::unordered_map<void*, size_t> sizes_;
   std::unordered_set<void*> pinned_;  // alloc_host's page-locked blocks
+  struct InFlightCopy {
+    uint64_t ticket;
+    cudaEvent_t done;
+  };
+  cudaStream_t copy_stream_ = nullptr;  // to_host_async / from_host_async
+  cudaEvent_t issue_ = nullptr;         // re-recorded on the compute stream per copy
+  std::deque<InFlightCopy> copies_;     // issued, not yet waited for
+  std::vector<cudaEvent_t> free_events_;
+  uint64_t copy_tickets_ = 0;
 
   // The same refusals as the CPU backend (a caller's bug, hence logic_error).
   static void check_quant(DType t, size_t n, size_t block, int bits) {

@@ -1,5 +1,6 @@
 # ZeRO-Offload to NVMe (a directory here) on 2 ranks: the losses equal the
-# in-memory optimizer's; one rank killed with kill -9 mid-run, then --resume:
+# in-memory optimizer's, and every gradient byte went to the host before the
+# step; one rank killed with kill -9 mid-run, then --resume:
 # the losses after resume equal an uninterrupted run's; a normal exit leaves
 # nvme_path empty; a bad nvme_path is one line naming the key, exit 2.
 . "$(dirname "$0")/../e2e_lib.sh"
@@ -18,6 +19,9 @@ diff <(losses "$WORK/mem/metrics.jsonl") <(losses "$WORK/full/metrics.jsonl") >/
 [ -z "$(ls -A "$WORK/nvme")" ] || fail "offload files left after a normal exit: $(ls "$WORK/nvme")"
 grep -q '"nvme":{"params":0,"optimizer":[1-9]' "$WORK/full/summary.json" ||
   fail "summary.json has no nvme optimizer bytes"
+# Stage 2 reports every gradient slice during the last backward: none is left for the step.
+grep -q '"offload_grad_bytes_early":[1-9][0-9]*,"offload_grad_bytes_at_step":0' \
+  "$WORK/full/summary.json" || fail "gradient copies not all started before the step"
 
 mpirun -np 2 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/cut" "${ARGS[@]}" >"$WORK/cut.txt" 2>&1 &
 pid=$!
