@@ -177,20 +177,49 @@ std::unique_ptr<OffloadStore> make_offload_store(const OffloadConfig& o, const s
   return std::unique_ptr<OffloadStore>(new FileStore(dir_group, name, bytes, cat));
 }
 
-void copy_to_backend(OffloadStore& s, size_t off, size_t n, void* dst, Ops& ops) {
-  if (s.host_data()) {
-    ops.from_host(dst, s.host_data() + off, n);
+void StoreUploader::upload(const std::vector<Range>& ranges, void* dst) {
+  char* out = static_cast<char*>(dst);
+  uint64_t last = 0;
+  size_t total = 0;
+  if (char* host = store_.host_data()) {
+    for (const Range& r : ranges) {
+      last = ops_.from_host_async(out + total, host + r.off, r.n);
+      total += r.n;
+    }
+    ops_.wait_copy(last);
     return;
   }
-  void* staging = ops.alloc_host(n, MemCategory::CommBuffers, false);
+  for (const Range& r : ranges) total += r.n;
+  if (total > capacity_) {
+    ops_.release_host(staging_);
+    staging_ = nullptr;
+    capacity_ = 0;
+    staging_ = static_cast<char*>(ops_.alloc_host(total, MemCategory::CommBuffers, pinned_));
+    capacity_ = total;
+  }
+  std::vector<int> reads;
+  size_t at = 0;
   try {
-    s.read(off, n, staging);
-    ops.from_host(dst, staging, n);
+    for (const Range& r : ranges) {
+      reads.push_back(store_.start_read(r.off, r.n, staging_ + at));
+      at += r.n;
+    }
+    for (size_t i = 0; i < reads.size(); i++) {
+      const int ticket = reads[i];
+      reads[i] = -1;
+      store_.wait(ticket);
+    }
   } catch (...) {
-    ops.release_host(staging);
+    for (int t : reads)  // leave no read in flight into the staging buffer
+      if (t >= 0) {
+        try {
+          store_.wait(t);
+        } catch (...) {
+        }
+      }
     throw;
   }
-  ops.release_host(staging);
+  ops_.wait_copy(ops_.from_host_async(out, staging_, total));
 }
 
 std::string nvme_path_problem(const std::string& path) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "model/memory_ledger.h"
 #include "model/ops.h"
@@ -40,8 +41,30 @@ std::unique_ptr<OffloadStore> make_offload_store(const OffloadConfig& o, const s
                                                  int rank, const std::string& name, size_t bytes,
                                                  MemCategory cat, Ops& ops);
 
-// [off, off + n) of the store into backend memory dst (a gather's send buffer).
-void copy_to_backend(OffloadStore& s, size_t off, size_t n, void* dst, Ops& ops);
+// Byte ranges of a store, one after another, into backend memory (a stage-3
+// gather's send buffer), every transfer of a call in flight at once: a host
+// store's ranges go up directly, a file store's are read into one reused
+// staging buffer (page-locked when `pinned`) and go up in one copy. upload
+// returns when dst holds them all.
+class StoreUploader {
+ public:
+  struct Range {
+    size_t off, n;
+  };
+  StoreUploader(OffloadStore& store, Ops& ops, bool pinned)
+      : store_(store), ops_(ops), pinned_(pinned) {}
+  ~StoreUploader() { ops_.release_host(staging_); }
+  StoreUploader(const StoreUploader&) = delete;
+  StoreUploader& operator=(const StoreUploader&) = delete;
+  void upload(const std::vector<Range>& ranges, void* dst);
+
+ private:
+  OffloadStore& store_;
+  Ops& ops_;
+  bool pinned_;
+  char* staging_ = nullptr;
+  size_t capacity_ = 0;
+};
 
 // "" when `path` is an existing, writable directory; otherwise why not.
 std::string nvme_path_problem(const std::string& path);

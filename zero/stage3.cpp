@@ -58,11 +58,15 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     secondary_.assign(n, nullptr);
     if (layout_.hpz() > 1) hpz_comm_ = comm.subgroup(layout_.hpz_group().members_of(comm.rank()));
     for (const ModuleInfo& m : table.modules()) module_ptrs_.emplace_back(m.params.size(), nullptr);
-    if (s.z.offload_param.enabled())  // zero.offload_param: the shard lives off the device
+    if (s.z.offload_param.enabled()) {  // zero.offload_param: the shard lives off the device
       param_store_ = make_offload_store(s.z.offload_param, "zero.offload_param", param_dir_,
                                         comm.rank(), "param_shard.bin", layout_.shard_size() * es_,
                                         MemCategory::Params, ops);
-    else shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
+      param_uploader_.reset(
+          new StoreUploader(*param_store_, ops, s.z.offload_param.pin_memory && ops.on_device()));
+    } else {
+      shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
+    }
     shard_grads_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Grads);
   }
   ~Stage3() override {
@@ -221,14 +225,17 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     for (int p : params) c.per_rank += piece_of(c, p);
     c.send = ops_.alloc(c.per_rank * es_, MemCategory::CommBuffers);
     c.recv = ops_.alloc(c.per_rank * c.ranks * es_, MemCategory::CommBuffers);
-    size_t at = 0;
-    for (int p : params) {
-      char* dst = static_cast<char*>(c.send) + at * es_;
-      if (!c.secondary && param_store_)
-        copy_to_backend(*param_store_, layout_.shard_offset(p) * es_, layout_.piece(p) * es_, dst,
-                        ops_);
-      else ops_.copy(dst, source_of(c, p), piece_of(c, p) * es_);
-      at += piece_of(c, p);
+    if (!c.secondary && param_uploader_) {
+      std::vector<StoreUploader::Range> ranges;
+      for (int p : params)
+        ranges.push_back({layout_.shard_offset(p) * es_, layout_.piece(p) * es_});
+      param_uploader_->upload(ranges, c.send);
+    } else {
+      size_t at = 0;
+      for (int p : params) {
+        ops_.copy(static_cast<char*>(c.send) + at * es_, source_of(c, p), piece_of(c, p) * es_);
+        at += piece_of(c, p);
+      }
     }
     comm_.purpose(Purpose::Parameters);
     if (setup_.z.zero_quantized_weights) {
@@ -330,7 +337,8 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   ShardOptimizer optimizer_;
   void* shard_params_ = nullptr;
   std::shared_ptr<NvmeDirectory> param_dir_;
-  std::unique_ptr<OffloadStore> param_store_;  // zero.offload_param: instead of shard_params_
+  std::unique_ptr<OffloadStore> param_store_;      // zero.offload_param: instead of shard_params_
+  std::unique_ptr<StoreUploader> param_uploader_;  // its pieces into the gathers' send buffers
   void* shard_grads_ = nullptr;
   QuantizedReduction qgz_;
   BucketReducer reducer_;

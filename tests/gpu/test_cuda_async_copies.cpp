@@ -57,7 +57,8 @@ TEST_CASE("cuda async copies are ordered after the compute stream and before the
     std::vector<uint16_t> back(n);
     gpu->to_host(back.data(), dev, n * 2);
     wrong = 0;
-    for (size_t i = 0; i < n; i++) wrong += bf16_to_float(back[i]) != 0.5f * bf16_to_float(values[i]);
+    for (size_t i = 0; i < n; i++)
+      wrong += bf16_to_float(back[i]) != 0.5f * bf16_to_float(values[i]);
     CHECK(wrong == 0);
     gpu->release(dev);
     gpu->release_host(host);
