@@ -112,6 +112,14 @@ void ShardOptimizer::grads_final(const void* grads, Indexing where, size_t begin
   }
 }
 
+void ShardOptimizer::settle_copies() noexcept {
+  if (!offload_) return;
+  try {
+    ops_.wait_copy(grad_copies_);
+  } catch (...) {  // a failing device: nothing left to protect
+  }
+}
+
 void ShardOptimizer::gather_host_grads(const void* grads, Indexing grads_at) {
   for (size_t i = 0; i < pieces_.size(); i++) {
     const OptimPiece& p = pieces_[i];

@@ -70,6 +70,9 @@ class ShardOptimizer {
     uint64_t early = 0, at_step = 0;
   };
   const GradCopyBytes& grad_copy_bytes() const { return grad_copy_bytes_; }
+  // Waits for gradient copies still in flight (reported, no step since): an
+  // engine calls it before it frees the gradients they read.
+  void settle_copies() noexcept;
   // Sum of squares of the owned gradient pieces, per norm group (n_groups of them).
   std::vector<double> grad_sum_squares(const void* grads, Indexing where, int n_groups);
   // One AdamW step (t from 1) with the gradient scaled by grad_scale.

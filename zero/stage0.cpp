@@ -17,7 +17,10 @@ class Stage0 : public ReplicatedEngine {
       : ReplicatedEngine(s, table, ops, comm) {
     grads_ = ops_.alloc(table.total() * es_, MemCategory::Grads);
   }
-  ~Stage0() override { ops_.release(grads_); }
+  ~Stage0() override {
+    optimizer_.settle_copies();
+    ops_.release(grads_);
+  }
 
   std::string describe() const override {
     return "zero: stage 0 (DDP), gradients: " + schedule_.describe + ", " +

@@ -25,7 +25,10 @@ class Stage1 : public ReplicatedEngine {
                  }) {
     grads_ = ops_.alloc(schedule_.layout->padded_total() * es_, MemCategory::Grads);
   }
-  ~Stage1() override { ops_.release(grads_); }
+  ~Stage1() override {
+    optimizer_.settle_copies();
+    ops_.release(grads_);
+  }
 
   std::string describe() const override {
     return "zero: stage 1, gradients: " + schedule_.describe + ", bucket " +

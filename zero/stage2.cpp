@@ -31,7 +31,10 @@ class Stage2 : public ReplicatedEngine {
         staging_(ops) {
     shard_grads_ = ops_.alloc(schedule_.layout->partition().shard_size() * es_, MemCategory::Grads);
   }
-  ~Stage2() override { ops_.release(shard_grads_); }
+  ~Stage2() override {
+    optimizer_.settle_copies();
+    ops_.release(shard_grads_);
+  }
 
   std::string describe() const override {
     return "zero: stage 2, gradients: " + schedule_.describe + ", bucket " +

@@ -70,6 +70,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     shard_grads_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Grads);
   }
   ~Stage3() override {
+    optimizer_.settle_copies();
     for (size_t p = 0; p < full_.size(); p++) drop(static_cast<int>(p), false);
     drop_secondaries();
     for (auto& kv : pending_) free_call(kv.second);
