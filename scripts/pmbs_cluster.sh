@@ -3,7 +3,9 @@
 #
 #   scripts/pmbs_cluster.sh --cluster NxG --link RATE[,DELAY] --out DIR [options]
 #
-# 1. commbench on a one-run cluster of that shape -> DIR/commbench.json
+# 1. commbench on a one-run cluster of that shape -> DIR/commbench.json, with
+#    the host figures (commbench --host: copies, host AdamW; files with
+#    --host-nvme) the model's offload terms take
 # 2. the grid on a cluster of the same shape (scripts/sweep.sh --cluster)
 # 3. zerotrain report DIR --network DIR/commbench.json: measured tok/s and
 #    speed-ups beside the step-time model's prediction for every run
@@ -13,6 +15,7 @@
 #   --steps N          train.steps per point (default 10)
 #   --only REGEX       only the matching points (sweep.sh --only)
 #   --max-bytes SIZE   commbench's largest message (default 4M)
+#   --host-nvme DIR    also time offload files under DIR (commbench --host-nvme)
 #   --bin PATH         zerotrain (default $ZT_BIN or build/zerotrain)
 # Root only (network namespaces). Resumable as sweep.sh is; commbench.json is
 # measured again only when missing.
@@ -21,7 +24,7 @@ die() {
   echo "pmbs_cluster.sh: $*" >&2
   exit 2
 }
-spec="" link="" out="" grid=configs/pmbs/grid_cpu_quick.txt steps=10 only="" max_bytes=4M
+spec="" link="" out="" grid=configs/pmbs/grid_cpu_quick.txt steps=10 only="" max_bytes=4M host_nvme=
 bin=${ZT_BIN:-build/zerotrain}
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || die "$1 needs a value"
@@ -33,6 +36,7 @@ while [ $# -gt 0 ]; do
     --steps) steps=$2 ;;
     --only) only=$2 ;;
     --max-bytes) max_bytes=$2 ;;
+    --host-nvme) host_nvme=$2 ;;
     --bin) bin=$2 ;;
     *) die "unknown option '$1' (see the header of $0)" ;;
   esac
@@ -49,11 +53,13 @@ mkdir -p "$out" || die "$out: cannot create"
 
 if [ ! -s "$out/commbench.json" ]; then
   echo "== commbench on $spec at $link"
+  host=(--host)
+  [ -z "$host_nvme" ] || host=(--host-nvme "$host_nvme")
   "$here/cluster.sh" run --nodes "$nodes" --ranks-per-node "$rpn" --link "$link" -- \
     "$bin" commbench --primitives all --min-bytes 4 --max-bytes "$max_bytes" --max-seconds 2 \
-    --out "$out/commbench.json" >"$out/commbench.log" 2>&1 ||
+    "${host[@]}" --out "$out/commbench.json" >"$out/commbench.log" 2>&1 ||
     die "commbench failed: $(tail -3 "$out/commbench.log")"
-  grep -E '^# .* at .*busbw' "$out/commbench.log"
+  grep -E '^# .* at .*busbw|^# host' "$out/commbench.log"
 fi
 
 echo "== the grid on $spec at $link"

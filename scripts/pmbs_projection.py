@@ -37,7 +37,9 @@ MODELS = [  # name, config, micro-batch per GPU
 ]
 GPUS = [8, 64, 256, 1024]
 STATES = re.compile(r"^([* ]) (stage \d.*?)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+) \|")
-ROW = re.compile(r"^([* ]) (stage \d.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)x$")
+# compute, optimizer, comm, exposed, step (ms), speed-up
+ROW = re.compile(r"^([* ]) (stage \d.*?)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+"
+                 r"([\d.]+)x$")
 
 
 def model_shape(config):
@@ -69,7 +71,7 @@ def plan(args, config, world, per_node, micro, seq_len, compute_ms, extra=()):
         if m:
             label = m.group(2).strip()
             rows.append({"label": label, "compute": float(m.group(3)),
-                         "exposed": float(m.group(5)), "step": float(m.group(6)),
+                         "exposed": float(m.group(6)), "step": float(m.group(7)),
                          "states": states[label]})
     return params, rows
 

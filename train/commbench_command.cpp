@@ -2,6 +2,7 @@
 // measurement is zero/commbench). Rank 0 prints one table per primitive and
 // dtype and writes the curves as JSON; the exit status is 1 when any result
 // check failed.
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +21,8 @@
 #include "train/runtime.h"
 #include "zero/comm_stats.h"
 #include "zero/commbench.h"
+#include "zero/host_bench.h"
+#include "zero/offload_store.h"
 
 namespace zt {
 namespace {
@@ -35,7 +38,8 @@ int uniform_ranks_per_node(const NodeMap& m) {
 const char* kUsage =
     "usage: zerotrain commbench [--primitives LIST|all] [--dtype fp32,bf16|all] [--min-bytes N] "
     "[--max-bytes N] [--warmup N] [--iters N] [--max-seconds S] [--root R] [--seed S] "
-    "[--device auto|cpu|cuda] [--communicator auto|mpi|nccl] [--out FILE.json]";
+    "[--device auto|cpu|cuda] [--communicator auto|mpi|nccl] [--host] [--host-nvme DIR] "
+    "[--out FILE.json]";
 
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
@@ -91,6 +95,45 @@ std::string human_bytes(uint64_t b) {
   return buf;
 }
 
+// commbench --host: every rank measures at once (they share the node's memory
+// and cores, as in a run); the slowest rank's figures, as the network file's
+// "host" block. Rank 0 prints them.
+std::string measure_host(Ops& ops, const std::string& nvme_dir, int rank, int world, bool writer) {
+  HostBenchSpec spec;
+  spec.nvme_dir = nvme_dir;
+  spec.rank = rank;
+  barrier_all();
+  const HostBenchResult r = run_host_bench(ops, spec);
+  const double to_host = min_over_ranks(r.to_host_bytes_per_s) / 1e9;
+  const double from_host = min_over_ranks(r.from_host_bytes_per_s) / 1e9;
+  const double adamw = min_over_ranks(r.adamw_elements_per_s) / 1e9;
+  const double nvme = nvme_dir.empty() ? 0 : min_over_ranks(r.nvme_bytes_per_s) / 1e9;
+  const std::string copies = ops.on_device() ? "pinned host memory" : "memcpy on the CPU backend";
+  std::string source = "measured by zerotrain commbench --host on " + std::to_string(world) +
+                       " rank" + (world == 1 ? "" : "s") + " at once, the slowest rank's: copies " +
+                       copies + ", host AdamW on " + std::to_string(r.threads) + " thread" +
+                       (r.threads == 1 ? "" : "s") + " per rank";
+  if (!nvme_dir.empty()) source += ", files under " + nvme_dir + " through the page cache";
+  if (writer) {
+    std::printf(
+        "# host (per rank, slowest of %d measured at once): copies to host %.3f GB/s, from host "
+        "%.3f GB/s (%s); host AdamW %.4f G elements/s (%d thread%s)",
+        world, to_host, from_host, copies.c_str(), adamw, r.threads, r.threads == 1 ? "" : "s");
+    if (!nvme_dir.empty())
+      std::printf("; files %.3f GB/s (writes and reads, %s)", nvme, nvme_dir.c_str());
+    std::printf("\n");
+  }
+  JsonObject o;
+  o.add("pcie_GBps", std::min(to_host, from_host))
+      .add("to_host_GBps", to_host)
+      .add("from_host_GBps", from_host)
+      .add("adamw_Gelements_per_s", adamw)
+      .add("adamw_threads", r.threads);
+  if (!nvme_dir.empty()) o.add("nvme_GBps", nvme);
+  o.add("source", source);
+  return o.str();
+}
+
 const char* bus_factor_formula(Primitive p) {
   switch (p) {
     case Primitive::AllReduce: return "2(W-1)/W";
@@ -116,6 +159,8 @@ int run_commbench_command(const std::vector<std::string>& args) {
                    {"--seed"},
                    {"--device"},
                    {"--communicator"},
+                   {"--host", false},
+                   {"--host-nvme"},
                    {"--out"}},
                   args, 0, 0);
   CommbenchSpec spec;
@@ -148,6 +193,12 @@ int run_commbench_command(const std::vector<std::string>& args) {
   sys.device = one_of(f, "--device", "auto", {"auto", "cpu", "cuda"});
   sys.communicator = one_of(f, "--communicator", "auto", {"auto", "mpi", "nccl"});
   const std::string out = f.get("--out");
+  const std::string host_nvme = f.get("--host-nvme");
+  const bool host = f.has("--host") || !host_nvme.empty();
+  if (!host_nvme.empty()) {
+    const std::string problem = nvme_path_problem(host_nvme);
+    if (!problem.empty()) f.fail("--host-nvme: " + problem);
+  }
   const ClusterDescription cluster = read_cluster_description();
 
   Runtime rt = make_runtime(sys);
@@ -261,6 +312,7 @@ int run_commbench_command(const std::vector<std::string>& args) {
     curves_json += (curves_json.size() > 1 ? ",\n " : "\n ") + cj.str();
   }
   doc.raw("curves", curves_json + "]");
+  if (host) doc.raw("host", measure_host(*rt.ops, host_nvme, rank, world, writer));
   if (writer) {
     // The largest size's bus bandwidth, from the mean and from the median call.
     for (const CommbenchCurve& c : curves) {

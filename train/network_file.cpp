@@ -105,17 +105,23 @@ NetworkModel preset_network(const JsonValue& root, const std::string& path) {
   net.link.inter_latency_s = non_negative(inter, "latency_us", path + ": inter_node") * 1e-6;
   net.source = "preset " + path + ": " +
                member(root, "preset", path, JsonValue::Kind::string, "a description").text;
-  if (const JsonValue* host = root.find("host")) {
-    if (host->kind != JsonValue::Kind::object)
-      throw ConfigError(path + ": host: expected an object");
-    net.host.pcie_bytes_per_s = positive(*host, "pcie_GBps", path + ": host") * 1e9;
-    net.host.adamw_elements_per_s = positive(*host, "adamw_Gelements_per_s", path + ": host") * 1e9;
-    net.host.nvme_bytes_per_s = positive(*host, "nvme_GBps", path + ": host") * 1e9;
-    net.host.source = member(*host, "source", path + ": host", JsonValue::Kind::string,
-                             "where the figures come from")
-                          .text;
-  }
   return net;
+}
+
+// A preset's or commbench --host's "host" block; nvme_GBps may be absent (not
+// measured), and nvme offload then counts no I/O time.
+HostFigures host_figures(const JsonValue& root, const std::string& path) {
+  HostFigures h;
+  const JsonValue* host = root.find("host");
+  if (!host) return h;
+  if (host->kind != JsonValue::Kind::object) throw ConfigError(path + ": host: expected an object");
+  const std::string where = path + ": host";
+  h.pcie_bytes_per_s = positive(*host, "pcie_GBps", where) * 1e9;
+  h.adamw_elements_per_s = positive(*host, "adamw_Gelements_per_s", where) * 1e9;
+  if (host->find("nvme_GBps")) h.nvme_bytes_per_s = positive(*host, "nvme_GBps", where) * 1e9;
+  h.source =
+      member(*host, "source", where, JsonValue::Kind::string, "where the figures come from").text;
+  return h;
 }
 
 }  // namespace
@@ -123,8 +129,12 @@ NetworkModel preset_network(const JsonValue& root, const std::string& path) {
 NetworkModel read_network_file(const std::string& path) {
   std::string text;
   const JsonValue root = read_json_object(path, "network file", &text);
-  if (root.find("curves")) return commbench_network(root, path);
-  if (root.find("preset")) return preset_network(root, path);
+  if (root.find("curves") || root.find("preset")) {
+    NetworkModel net =
+        root.find("curves") ? commbench_network(root, path) : preset_network(root, path);
+    net.host = host_figures(root, path);
+    return net;
+  }
   if (root.find("link")) return network_of_cluster(parse_cluster_description(text, path));
   throw ConfigError(path +
                     ": not a network file (expected commbench's JSON with 'curves', a preset "

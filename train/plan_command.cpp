@@ -61,11 +61,13 @@ std::vector<Variant> variants(const ZeroConfig& base, int nodes, int ranks_per_n
   if (nodes > 1 || zeropp) {
     const int hpz =
         base.zero_hpz_partition_size > 1 ? base.zero_hpz_partition_size : ranks_per_node;
-    for (int k = 0; k < 4; k++) {
+    // One rank per node: an hpZ group of one is plain stage 3.
+    const std::string hpz_part = hpz > 1 ? "hpZ " + std::to_string(hpz) + "+" : "";
+    for (int k = hpz > 1 ? 0 : 1; k < 4; k++) {
       plain3(k == 0   ? "stage 3 hpZ " + std::to_string(hpz)
              : k == 1 ? "stage 3 qwZ"
              : k == 2 ? "stage 3 qgZ"
-                      : "stage 3 hpZ " + std::to_string(hpz) + "+qwZ+qgZ",
+                      : "stage 3 " + hpz_part + "qwZ+qgZ",
              true);
       ZeroConfig& z = v.back().z;
       z.zero_hpz_partition_size = k == 0 || k == 3 ? hpz : 1;
@@ -108,6 +110,7 @@ struct PredictedRow {
   std::string label;
   StepPlan plan;
   StepTimePrediction t;
+  std::string why_not;  // the network cannot time this variant (a curve it lacks)
 };
 
 void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel& net,
@@ -121,15 +124,23 @@ void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel
       "/ this step\n\n",
       net.source.c_str(), compute.source.c_str(), compute.micro_step_s * 1e3,
       compute.optimizer_s * 1e3);
-  std::printf("  %-30s %12s %12s %12s %12s %10s\n", "configuration", "compute ms", "comm ms",
-              "exposed ms", "step ms", "speed-up");
+  std::printf("  %-30s %12s %12s %12s %12s %12s %10s\n", "configuration", "compute ms",
+              "optimizer ms", "comm ms", "exposed ms", "step ms", "speed-up");
   for (const PredictedRow& r : rows) {
+    if (!r.why_not.empty()) {
+      std::printf("%s %-30s no prediction: %s\n", r.label == configured ? "*" : " ",
+                  r.label.c_str(), r.why_not.c_str());
+      continue;
+    }
     double base = 0;
     for (const PredictedRow& b : rows)
-      if (b.plan.stage == r.plan.stage && is_deepspeed_default(b.plan, b.label)) base = b.t.step_s;
-    std::printf("%s %-30s %12.2f %12.2f %12.2f %12.2f %9.2fx\n", r.label == configured ? "*" : " ",
-                r.label.c_str(), r.t.compute_s * 1e3, r.t.comm_s * 1e3, r.t.exposed_s * 1e3,
-                r.t.step_s * 1e3, base > 0 ? base / r.t.step_s : 0.0);
+      if (b.plan.stage == r.plan.stage && b.why_not.empty() &&
+          is_deepspeed_default(b.plan, b.label))
+        base = b.t.step_s;
+    std::printf("%s %-30s %12.2f %12.2f %12.2f %12.2f %12.2f %9.2fx\n",
+                r.label == configured ? "*" : " ", r.label.c_str(), r.t.compute_s * 1e3,
+                r.t.optimizer_s * 1e3, r.t.comm_s * 1e3, r.t.exposed_s * 1e3, r.t.step_s * 1e3,
+                base > 0 ? base / r.t.step_s : 0.0);
   }
   std::printf("  (%d micro-steps per step)\n", A);
 }
@@ -228,7 +239,15 @@ int run_plan_command(const std::vector<std::string>& args) {
     const StepPlan p = plan_step(setup, table, world, A, t, nodes);
     const char* mark = same_variant(p, v.z, mine, cfg.zero) ? "*" : " ";
     if (*mark == '*') configured_label = v.label;
-    if (predict) predicted.push_back({v.label, p, predict_step(p, world, A, nodes, net, compute)});
+    if (predict) {
+      PredictedRow row{v.label, p, {}, ""};
+      try {
+        row.t = predict_step(p, world, A, nodes, net, compute);
+      } catch (const std::runtime_error& e) {
+        row.why_not = e.what();
+      }
+      predicted.push_back(row);
+    }
     bool first = true;
     for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
       const PlannedPrimitive& c = p.per_step[i];

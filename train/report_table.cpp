@@ -126,6 +126,7 @@ auto settings_key(const ReportRow& r) {
 }
 
 bool is_deepspeed_default(const ReportRow& r) {
+  if (!r.offload.empty()) return false;
   if (r.stage == 0) return true;
   if (r.stage == 3) return r.reduce_scatter && r.zeropp.empty();
   return r.grad_path == "multi_rank_allreduce";
@@ -138,7 +139,8 @@ double inter_node(const ReportRow& r) {
 }
 
 std::string path_label(const ReportRow& r) {
-  return r.grad_path + (r.zeropp.empty() ? "" : " + " + r.zeropp);
+  return r.grad_path + (r.zeropp.empty() ? "" : " + " + r.zeropp) +
+         (r.offload.empty() ? "" : " + offload " + r.offload);
 }
 
 // ---- Formatting.
@@ -219,6 +221,13 @@ ReportRow read_summary(const std::string& path, const std::string& run_name) {
     if (s.boolean("config.zero.zero_quantized_gradients")) parts.push_back("qgZ");
     for (const std::string& p : parts) r.zeropp += (r.zeropp.empty() ? "" : " + ") + p;
   }
+  for (const char* what : {"optimizer", "param"}) {
+    const std::string key = std::string("memory.offload_") + what;
+    const std::string device = s.has(key) ? s.string(key) : "none";
+    if (device != "none")
+      r.offload += (r.offload.empty() ? "" : " + ") +
+                   std::string(what == std::string("param") ? "params " : "optimizer ") + device;
+  }
   r.micro_batch = static_cast<int>(s.integer("config.train.micro_batch"));
   r.n_layer = static_cast<int>(s.integer("config.model.n_layer"));
   r.n_embd = static_cast<int>(s.integer("config.model.n_embd"));
@@ -284,11 +293,11 @@ RunsDir load_runs_dir(const std::string& runs_dir) {
         " (expected RUNS_DIR/RUN/summary.json, as scripts/sweep.sh --out writes)");
   std::stable_sort(out.rows.begin(), out.rows.end(), [](const ReportRow& a, const ReportRow& b) {
     return std::make_tuple(a.stage, path_rank(a.grad_path), a.grad_path, !a.reduce_scatter,
-                           a.zeropp, a.reduce_bucket_size, a.overlap_comm, a.micro_batch, a.world,
-                           a.run) < std::make_tuple(b.stage, path_rank(b.grad_path), b.grad_path,
-                                                    !b.reduce_scatter, b.zeropp,
-                                                    b.reduce_bucket_size, b.overlap_comm,
-                                                    b.micro_batch, b.world, b.run);
+                           a.zeropp, a.offload, a.reduce_bucket_size, a.overlap_comm, a.micro_batch,
+                           a.world, a.run) <
+           std::make_tuple(b.stage, path_rank(b.grad_path), b.grad_path, !b.reduce_scatter,
+                           b.zeropp, b.offload, b.reduce_bucket_size, b.overlap_comm, b.micro_batch,
+                           b.world, b.run);
   });
   fill_speedups(out.rows);
   return out;
@@ -303,7 +312,8 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
       "param_all_gather_bus_bytes,inter_node_bus_bytes,model_states_bytes,peak_total_bytes,"
       "speedup_vs_ds_default,"
       "baseline_run,predicted_step_ms,predicted_exposed_comm_ms,predicted_speedup_vs_ds_default,"
-      "step_speedup_vs_ds_default,zeropp,grad_all_to_all_bytes,grad_all_to_all_bus_bytes\n";
+      "step_speedup_vs_ds_default,zeropp,grad_all_to_all_bytes,grad_all_to_all_bus_bytes,"
+      "offload\n";
   for (const ReportRow& r : rows) {
     const std::vector<std::string> f = {csv_field(r.run),
                                         csv_field(r.device),
@@ -338,7 +348,8 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
                                         r.step_speedup > 0 ? g12(r.step_speedup) : "",
                                         csv_field(r.zeropp),
                                         g12(r.grad_all_to_all.payload),
-                                        g12(r.grad_all_to_all.bus)};
+                                        g12(r.grad_all_to_all.bus),
+                                        csv_field(r.offload)};
     for (size_t i = 0; i < f.size(); i++) s += (i ? "," : "") + f[i];
     s += "\n";
   }

@@ -25,6 +25,7 @@ struct ReportRow {
   std::string grad_path;
   bool reduce_scatter = true;  // config zero.reduce_scatter: stage 3's path
   std::string zeropp;          // stage 3's ZeRO++ features, e.g. "hpZ 2 + qwZ" ("" none)
+  std::string offload;         // e.g. "optimizer nvme + params cpu" ("" none)
   int64_t reduce_bucket_size = 0;
   bool overlap_comm = false;
   int micro_batch = 0, accum_steps = 0, world = 0;

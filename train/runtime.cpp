@@ -86,6 +86,12 @@ double sum_over_ranks(double x) {
   return out;
 }
 
+double min_over_ranks(double x) {
+  double out = x;
+  MPI_Allreduce(&x, &out, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  return out;
+}
+
 void barrier_all() { MPI_Barrier(MPI_COMM_WORLD); }
 
 std::string first_error_over_ranks(const std::string& mine) {

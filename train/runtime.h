@@ -27,6 +27,7 @@ void mpi_ranks(int* rank, int* world, int* local_rank, int* local_size);
 NodeMap job_nodes();
 // Host-side sums across ranks for metrics (not ZeRO traffic, so not counted).
 double sum_over_ranks(double x);
+double min_over_ranks(double x);
 void barrier_all();
 // Collective: the message of the lowest rank whose `mine` is not empty, on every
 // rank; "" when no rank has one. Lets all ranks act on one rank's failure alike.

@@ -182,6 +182,7 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
   for (const PlannedCall& c : plan.steady_step)
     if (c.phase == Phase::Step) t += seconds(c);
   out.compute_s = compute_passes + optimizer;
+  out.optimizer_s = optimizer;
   out.step_s = t;
   out.exposed_s = t - out.compute_s;
   return out;

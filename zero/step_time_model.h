@@ -87,10 +87,11 @@ struct ComputeTimes {
 };
 
 struct StepTimePrediction {
-  double compute_s = 0;  // forward, backward and optimizer, without waiting
-  double comm_s = 0;     // every call's time, added up
-  double exposed_s = 0;  // the communication the compute does not hide
-  double step_s = 0;     // compute + exposed
+  double compute_s = 0;    // forward, backward and optimizer, without waiting
+  double optimizer_s = 0;  // of which the optimizer (offload: from the gradient copies' end)
+  double comm_s = 0;       // every call's time, added up
+  double exposed_s = 0;    // the communication the compute does not hide
+  double step_s = 0;       // compute + exposed
   std::array<double, static_cast<int>(Primitive::kCount)> comm_by_primitive_s{};
 };
 
