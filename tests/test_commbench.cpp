@@ -151,6 +151,8 @@ TEST_CASE("commbench command: one-line errors for bad options", "[commbench]") {
   require_parts(message({"--dtype", "fp16", "--device", "cpu"}), {"--dtype", "'fp16'"});
   require_parts(message({"--root", "1000000", "--device", "cpu"}), {"--root", "'1000000'"});
   require_parts(message({"extra"}), {"unexpected argument 'extra'"});
+  require_parts(message({"--host-nvme", "/no/such/dir"}),
+                {"--host-nvme: '/no/such/dir'", "expected an existing directory"});
 }
 
 TEST_CASE("commbench: every primitive in fp32 and bf16 gives the exact result", "[mpi]") {

@@ -195,10 +195,6 @@ int run_commbench_command(const std::vector<std::string>& args) {
   const std::string out = f.get("--out");
   const std::string host_nvme = f.get("--host-nvme");
   const bool host = f.has("--host") || !host_nvme.empty();
-  if (!host_nvme.empty()) {
-    const std::string problem = nvme_path_problem(host_nvme);
-    if (!problem.empty()) f.fail("--host-nvme: " + problem);
-  }
   const ClusterDescription cluster = read_cluster_description();
 
   Runtime rt = make_runtime(sys);
@@ -215,6 +211,10 @@ int run_commbench_command(const std::vector<std::string>& args) {
       std::remove((out + ".tmp").c_str());
     }
     if (sum_over_ranks(cannot) > 0) throw ConfigError("--out " + out + ": cannot write there");
+  }
+  if (!host_nvme.empty()) {  // every rank checks its view; all stop alike
+    const std::string problem = first_error_over_ranks(nvme_path_problem(host_nvme));
+    if (!problem.empty()) f.fail("--host-nvme: " + problem);
   }
   spec.root = static_cast<int>(f.get_int("--root", 0, 0, world - 1));
   const std::string dtypes = f.get("--dtype", dtype_name(rt.ops->dtype()));

@@ -36,7 +36,8 @@ const char* kUsage =
     "  tokenize --tokenizer byte|gpt2|FILE.tiktoken|MODEL.model [--decode] [--eot] [--pieces]\n"
     "  commbench [--primitives LIST|all] [--dtype fp32,bf16|all] [--min-bytes N] [--max-bytes N]\n"
     "          [--warmup N] [--iters N] [--max-seconds S] [--root R] [--seed S]\n"
-    "          [--device auto|cpu|cuda] [--communicator auto|mpi|nccl] [--out FILE.json]\n";
+    "          [--device auto|cpu|cuda] [--communicator auto|mpi|nccl] [--host]\n"
+    "          [--host-nvme DIR] [--out FILE.json]\n";
 
 int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
   if (cmd == "train") return zt::run_train(zt::parse_train_args(args));

@@ -40,8 +40,9 @@ void measure_copies(Ops& ops, const HostBenchSpec& spec, HostBenchResult& r) {
   HostBuffer host(ops, bytes, true);
   void* dev = ops.alloc(bytes, MemCategory::CommBuffers);
   try {
-    r.to_host_bytes_per_s =
-        bytes / median_seconds(spec.reps, [&] { ops.wait_copy(ops.to_host_async(host.p, dev, bytes)); });
+    r.to_host_bytes_per_s = bytes / median_seconds(spec.reps, [&] {
+                              ops.wait_copy(ops.to_host_async(host.p, dev, bytes));
+                            });
     r.from_host_bytes_per_s = bytes / median_seconds(spec.reps, [&] {
                                 ops.wait_copy(ops.from_host_async(dev, host.p, bytes));
                               });

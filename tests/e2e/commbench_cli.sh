@@ -3,7 +3,8 @@
 # fp32 and bf16): the table, the JSON curves with every check "ok" and the
 # cluster description from ZT_CLUSTER embedded; one-line errors with exit 2
 # for an unreadable ZT_CLUSTER and an --out that cannot be written (before
-# anything is measured). About 3 s.
+# anything is measured); --host-nvme's host block (copies, host AdamW, files),
+# read back by plan's step-time model for an offloaded optimizer. About 5 s.
 here=$(cd "$(dirname "$0")/../.." && pwd)
 source "$here/tests/e2e_lib.sh"
 cat >"$WORK/cluster.json" <<'JSON'
@@ -28,6 +29,41 @@ for (p, t), c in curves.items():
         assert pt["check"] == "ok" and pt["wrong"] == 0, (p, t, pt)
         assert pt["count"] * (4 if t == "fp32" else 2) == pt["bytes"], (p, t, pt)
         assert abs(pt["busbw_GBps"] - pt["algbw_GBps"] * c["bus_factor"]) <= 1e-12 * max(1, pt["busbw_GBps"]), pt
+PY
+
+mkdir -p "$WORK/nvme"
+mpirun -np 2 "$ZT_BIN" commbench --primitives all_reduce,all_gather,reduce_scatter --max-bytes 4K \
+  --iters 2 --warmup 1 --host-nvme "$WORK/nvme" --out "$WORK/host.json" >"$WORK/host.log" 2>&1 ||
+  fail "commbench --host-nvme exited $?: $(grep -v '^  ' "$WORK/host.log" | tail -5)"
+grep -q '^# host (per rank, slowest of 2 measured at once): copies to host' "$WORK/host.log" ||
+  fail "no host line: $(grep '^# host' "$WORK/host.log")"
+[ -z "$(ls -A "$WORK/nvme")" ] || fail "commbench --host-nvme left files: $(ls "$WORK/nvme")"
+/usr/bin/python3 - "$WORK/host.json" <<'PY' || fail "the host block is not what it should be"
+import json, sys
+h = json.load(open(sys.argv[1]))["host"]
+for k in ("pcie_GBps", "to_host_GBps", "from_host_GBps", "adamw_Gelements_per_s", "nvme_GBps"):
+    assert h[k] > 0, (k, h)
+assert h["pcie_GBps"] == min(h["to_host_GBps"], h["from_host_GBps"]) and h["adamw_threads"] >= 1, h
+assert "measured by zerotrain commbench --host on 2 ranks" in h["source"], h
+PY
+plan=$("$ZT_BIN" plan configs/tiny.yaml --world 2 --set zero.stage=2 \
+  --set zero.offload_optimizer.device=cpu --network "$WORK/host.json" --compute-ms 10,2 2>&1) ||
+  fail "plan with the host block: $plan"
+/usr/bin/python3 - "$WORK/host.json" "$plan" <<'PY' || fail "plan's offloaded optimizer time is not the host block's"
+import json, re, sys
+h = json.load(open(sys.argv[1]))["host"]
+# tiny.yaml at W = 2, stage 2: the shard and its chunks from plan's offload line.
+shard, chunks = map(int, re.search(r"optimizer: (\d+) elements per rank streamed in (\d+) chunk",
+                                   sys.argv[2]).groups())
+model = sys.argv[2][sys.argv[2].index("step-time model"):]
+row = re.search(r"^\* stage 2 \S+\s+[\d.]+\s+([\d.]+)", model, re.M)
+# fp32: gradients 4 B/element over pcie, then per chunk max(AdamW, upload) after the first
+adamw, up = shard / (h["adamw_Gelements_per_s"] * 1e9), 4 * shard / (h["pcie_GBps"] * 1e9)
+a, u = adamw / chunks, up / chunks
+lo = a + u + (chunks - 1) * max(a, u)  # the gradient copies hide behind the backward
+hi = lo + up                           # or none of them do
+got = float(row.group(1)) / 1e3
+assert lo - 1e-5 <= got <= hi + 1e-5, (lo, got, hi)  # plan prints 0.01 ms
 PY
 
 echo 'not json' >"$WORK/bad.json"
