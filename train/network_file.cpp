@@ -165,6 +165,19 @@ ComputeTimes read_compute_times(const std::string& path) {
   c.optimizer_s = non_negative(t, "optimizer_ms", path + ": timing") * 1e-3;
   const JsonValue* w = root.find("world_size");
   c.source = "measured in " + path + (w ? " (W = " + w->text + ")" : "");
+  // The run timed its own shard's step: stages 1-3 update 1/W of the model,
+  // and the model's optimizer time is the whole model's.
+  const JsonValue* zero = root.find("zero");
+  const JsonValue* stage = zero ? zero->find("stage") : nullptr;
+  if (w && w->kind == JsonValue::Kind::number && stage && stage->kind == JsonValue::Kind::number &&
+      stage->number() >= 1 && w->number() > 1) {
+    c.optimizer_s *= w->number();
+    c.source += ", optimizer: its shard's step x " + w->text;
+  }
+  const JsonValue* memory = root.find("memory");
+  const JsonValue* off = memory ? memory->find("offload_optimizer") : nullptr;
+  if (off && off->kind == JsonValue::Kind::string && off->text != "none")
+    c.source += " (an offloaded run: its optimizer time is the host's)";
   return c;
 }
 
