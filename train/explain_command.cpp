@@ -18,6 +18,7 @@
 #include "train/commands.h"
 #include "train/config.h"
 #include "train/deepspeed_import.h"
+#include "train/offload_report.h"
 #include "train/zero_setup.h"
 #include "train/zeropp_report.h"
 #include "zero/paper_volume.h"
@@ -401,6 +402,8 @@ int run_explain_command(const std::vector<std::string>& args) {
   ZeroSetup unquantized = s;
   unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
   print_zeropp(mine, plan_step(unquantized, table, world, A, model, nodes), z, world, nodes);
+  if (z.offload_optimizer.enabled() || z.offload_param.enabled())
+    print_offload_memory(mine, z, per_node);
 
   // The paper's volume beside this config's.
   const PaperVolume paper = paper_volume(z.stage, table.total(), A, model);

@@ -92,4 +92,12 @@ bad "--model and --config" "not both" "$WORK/s2.json" --world 4 --model gpt2 --c
 printf '{"train_batch_size": 50, "train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 3}' \
   >"$WORK/batch.json"
 bad "batch sizes" "train_batch_size" "$WORK/batch.json" --world 4 "${MODEL[@]}"
+# ZeRO-Infinity: the placement plan prints, from the ds_config's offload blocks.
+out=$("$ZT_BIN" explain configs/deepspeed/offload.json --world 8 --ranks-per-node 8 --model gpt2) ||
+  fail "explain offload.json: $out"
+for want in "zero.offload_optimizer.device nvme, zero.offload_param.device cpu" \
+  "per device (rank)              242688       31118976              0         31361664" \
+  "B gradients (the shard's, copied as backward finishes them)"; do
+  [[ "$out" == *"$want"* ]] || fail "explain offload.json lacks '$want': $(grep -A7 '^offload' <<<"$out")"
+done
 echo "PASS explain_cli"
