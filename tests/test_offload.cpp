@@ -160,6 +160,10 @@ void check_offload_bit_identical(bool multi_rank) {
     ZeroConfig base;
     base.stage = c.stage;
     base.sub_group_size = 3001;  // several chunks per rank, boundaries inside tensors
+    // Stage 3 gathers the matrices (the default 1e5 would keep this model
+    // whole) and prefetches a few at a time, so NVMe reads ahead beyond them.
+    base.stage3_param_persistence_threshold = 200;
+    base.stage3_prefetch_bucket_size = 2000;
     ZeroConfig off = base;
     off.offload_optimizer.device = c.optimizer;
     off.offload_optimizer.nvme_path = dir.path;
@@ -195,6 +199,9 @@ void check_offload_bit_identical(bool multi_rank) {
                    << got.host_states << " (formula " << po.host.total() << "), nvme "
                    << got.nvme_states << " (formula " << po.nvme.total() << ")");
     CHECK(all_ranks(mem_ok));
+    // NVMe parameters: once the trace is complete, gathers find pieces read ahead.
+    INFO("parameter bytes read ahead " << got.param_read_ahead);
+    CHECK(all_ranks((c.params == "nvme") == (got.param_read_ahead > 0)));
     // Every engine reports each owned gradient element once, before the step
     // (stages 2 and 3 during the last backward), so the step copies nothing.
     if (c.optimizer != "none") {

@@ -61,6 +61,7 @@ struct RunResult {
   uint64_t hpz_secondary_peak = 0;
   ShardOptimizer::GradCopyBytes grad_copies;  // offload: the last step's gradients to the host
   size_t owned = 0;                           // elements of this rank's optimizer pieces
+  uint64_t param_read_ahead = 0;              // offload_param nvme: bytes gathers found read ahead
 };
 
 constexpr double kClip = 1.0;
@@ -134,6 +135,7 @@ inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
   res.hpz_secondary_peak = engine->hpz_secondary_peak_bytes();
   res.grad_copies = engine->optimizer().grad_copy_bytes();
   for (const OptimPiece& p : engine->optimizer().pieces()) res.owned += p.n;
+  res.param_read_ahead = engine->param_read_ahead_bytes();
   res.master = engine->gather_master(ops, comm, table.total());
   return res;
 }

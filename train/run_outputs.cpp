@@ -188,6 +188,7 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("nvme", nvme)
       .add("offload_grad_bytes_early", s.offload_grad_bytes_early)
       .add("offload_grad_bytes_at_step", s.offload_grad_bytes_at_step)
+      .add("offload_param_read_ahead_bytes", s.offload_param_read_ahead_bytes)
       .add("note",
            "bytes per rank from the allocator; params/grads/optimizer held at the end, "
            "activations/comm_buffers at their peak (activations: every model's, the sampler's "
@@ -195,7 +196,9 @@ void RunOutputs::summary(const RunSummary& s) {
            "formulas on the padded parameter count, stage 3's plus its persistent parameters; "
            "host/nvme: offloaded states (the host's with the offload staging and chunk buffers) "
            "and files; offload_grad_bytes_early/at_step: the last step's gradients copied to the "
-           "host as the engine reported them final (overlapping backward) and at the step");
+           "host as the engine reported them final (overlapping backward) and at the step; "
+           "offload_param_read_ahead_bytes: parameter pieces the gathers found read ahead from "
+           "NVMe, over the run");
 
   JsonObject zero;
   zero.add("stage", s.stage)

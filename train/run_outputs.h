@@ -50,6 +50,7 @@ struct RunSummary {
   // offload_optimizer: the last step's gradient bytes to the host, started as
   // the engine reported them final, and at the step.
   uint64_t offload_grad_bytes_early = 0, offload_grad_bytes_at_step = 0;
+  uint64_t offload_param_read_ahead_bytes = 0;  // offload_param nvme: pieces gathers found read
   int dtype_bytes = 4;
   uint64_t persistent_bytes = 0, live_params_peak_bytes = 0;  // stage 3
   // The training model's activation buffers (train.recompute), measured and by

@@ -386,6 +386,7 @@ int run_train(const TrainArgs& a) {
   s.host_ledger = &ops.host_ledger();
   s.offload_grad_bytes_early = engine->optimizer().grad_copy_bytes().early;
   s.offload_grad_bytes_at_step = engine->optimizer().grad_copy_bytes().at_step;
+  s.offload_param_read_ahead_bytes = engine->param_read_ahead_bytes();
   s.dtype_bytes = static_cast<int>(dtype_size(ops.dtype()));
   s.device = ops.name();
   s.persistent_bytes = engine->persistent_param_bytes();

@@ -51,6 +51,8 @@ class ZeroEngine : public ModuleHooks {
   virtual uint64_t live_params_peak_bytes() const { return 0; }
   // hpZ: the most bytes of secondary pieces held at once.
   virtual uint64_t hpz_secondary_peak_bytes() const { return 0; }
+  // zero.offload_param on NVMe: parameter bytes the gathers found read ahead.
+  virtual uint64_t param_read_ahead_bytes() const { return 0; }
 
   virtual ShardOptimizer& optimizer() = 0;
   // Collective: the full fp32 master weights on every rank (export, tests).

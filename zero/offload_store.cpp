@@ -177,6 +177,47 @@ std::unique_ptr<OffloadStore> make_offload_store(const OffloadConfig& o, const s
   return std::unique_ptr<OffloadStore>(new FileStore(dir_group, name, bytes, cat));
 }
 
+StoreUploader::~StoreUploader() {
+  try {
+    forget_read_ahead();
+  } catch (...) {  // a failed read: its buffer is still released below
+  }
+  for (auto& kv : ahead_) ops_.release_host(kv.second.buffer);
+  ops_.release_host(staging_);
+}
+
+void StoreUploader::finish(Ahead& a) {
+  if (a.ticket < 0) return;
+  const int t = a.ticket;
+  a.ticket = -1;
+  store_.wait(t);
+}
+
+void StoreUploader::read_ahead(const Range& r) {
+  if (store_.host_data() || r.n == 0 || ahead_.count(r.off) || ahead_.size() >= max_ahead_) return;
+  char* buffer = static_cast<char*>(ops_.alloc_host(r.n, MemCategory::CommBuffers, pinned_));
+  try {
+    ahead_[r.off] = {r.n, buffer, store_.start_read(r.off, r.n, buffer)};
+  } catch (...) {
+    ops_.release_host(buffer);
+    throw;
+  }
+}
+
+void StoreUploader::forget_read_ahead() {
+  while (!ahead_.empty()) {
+    Ahead a = ahead_.begin()->second;
+    ahead_.erase(ahead_.begin());
+    try {
+      finish(a);
+    } catch (...) {
+      ops_.release_host(a.buffer);
+      throw;
+    }
+    ops_.release_host(a.buffer);
+  }
+}
+
 void StoreUploader::upload(const std::vector<Range>& ranges, void* dst) {
   char* out = static_cast<char*>(dst);
   uint64_t last = 0;
@@ -189,26 +230,37 @@ void StoreUploader::upload(const std::vector<Range>& ranges, void* dst) {
     ops_.wait_copy(last);
     return;
   }
-  for (const Range& r : ranges) total += r.n;
-  if (total > capacity_) {
+  // Ranges read ahead come from their buffers; the others are read now, all
+  // at once, into the staging buffer.
+  std::vector<const Ahead*> from(ranges.size(), nullptr);
+  size_t staged = 0;
+  for (size_t i = 0; i < ranges.size(); i++) {
+    auto it = ahead_.find(ranges[i].off);
+    if (it != ahead_.end() && it->second.n == ranges[i].n) from[i] = &it->second;
+    else staged += ranges[i].n;
+  }
+  if (staged > capacity_) {
     ops_.release_host(staging_);
     staging_ = nullptr;
     capacity_ = 0;
-    staging_ = static_cast<char*>(ops_.alloc_host(total, MemCategory::CommBuffers, pinned_));
-    capacity_ = total;
+    staging_ = static_cast<char*>(ops_.alloc_host(staged, MemCategory::CommBuffers, pinned_));
+    capacity_ = staged;
   }
   std::vector<int> reads;
   size_t at = 0;
   try {
-    for (const Range& r : ranges) {
-      reads.push_back(store_.start_read(r.off, r.n, staging_ + at));
-      at += r.n;
+    for (size_t i = 0; i < ranges.size(); i++) {
+      if (from[i]) continue;
+      reads.push_back(store_.start_read(ranges[i].off, ranges[i].n, staging_ + at));
+      at += ranges[i].n;
     }
     for (size_t i = 0; i < reads.size(); i++) {
       const int ticket = reads[i];
       reads[i] = -1;
       store_.wait(ticket);
     }
+    for (size_t i = 0; i < ranges.size(); i++)
+      if (from[i]) finish(ahead_.at(ranges[i].off));
   } catch (...) {
     for (int t : reads)  // leave no read in flight into the staging buffer
       if (t >= 0) {
@@ -219,7 +271,20 @@ void StoreUploader::upload(const std::vector<Range>& ranges, void* dst) {
       }
     throw;
   }
-  ops_.wait_copy(ops_.from_host_async(out, staging_, total));
+  at = 0;
+  for (size_t i = 0; i < ranges.size(); i++) {
+    const char* src = from[i] ? from[i]->buffer : staging_ + at;
+    if (!from[i]) at += ranges[i].n;
+    last = ops_.from_host_async(out + total, src, ranges[i].n);
+    total += ranges[i].n;
+  }
+  ops_.wait_copy(last);
+  for (size_t i = 0; i < ranges.size(); i++) {
+    if (!from[i]) continue;
+    read_ahead_bytes_ += ranges[i].n;
+    ops_.release_host(from[i]->buffer);
+    ahead_.erase(ranges[i].off);
+  }
 }
 
 std::string nvme_path_problem(const std::string& path) {

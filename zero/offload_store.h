@@ -6,6 +6,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,25 +46,41 @@ std::unique_ptr<OffloadStore> make_offload_store(const OffloadConfig& o, const s
 // gather's send buffer), every transfer of a call in flight at once: a host
 // store's ranges go up directly, a file store's are read into one reused
 // staging buffer (page-locked when `pinned`) and go up in one copy. upload
-// returns when dst holds them all.
+// returns when dst holds them all. A file store's ranges can be read ahead
+// (read_ahead: each into a buffer of its own, at most `max_ahead` at once, in
+// flight until an upload takes it); forget_read_ahead drops them all, as the
+// store is about to change.
 class StoreUploader {
  public:
   struct Range {
     size_t off, n;
   };
-  StoreUploader(OffloadStore& store, Ops& ops, bool pinned)
-      : store_(store), ops_(ops), pinned_(pinned) {}
-  ~StoreUploader() { ops_.release_host(staging_); }
+  StoreUploader(OffloadStore& store, Ops& ops, bool pinned, size_t max_ahead)
+      : store_(store), ops_(ops), pinned_(pinned), max_ahead_(max_ahead) {}
+  ~StoreUploader();
   StoreUploader(const StoreUploader&) = delete;
   StoreUploader& operator=(const StoreUploader&) = delete;
   void upload(const std::vector<Range>& ranges, void* dst);
+  // No-op for a host store, a range already read ahead, or max_ahead in flight.
+  void read_ahead(const Range& r);
+  void forget_read_ahead();
+  uint64_t read_ahead_bytes() const { return read_ahead_bytes_; }  // bytes uploads took from it
 
  private:
+  struct Ahead {
+    size_t n;
+    char* buffer;
+    int ticket;  // -1 once waited for
+  };
+  void finish(Ahead& a);
   OffloadStore& store_;
   Ops& ops_;
   bool pinned_;
+  size_t max_ahead_;
   char* staging_ = nullptr;
   size_t capacity_ = 0;
+  std::map<size_t, Ahead> ahead_;  // by store offset
+  uint64_t read_ahead_bytes_ = 0;
 };
 
 // "" when `path` is an existing, writable directory; otherwise why not.

@@ -118,8 +118,27 @@ void ParamGatherer::fetch(int module, bool /*backward*/) {
       }
       if (numel > 0) gather(prefetch);
     }
+    if (z_.offload_param.device == "nvme") read_ahead_nvme();
   }
   step_++;
+}
+
+void ParamGatherer::read_ahead_nvme() {
+  int64_t in_flight = 0, considered = 0;
+  for (const auto& kv : st_.calls)
+    for (int p : kv.second) in_flight += static_cast<int64_t>(table_.params()[p].numel);
+  std::vector<int> params;
+  std::set<int> seen;
+  for (const Use& u : queue_) {
+    if (considered > 2 * in_flight ||
+        static_cast<int64_t>(params.size()) >= z_.offload_param.buffer_count)
+      break;
+    if (st_.status[u.param] == ParamStatus::NotAvailable && !st_.secondary[u.param] &&
+        seen.insert(u.param).second)
+      params.push_back(u.param);
+    considered += static_cast<int64_t>(table_.params()[u.param].numel);
+  }
+  if (!params.empty()) backend_.read_ahead(params);
 }
 
 std::set<int> ParamGatherer::params_to_release(int module) const {

@@ -21,6 +21,11 @@
 //   use. While recording, every parameter is released after use.
 //   Step. All parameters are released (release_all); the engine then gathers
 //   each persistent tensor with its own call.
+//   NVMe read-ahead (offload_param.device nvme, DeepSpeed's
+//   __prefetch_nvme_param_partitions): after each fetch, the queue's next
+//   parameters that are not available, until their elements pass twice those
+//   in flight or offload_param.buffer_count of them, go to the backend's
+//   read_ahead.
 //   hpZ (zero_hpz_partition_size > 1). Releasing a gathered parameter keeps
 //   its secondary piece (1/hpz of it); until the step, gathers of parameters
 //   that have one read it over the hpZ group, in a call of their own issued
@@ -62,6 +67,9 @@ class GatherBackend {
   virtual void drop_secondaries() = 0;
   // Rank 0's values, broadcast (the trace check).
   virtual std::vector<int64_t> broadcast_from_rank0(const std::vector<int64_t>& mine) = 0;
+  // zero.offload_param on NVMe: parameters the trace uses after the gathers in
+  // flight; the backend may start reading their pieces (a hint, no call).
+  virtual void read_ahead(const std::vector<int>& /*params*/) {}
 };
 
 enum class ParamStatus { NotAvailable, InFlight, Available };
@@ -105,6 +113,7 @@ class ParamGatherer {
   void release_param(int p);
   std::set<int> params_to_release(int module) const;
   void check_same_on_all_ranks(const std::vector<int64_t>& values);
+  void read_ahead_nvme();
 
   const ParamTable& table_;
   const Stage3Layout& layout_;

@@ -11,6 +11,7 @@
 // micro-step, with offload_optimizer, their copy to the host starts there). The step
 // releases everything, takes one float64 norm per sub-group, updates the shard and gathers each
 // persistent tensor.
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <memory>
@@ -62,8 +63,9 @@ class Stage3 : public ZeroEngine, private GatherBackend {
       param_store_ = make_offload_store(s.z.offload_param, "zero.offload_param", param_dir_,
                                         comm.rank(), "param_shard.bin", layout_.shard_size() * es_,
                                         MemCategory::Params, ops);
-      param_uploader_.reset(
-          new StoreUploader(*param_store_, ops, s.z.offload_param.pin_memory && ops.on_device()));
+      param_uploader_.reset(new StoreUploader(
+          *param_store_, ops, s.z.offload_param.pin_memory && ops.on_device(),
+          static_cast<size_t>(std::max<int64_t>(1, s.z.offload_param.buffer_count))));
     } else {
       shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
     }
@@ -116,6 +118,9 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   uint64_t persistent_param_bytes() const override { return layout_.persistent_elems() * es_; }
   uint64_t live_params_peak_bytes() const override { return live_peak_ * es_; }
   uint64_t hpz_secondary_peak_bytes() const override { return secondary_peak_ * es_; }
+  uint64_t param_read_ahead_bytes() const override {
+    return param_uploader_ ? param_uploader_->read_ahead_bytes() : 0;
+  }
   ShardOptimizer& optimizer() override { return optimizer_; }
 
   void init_weights(const float* full_host) override {
@@ -124,6 +129,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   }
   // Partitioned afresh, as DeepSpeed starts: nothing gathered.
   void refresh_params_from_master() override {
+    if (param_uploader_) param_uploader_->forget_read_ahead();  // the store changes
     if (param_store_) optimizer_.write_params(*param_store_);
     else optimizer_.write_params(shard_params_, Indexing::Shard);
     for (size_t p = 0; p < full_.size(); p++) {
@@ -182,6 +188,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     for (const StepCall& c : layout_.norm_calls())
       total += all_reduce_scalar(sums[c.group], c.dtype, ops_, comm_);
     const double norm = std::sqrt(total);
+    if (param_uploader_) param_uploader_->forget_read_ahead();  // the store changes
     if (param_store_)
       optimizer_.step(shard_grads_, Indexing::Shard, *param_store_, s,
                       clip_scale(norm, setup_.grad_clip), t);
@@ -299,6 +306,11 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     ops_.release(full_[param]);
     full_[param] = nullptr;
     if (!layout_.persistent(param)) live_ -= table_.params()[param].numel;
+  }
+  void read_ahead(const std::vector<int>& params) override {
+    if (!param_uploader_) return;
+    for (int p : params)
+      param_uploader_->read_ahead({layout_.shard_offset(p) * es_, layout_.piece(p) * es_});
   }
   std::vector<int64_t> broadcast_from_rank0(const std::vector<int64_t>& mine) override {
     std::vector<int64_t> out = mine;
