@@ -158,7 +158,8 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
       size_t arrived = 0;
       double done = 0;  // parameter elements of the modules that ran in this pass
       for (const ModuleEvent& e : s.events) {
-        const bool root = table.modules()[e.index].parent < 0 && e.kind != ModuleEvent::GradReady;
+        // A GradReady event's index is a parameter's, not a module's.
+        const bool root = e.kind != ModuleEvent::GradReady && table.modules()[e.index].parent < 0;
         if (e.kind == ModuleEvent::Fetch) {
           if (root) {
             rec.phase = e.backward ? Phase::Backward : Phase::Forward;
