@@ -47,6 +47,15 @@ PlannedCall gather_call(double ms, double at, Phase phase, int micro = 0) {
 
 ComputeTimes compute_ms(double micro, double opt) { return {micro * 1e-3, opt * 1e-3, "test"}; }
 
+// Link figures: 1 GB/s inside a node, 1 MB/s per node link, 0.1 ms per inter-node ring step.
+NetworkModel slow_node_links() {
+  NetworkModel net;
+  net.link.intra_node_bytes_per_s = 1e9;
+  net.link.inter_node_bytes_per_s = 1e6;
+  net.link.inter_latency_s = 1e-4;
+  return net;
+}
+
 }  // namespace
 
 TEST_CASE("measured curves: linear between sizes, proportional above, flat below", "[model]") {
@@ -74,10 +83,7 @@ TEST_CASE("measured curves: linear between sizes, proportional above, flat below
 
 TEST_CASE("link figures: the slowest link gates a ring; a node's link carries its senders",
           "[model]") {
-  NetworkModel net;
-  net.link.intra_node_bytes_per_s = 1e9;
-  net.link.inter_node_bytes_per_s = 1e6;
-  net.link.inter_latency_s = 1e-4;
+  const NetworkModel net = slow_node_links();
   const PlannedCall ar{
       Phase::Step, 0, Purpose::Gradients, Primitive::AllReduce, DType::F32, 250000, -1,
       "",          0};  // 1 MB payload
@@ -99,10 +105,7 @@ TEST_CASE("link figures: the slowest link gates a ring; a node's link carries it
 
 TEST_CASE("calls over sub-groups: hpZ and qgZ's groups on link figures and fitted curves",
           "[model]") {
-  NetworkModel net;
-  net.link.intra_node_bytes_per_s = 1e9;
-  net.link.inter_node_bytes_per_s = 1e6;
-  net.link.inter_latency_s = 1e-4;
+  const NetworkModel net = slow_node_links();
   const NodeMap nodes = NodeMap::uniform(4, 2);
   // qgZ's all-to-all across 2 nodes ({2, 2}: ranks 0-2 and 1-3): 1000 bytes
   // per peer, payload 2000 B, bus 2000 x 1/2 = 1000 B per rank, all of it to
