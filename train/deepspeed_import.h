@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "model/ops.h"
 #include "train/config.h"
 
 namespace zt {
@@ -60,5 +61,10 @@ namespace zt {
 void apply_deepspeed_config(const std::string& json_path, Config& c,
                             std::vector<std::string>& warnings, int world_size,
                             std::string* deepspeed_dtype = nullptr);
+
+// The DType of apply_deepspeed_config's `deepspeed_dtype` ("bf16", "fp16" or "fp32").
+inline DType deepspeed_train_dtype(const std::string& name) {
+  return name == "bf16" ? DType::BF16 : name == "fp16" ? DType::F16 : DType::F32;
+}
 
 }  // namespace zt

@@ -65,10 +65,6 @@ std::string preset_file(const CliArgs& f, const std::string& name) {
          " not found in the working directory nor beside the binary; pass --config");
 }
 
-DType dtype_of(const std::string& ds) {
-  return ds == "bf16" ? DType::BF16 : ds == "fp16" ? DType::F16 : DType::F32;
-}
-
 const char* yes_no(bool b) { return b ? "true" : "false"; }
 
 // DeepSpeed's functions (0.14.4 names) behind each path key.
@@ -304,7 +300,7 @@ int run_explain_command(const std::vector<std::string>& args) {
   validate_config(cfg);
   validate_for_world(cfg, world);
   const int A = grad_accum_steps(cfg, world);
-  const DType model = dtype_of(ds_dtype);
+  const DType model = deepspeed_train_dtype(ds_dtype);
   const ParamTable table(cfg.model);
   const ZeroSetup s = zero_setup(cfg, table, nodes.ranks_per_node());
   const ZeroConfig& z = s.z;

@@ -10,6 +10,7 @@
 #include "train/cli_args.h"
 #include "train/commands.h"
 #include "train/config.h"
+#include "train/deepspeed_import.h"
 #include "train/network_file.h"
 #include "train/offload_report.h"
 #include "train/zero_setup.h"
@@ -151,11 +152,13 @@ void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel
 int run_plan_command(const std::vector<std::string>& args) {
   const CliArgs f("plan",
                   "usage: zerotrain plan CONFIG --world W [--ranks-per-node G] [--set k=v ...] "
-                  "[--calls] [--network FILE.json --compute-from SUMMARY.json | --compute-ms "
+                  "[--deepspeed ds_config.json] [--calls] [--network FILE.json --compute-from "
+                  "SUMMARY.json | --compute-ms "
                   "MICRO,OPT]",
                   {{"--world"},
                    {"--ranks-per-node"},
                    {"--set", true, true},
+                   {"--deepspeed"},
                    {"--calls", false},
                    {"--network"},
                    {"--compute-from"},
@@ -181,9 +184,19 @@ int run_plan_command(const std::vector<std::string>& args) {
   const std::string path = f.positional()[0];
   const std::vector<std::string> overrides = f.all("--set");
   Config cfg = load_config(path, overrides);
+  // --deepspeed plans what DeepSpeed itself runs with that file: its switches, batch sizes and
+  // clipping as `train --deepspeed` imports them, and its training dtype (as explain does).
+  std::vector<std::string> ds_warnings;
+  std::string ds_dtype;
+  if (f.has("--deepspeed")) {
+    apply_deepspeed_config(f.get("--deepspeed"), cfg, ds_warnings, world, &ds_dtype);
+    validate_config(cfg);
+  }
   validate_for_world(cfg, world);
   const int A = grad_accum_steps(cfg, world);
-  const DType t = cfg.system.device == "cuda" ? DType::BF16 : DType::F32;
+  const DType t = !ds_dtype.empty()             ? deepspeed_train_dtype(ds_dtype)
+                  : cfg.system.device == "cuda" ? DType::BF16
+                                                : DType::F32;
   ParamTable table(cfg.model);
   const ZeroSetup configured = zero_setup(cfg, table, nodes.ranks_per_node());
   const StepPlan mine = plan_step(configured, table, world, A, t, nodes);
@@ -193,6 +206,7 @@ int run_plan_command(const std::vector<std::string>& args) {
       path.c_str(), table.total(), world, A, dtype_name(t),
       static_cast<long long>(cfg.zero.reduce_bucket_size),
       cfg.zero.allgather_bucketed ? "bucketed" : "one call per partition group");
+  for (const std::string& w : ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
   std::printf("activations: %llu bytes per micro-batch of %d x %d per rank (train.recompute: %s)\n",
               static_cast<unsigned long long>(activation_bytes(
                   cfg.model, cfg.train.micro_batch, cfg.model.seq_len, recompute_level(cfg), t)),

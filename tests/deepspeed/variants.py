@@ -2,7 +2,8 @@
 parameter groups and the model shape. The same ds_config goes to DeepSpeed and, through
 `zerotrain train --deepspeed`, to zerotrain.
 
-Name scheme: s<stage>_<what>[_b<bucket>][_g1][_w<W>]; g2 (two groups) and W = 4 by default.
+Name scheme: [x<shape>_]s<stage>_<what>[_b<bucket>][_g1][_w<W>]; g2 (two groups), W = 4 and the
+shape MODEL by default; x<shape>: one of SHAPES.
 """
 import copy
 
@@ -40,8 +41,8 @@ def ds_config(zero, bf16=False, clip=None, comm_dtype=None):
     return config
 
 
-def variant(zero, world=4, groups="two", **ds):
-    return dict(world=world, groups=groups, model=dict(MODEL), micro_batch=MICRO_BATCH,
+def variant(zero, world=4, groups="two", model=None, **ds):
+    return dict(world=world, groups=groups, model=dict(model or MODEL), micro_batch=MICRO_BATCH,
                 accumulation=ACCUMULATION, steps=STEPS, ds_config=ds_config(zero, **ds))
 
 
@@ -103,6 +104,35 @@ V["s3_bf16"] = variant(dict(S3), bf16=True)
 V["s3_bf16_commfp32"] = variant(dict(S3), bf16=True, comm_dtype="fp32")
 V["s3_default_w2"] = variant(dict(S3), world=2)
 V["s3_default_w3"] = variant(dict(S3), world=3)
+
+# Unseen shapes: other widths, depths, vocabularies and sequence lengths, at W = 2, 3 and 4, so
+# that a rule fitted to the shape above (its tensor sizes against the buckets) would show.
+# e48: tensors of 14400 (wte), 9216 (c_fc, mlp.c_proj), 6912 (c_attn), 3072 (wpe) elements;
+# e80: 26640 (wte), 25600 (c_fc, mlp.c_proj), 19200 (c_attn), 6400 (c_proj) elements.
+SHAPES = {"e48": dict(n_layer=3, n_head=3, n_embd=48, vocab_size=300, seq_len=64),
+          "e80": dict(n_layer=1, n_head=5, n_embd=80, vocab_size=333, seq_len=32)}
+for shape, dims in SHAPES.items():
+    V[f"x{shape}_s0_w2"] = variant({"stage": 0}, world=2, model=dims)
+    V[f"x{shape}_s1_default_b1e4_w3"] = variant(
+        {"stage": 1, "reduce_bucket_size": 10000}, world=3, model=dims)
+    V[f"x{shape}_s1_mrbafalse_b2e4_g1"] = variant(
+        {"stage": 1, "reduce_bucket_size": 20000, "use_multi_rank_bucket_allreduce": False},
+        groups="one", model=dims)
+    V[f"x{shape}_s2_default_b2e4_w2"] = variant(
+        {"stage": 2, "reduce_bucket_size": 20000}, world=2, model=dims)
+    V[f"x{shape}_s2_mrbafalse_b1e4_w3"] = variant(
+        {"stage": 2, "reduce_bucket_size": 10000, "use_multi_rank_bucket_allreduce": False},
+        world=3, model=dims)
+    V[f"x{shape}_s2_rsfalse_b1e4"] = variant(
+        {"stage": 2, "reduce_bucket_size": 10000, "reduce_scatter": False}, model=dims)
+    V[f"x{shape}_s2_roundrobin_mrbafalse_b2e4_w3"] = variant(
+        {"stage": 2, "reduce_bucket_size": 20000, "round_robin_gradients": True,
+         "use_multi_rank_bucket_allreduce": False}, world=3, model=dims)
+    V[f"x{shape}_s3_default_w3"] = variant(dict(S3), world=3, model=dims)
+    V[f"x{shape}_s3_prefetch2e4_w2"] = variant(dict(S3, stage3_prefetch_bucket_size=20000),
+                                               world=2, model=dims)
+    V[f"x{shape}_s3_maxlive2e4_b1e4"] = variant(
+        dict(S3, reduce_bucket_size=10000, stage3_max_live_parameters=20000), model=dims)
 
 # The subset a routine test run takes (about 15 s a variant on 2 cores): every stage, the four
 # gradient paths, a bucket smaller than the largest tensor, W = 3, stage-3 prefetch off.
