@@ -265,6 +265,13 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
       fail(blame({(key + ".device").c_str(), (key + ".nvme_path").c_str()}) + "expected " + key +
            ".nvme_path (a directory) with " + key + ".device: nvme");
   }
+  // DeepSpeed's stage 1/2 optimizer asserts this (nccl_start_alignment_factor 2, so that
+  // all-gather send buffers start 4-byte aligned in fp16); stage 3 never reads the key.
+  if ((c.zero.stage == 1 || c.zero.stage == 2) && c.zero.allgather_bucket_size % 2 != 0)
+    fail(blame({"zero.allgather_bucket_size", "zero.stage"}) +
+         "expected an even zero.allgather_bucket_size at stages 1 and 2 (DeepSpeed asserts a "
+         "multiple of its nccl_start_alignment_factor 2), got " +
+         std::to_string(c.zero.allgather_bucket_size));
   if (c.zero.offload_param.enabled() && c.zero.stage != 3)
     fail(blame({"zero.offload_param.device", "zero.stage"}) +
          "expected zero.stage 3 with zero.offload_param (DeepSpeed offloads parameters only at "

@@ -82,6 +82,9 @@ class RecordingBackend : public GatherBackend {
     if (from_secondary) what += ", hpZ secondary";
     const RankGroup group = from_secondary ? layout_.hpz_group() : RankGroup{0, 1};
     std::vector<size_t>& at = index_of_[next_ - 1];
+    // A group of one issues no call (the engine's backend copies; DeepSpeed's
+    // _no_gather_coalesced).
+    if ((from_secondary ? layout_.hpz_group().size : layout_.world()) == 1) return;
     if (quantized_) {
       const QuantizedGatherShape q = qwz_shape(per_rank);
       at.push_back(out->size());

@@ -79,8 +79,10 @@ Stage012Schedule make_stage012_schedule(const ZeroSetup& s, const ParamTable& ta
   for (size_t g = 0; g < s.groups.size(); g++)
     out.step.push_back({StepCall::Norm, Primitive::AllReduce, 1, DType::F32, static_cast<int>(g), 0,
                         "gradient norm, parameter group " + std::to_string(g)});
+  // One rank owns every slice already: DeepSpeed's all_gather_dp_groups skips a
+  // data-parallel group of size 1, so there is no parameter all-gather at W = 1.
   const Partition& part = out.layout->partition();
-  for (size_t g = 0; g < part.groups().size(); g++) {
+  for (size_t g = 0; world > 1 && g < part.groups().size(); g++) {
     const size_t slice = part.groups()[g].size() / world;
     const std::string what = "parameters, partition group " + std::to_string(g);
     if (!z.allgather_bucketed) {

@@ -246,7 +246,11 @@ class Stage3 : public ZeroEngine, private GatherBackend {
       }
     }
     comm_.purpose(Purpose::Parameters);
-    if (setup_.z.zero_quantized_weights) {
+    if (c.ranks == 1) {
+      // A group of one holds the whole tensors: DeepSpeed's all_gather_coalesced takes its
+      // _no_gather_coalesced path (no call, no quantization), so this only copies.
+      ops_.copy(c.recv, c.send, c.per_rank * es_);
+    } else if (setup_.z.zero_quantized_weights) {
       c.q = qwz_shape(c.per_rank);
       c.send_q = ops_.alloc(c.per_rank, MemCategory::CommBuffers);
       c.recv_q = ops_.alloc(c.per_rank * c.ranks, MemCategory::CommBuffers);

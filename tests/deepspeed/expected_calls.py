@@ -25,6 +25,7 @@ send count), ROOT -1 for unrooted calls. Exit status: 0 when everything matches,
 difference, 2 on bad input.
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import subprocess
@@ -200,20 +201,29 @@ def context(expected, planned, index, k=3):
     return lines
 
 
+def load_and_plan(path, zerotrain):
+    """(name, expected calls per rank, planned calls) or (name, why not, None)."""
+    name = os.path.basename(path)[:-len(".calls")]
+    try:
+        spec, ranks = read_expected(path)
+        if name not in VARIANTS:
+            raise InputError(f"{path}: no variant {name!r} in variants.py")
+        if VARIANTS[name] != spec:
+            raise InputError(f"{path}: its spec is not variants.py's; trace the variant again "
+                             f"and record it")
+        return name, ranks, planned_calls(spec, zerotrain)
+    except InputError as e:
+        return name, str(e), None
+
+
 def check(paths, zerotrain):
     matched, problems = 0, []
-    for path in paths:
-        name = os.path.basename(path)[:-len(".calls")]
-        try:
-            spec, ranks = read_expected(path)
-            if name not in VARIANTS:
-                raise InputError(f"{path}: no variant {name!r} in variants.py")
-            if VARIANTS[name] != spec:
-                raise InputError(f"{path}: its spec is not variants.py's; trace the variant "
-                                 f"again and record it")
-            planned = planned_calls(spec, zerotrain)
-        except InputError as e:
-            problems.append((name, [str(e)]))
+    # Each plan is a process that mostly waits for MPI's start-up: run several at once.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda p: load_and_plan(p, zerotrain), paths))
+    for name, ranks, planned in results:
+        if planned is None:
+            problems.append((name, [ranks]))
             continue
         lines = []
         for rank, expected in sorted(ranks.items()):
@@ -243,7 +253,7 @@ def main():
     parser.add_argument("--expected", default=EXPECTED)
     parser.add_argument("--bin", default=os.environ.get(
         "ZT_BIN", os.path.join(ROOT, "build/zerotrain")))
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     unknown = [n for n in args.variants if n not in VARIANTS]
     if unknown:
         print(f"expected_calls: unknown variant {unknown[0]!r} (reference.py --list names them)")

@@ -80,6 +80,15 @@ for stage in (1, 2):
         V[f"s{stage}_mrbafalse_b2e4_w{world}"] = variant(
             {"stage": stage, "reduce_bucket_size": 20000,
              "use_multi_rank_bucket_allreduce": False}, world=world)
+# One rank: DeepSpeed skips the collectives of a data-parallel group of size 1 (its
+# all_gather_dp_groups helpers), which a rule derived only at W > 1 would miss.
+V["s0_w1"] = variant({"stage": 0}, world=1)
+for stage in (1, 2):
+    V[f"s{stage}_default_b2e4_w1"] = variant({"stage": stage, "reduce_bucket_size": 20000},
+                                             world=1)
+    V[f"s{stage}_mrbafalse_b1e4_w1"] = variant(
+        {"stage": stage, "reduce_bucket_size": 10000, "use_multi_rank_bucket_allreduce": False},
+        world=1)
 V["s2_overlap_mrbafalse_b1e4"] = variant(
     {"stage": 2, "reduce_bucket_size": 10000, "overlap_comm": True,
      "use_multi_rank_bucket_allreduce": False})
@@ -104,6 +113,7 @@ V["s3_bf16"] = variant(dict(S3), bf16=True)
 V["s3_bf16_commfp32"] = variant(dict(S3), bf16=True, comm_dtype="fp32")
 V["s3_default_w2"] = variant(dict(S3), world=2)
 V["s3_default_w3"] = variant(dict(S3), world=3)
+V["s3_default_w1"] = variant(dict(S3), world=1)
 
 # Unseen shapes: other widths, depths, vocabularies and sequence lengths, at W = 2, 3 and 4, so
 # that a rule fitted to the shape above (its tensor sizes against the buckets) would show.
