@@ -78,7 +78,6 @@ class Ops {
   // (a gradient bucket to and from zero.communication_data_type).
   virtual void convert(void* dst, DType dst_t, const void* src, DType src_t, size_t n) = 0;
   virtual void add_inplace(void* dst, const void* src, size_t n) = 0;  // dst += src
-  virtual void scale_inplace(void* x, float s, size_t n) = 0;
 
   // ---- transformer ops (shapes: N = B*T rows, C channels) ----
   // out[B,T,C] = wte[tokens] + wpe[t]. Either table may be null: with wpe null

@@ -11,7 +11,6 @@ ParamTable::ParamTable(const GPTConfig& c) : cfg_(c) {
     p.numel = 1;
     for (int d : p.shape) p.numel *= static_cast<size_t>(d);
     p.offset = total_;
-    p.unit = unit;
     p.decay = decay;
     total_ += p.numel;
     if (static_cast<int>(units_.size()) <= unit) {
@@ -45,37 +44,35 @@ ParamTable::ParamTable(const GPTConfig& c) : cfg_(c) {
   add(c.n_layer + 1, "ln_f.weight", {C}, false);
   add(c.n_layer + 1, "ln_f.bias", {C}, false);
 
-  auto module = [&](const std::string& name, int parent, int unit, std::vector<int> params,
+  auto module = [&](const std::string& name, int parent, std::vector<int> params,
                     bool inputs_need_grad = true) {
     ModuleInfo m;
     m.name = name;
     m.parent = parent;
-    m.unit = unit;
     m.params = std::move(params);
     m.inputs_need_grad = inputs_need_grad;
     modules_.push_back(m);
     return static_cast<int>(modules_.size()) - 1;
   };
-  const int root = module("", -1, -1, {}, false);
-  module("wte", root, 0, {0}, false);
-  module("wpe", root, 0, {1}, false);
+  const int root = module("", -1, {}, false);
+  module("wte", root, {0}, false);
+  module("wpe", root, {1}, false);
   for (int l = 0; l < c.n_layer; l++) {
     const std::string h = "h." + std::to_string(l);
-    const int u = 1 + l;
     auto p = [&](BlockParam k) { return block_param(l, k); };
-    const int block = module(h, root, u, {});
-    module(h + ".ln_1", block, u, {p(kLn1W), p(kLn1B)});
-    const int attn = module(h + ".attn", block, u, {});
-    module(h + ".attn.c_attn", attn, u, {p(kQkvW), p(kQkvB)});
-    module(h + ".attn.c_proj", attn, u, {p(kAttProjW), p(kAttProjB)});
-    module(h + ".ln_2", block, u, {p(kLn2W), p(kLn2B)});
-    const int mlp = module(h + ".mlp", block, u, {});
-    module(h + ".mlp.c_fc", mlp, u, {p(kFcW), p(kFcB)});
-    module(h + ".mlp.c_proj", mlp, u, {p(kFcProjW), p(kFcProjB)});
+    const int block = module(h, root, {});
+    module(h + ".ln_1", block, {p(kLn1W), p(kLn1B)});
+    const int attn = module(h + ".attn", block, {});
+    module(h + ".attn.c_attn", attn, {p(kQkvW), p(kQkvB)});
+    module(h + ".attn.c_proj", attn, {p(kAttProjW), p(kAttProjB)});
+    module(h + ".ln_2", block, {p(kLn2W), p(kLn2B)});
+    const int mlp = module(h + ".mlp", block, {});
+    module(h + ".mlp.c_fc", mlp, {p(kFcW), p(kFcB)});
+    module(h + ".mlp.c_proj", mlp, {p(kFcProjW), p(kFcProjB)});
   }
   const int lnf = units_[c.n_layer + 1].first_param;
-  module("ln_f", root, c.n_layer + 1, {lnf, lnf + 1});
-  module("lm_head", root, 0, {0});
+  module("ln_f", root, {lnf, lnf + 1});
+  module("lm_head", root, {0});
 }
 
 int ParamTable::module_index(const std::string& name) const {

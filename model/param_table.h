@@ -25,7 +25,6 @@ struct ParamInfo {
   std::vector<int> shape;  // row-major; Linear weights are [out, in]
   size_t offset = 0;       // element offset in the flat layout
   size_t numel = 0;
-  int unit = 0;
   bool decay = false;  // weight decay applies (2-D matmul/embedding weights only)
 };
 
@@ -33,7 +32,6 @@ struct ModuleInfo {
   std::string name;         // "h.3.attn.c_attn"; "" for the root
   std::vector<int> params;  // its own parameters (not its children's), in registration order
   int parent = -1;          // -1 for the root
-  int unit = -1;            // the unit whose layout range holds its parameters; -1: none
   // False where the module's inputs carry no gradient (the root and the
   // embeddings read token ids): PyTorch then runs no hook after its backward.
   bool inputs_need_grad = true;
@@ -72,11 +70,6 @@ class ParamTable {
   int num_units() const { return static_cast<int>(units_.size()); }
   int final_unit() const { return num_units() - 1; }
   size_t total() const { return total_; }
-  // element offset of a tensor relative to its unit's start
-  size_t offset_in_unit(int param_index) const {
-    const ParamInfo& p = params_[param_index];
-    return p.offset - units_[p.unit].offset;
-  }
   const ParamInfo* find(const std::string& name) const;
   // parameter index of block b's tensor k
   int block_param(int b, BlockParam k) const { return units_[1 + b].first_param + k; }

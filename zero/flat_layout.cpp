@@ -19,7 +19,6 @@ FlatLayout::FlatLayout(const ParamTable& table, const std::vector<ParamGroup>& g
                        bool rr, size_t quantum)
     : groups_(groups), partition_({}, world) {
   offset_.assign(table.params().size(), 0);
-  group_of_.assign(table.params().size(), -1);
   std::vector<size_t> sizes;
   size_t base = 0;
   for (size_t g = 0; g < groups_.size(); g++) {
@@ -27,7 +26,6 @@ FlatLayout::FlatLayout(const ParamTable& table, const std::vector<ParamGroup>& g
     size_t off = base;
     for (int p : groups_[g].params) {
       offset_[p] = off;
-      group_of_[p] = static_cast<int>(g);
       off += table.params()[p].numel;
     }
     const size_t padded = Partition::round_up(std::max<size_t>(off - base, 1), quantum);

@@ -34,7 +34,6 @@ class FlatLayout {
   size_t padded_total() const { return partition_.padded_total(); }
   // The tensor's first element in the layout.
   size_t offset(int param) const { return offset_[param]; }
-  int group_of(int param) const { return group_of_[param]; }
   const std::vector<ParamGroup>& groups() const { return groups_; }
   // Each parameter group's range in the layout, padding included.
   const std::vector<FlatRange>& group_ranges() const { return group_ranges_; }
@@ -46,7 +45,6 @@ class FlatLayout {
              bool round_robin, size_t group_quantum);
   std::vector<ParamGroup> groups_;
   std::vector<size_t> offset_;
-  std::vector<int> group_of_;
   std::vector<FlatRange> group_ranges_;
   Partition partition_;
 };

@@ -98,10 +98,6 @@ class ParamGatherer {
   // the hooks' accounting, as DeepSpeed's _post_step does), then (hpZ) every
   // secondary piece dropped.
   void gather_persistent();
-  // What module m fetches: its own parameters, or with stage3_block_gathers
-  // the whole subtree of a top-level module and nothing for the others.
-  const std::vector<int>& fetch_set(int module) const { return fetch_set_[module]; }
-  bool trace_complete() const { return mode_ == Mode::Complete; }
 
  private:
   enum class Mode { Record, Complete, Invalid };
@@ -120,6 +116,8 @@ class ParamGatherer {
   const ZeroConfig& z_;
   ParamStates& st_;
   GatherBackend& backend_;
+  // What module m fetches: its own parameters, or with stage3_block_gathers
+  // the whole subtree of a top-level module and nothing for the others.
   std::vector<std::vector<int>> fetch_set_;
   Mode mode_ = Mode::Record;
   std::vector<int> module_order_;

@@ -21,17 +21,6 @@ FlatRange Partition::slice(size_t g, int r) const {
   return {groups_[g].begin + r * s, groups_[g].begin + (r + 1) * s};
 }
 
-std::vector<ShardSegment> Partition::segments(int r) const {
-  std::vector<ShardSegment> out;
-  size_t shard_offset = 0;
-  for (size_t g = 0; g < groups_.size(); g++) {
-    FlatRange s = slice(g, r);
-    out.push_back({s.begin, shard_offset, s.size()});
-    shard_offset += s.size();
-  }
-  return out;
-}
-
 std::vector<std::pair<int, FlatRange>> Partition::owners_of(FlatRange range) const {
   std::vector<std::pair<int, FlatRange>> out;
   for (size_t g = 0; g < groups_.size(); g++) {

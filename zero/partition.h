@@ -21,11 +21,6 @@ struct FlatRange {
   size_t size() const { return end - begin; }
 };
 
-// A piece of a rank's shard: flat [flat_begin, flat_begin + n) <-> shard offset.
-struct ShardSegment {
-  size_t flat_begin, shard_offset, n;
-};
-
 class Partition {
  public:
   // group_sizes: sizes (multiples of world) of consecutive groups starting at 0.
@@ -39,8 +34,6 @@ class Partition {
   const std::vector<FlatRange>& groups() const { return groups_; }
   // Rank r's slice of group g, in flat coordinates.
   FlatRange slice(size_t g, int r) const;
-  // Everything rank r owns, in flat order, with shard offsets.
-  std::vector<ShardSegment> segments(int r) const;
   // The owners' pieces of a flat range: (rank, flat sub-range) in flat order.
   std::vector<std::pair<int, FlatRange>> owners_of(FlatRange range) const;
   // Rank r's shard offset of a flat element it owns.

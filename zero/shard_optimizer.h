@@ -53,7 +53,6 @@ class ShardOptimizer {
   const std::vector<OptimPiece>& pieces() const { return pieces_; }
   size_t shard_size() const { return shard_; }
   bool offloaded() const { return offload_ != nullptr; }
-  const OptimizerOffloadPlan& offload_plan() const { return plan_; }
   // master <- the owned part of full fp32 weights (host), m = v = 0
   void init_master(const float* full_host);
   // Writes round(master) of every owned piece into `params` (backend memory),

@@ -115,10 +115,6 @@ class CpuOps : public Ops {
     const float* s = f32(src);
     for (size_t i = 0; i < n; ++i) d[i] += s[i];
   }
-  void scale_inplace(void* x, float s, size_t n) override {
-    float* d = f32(x);
-    for (size_t i = 0; i < n; ++i) d[i] *= s;
-  }
 
   void encoder_forward(void* out, const int* tokens, const void* wte, const void* wpe, int B, int T,
                        int C) override {

@@ -50,7 +50,6 @@ void launch_from_f32(CudaContext& ctx, bf16* dst, const float* src, size_t n);
 void launch_convert(CudaContext& ctx, void* dst, DType dst_t, const void* src, DType src_t,
                     size_t n);
 void launch_add_inplace(CudaContext& ctx, bf16* dst, const bf16* src, size_t n);
-void launch_scale_inplace(CudaContext& ctx, bf16* x, float s, size_t n);
 // Sum of squares, deterministic; waits for the stream and returns the value.
 double sum_squares_bf16(CudaContext& ctx, const bf16* x, size_t n);
 

@@ -222,9 +222,6 @@ class CudaOps final : public Ops {
     OpProfiler::Scope timed(&profiler_, ctx_.stream, "add_inplace (ZeRO)");
     launch_add_inplace(ctx_, bf(dst), bf(src), n);
   }
-  void scale_inplace(void* x, float s, size_t n) override {
-    launch_scale_inplace(ctx_, bf(x), s, n);
-  }
 
   void encoder_forward(void* out, const int* tokens, const void* wte, const void* wpe, int B, int T,
                        int C) override {

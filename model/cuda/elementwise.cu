@@ -74,19 +74,6 @@ struct AddInplace {
   }
 };
 
-struct ScaleInplace {
-  bf16* x;
-  float s;
-  template <int V>
-  __device__ void apply(size_t i) const {
-    float a[V];
-    load_bf16<V>(a, x + i);
-#pragma unroll
-    for (int k = 0; k < V; ++k) a[k] *= s;
-    store_bf16<V>(x + i, a);
-  }
-};
-
 template <int VEC, typename Op>
 __global__ void elementwise_kernel(Op op, size_t n) {
   const size_t groups = n / VEC;
@@ -164,10 +151,6 @@ void launch_convert(CudaContext& ctx, void* dst, DType dst_t, const void* src, D
 
 void launch_add_inplace(CudaContext& ctx, bf16* dst, const bf16* src, size_t n) {
   launch_elementwise(ctx, AddInplace{dst, src}, n, aligned_to(dst, 16) && aligned_to(src, 16));
-}
-
-void launch_scale_inplace(CudaContext& ctx, bf16* x, float s, size_t n) {
-  launch_elementwise(ctx, ScaleInplace{x, s}, n, aligned_to(x, 16));
 }
 
 double sum_squares_bf16(CudaContext& ctx, const bf16* x, size_t n) {
