@@ -9,7 +9,7 @@ DEPS ?= auto
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SUBMAKE = $(MAKE) --no-print-directory -f build.mk BUILD=$(BUILD) -j$(JOBS)
 
-.PHONY: all deps build corpus data-gpt2 run test test-asan bench format clean
+.PHONY: all deps build corpus data-gpt2 run test test-asan coverage bench format clean
 
 all: build corpus
 
@@ -50,6 +50,15 @@ test-asan: deps
 	@$(ASAN_ENV) scripts/prepare_default_corpus.sh build-asan
 	@$(ASAN_ENV) BUILD=build-asan tests/run_all.sh
 
+# CPU-only build with gcov counters (-O0), into build-cov/: the unit tests, the
+# [mpi] tests at W = 1..4 and the fast end-to-end scripts, then lcov's report
+# (build-cov/coverage/index.html) and lines and functions covered per folder.
+coverage: deps
+	@command -v lcov >/dev/null && command -v genhtml >/dev/null || \
+	  { echo "make coverage: lcov is missing; run: sudo apt-get install -y lcov" >&2; exit 1; }
+	@$(MAKE) --no-print-directory -f build.mk BUILD=build-cov COVERAGE=1 NO_CUDA=1 -j$(JOBS) build-cov/zerotrain build-cov/tests
+	@scripts/coverage.sh build-cov
+
 bench: build
 	@scripts/bench.sh $(BUILD)
 
@@ -57,4 +66,4 @@ format:
 	@clang-format -i $$(git ls-files '*.h' '*.cpp' '*.cu' '*.cuh')
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-cov

@@ -2,6 +2,7 @@
 # has: OpenBLAS and sentencepiece are optional, nvcc switches the CUDA side on.
 BUILD ?= build
 SANITIZE ?= 0
+COVERAGE ?= 0
 NO_CUDA ?= 0
 WERROR ?= 0
 
@@ -22,6 +23,11 @@ endif
 ifeq ($(SANITIZE),1)
   CXXFLAGS += -fsanitize=address,undefined -fno-omit-frame-pointer -O1
   LDFLAGS += -fsanitize=address,undefined
+endif
+# gcov counters for `make coverage` (one .gcda per object, merged across ranks).
+ifeq ($(COVERAGE),1)
+  CXXFLAGS += --coverage -O0
+  LDFLAGS += --coverage
 endif
 
 ifneq ($(shell pkg-config --exists openblas 2>/dev/null && echo yes),)

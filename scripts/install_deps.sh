@@ -6,7 +6,7 @@
 # a notice; the build falls back without them.
 set -u
 required=(libyaml-cpp-dev catch2 libopenmpi-dev openmpi-bin pkg-config zlib1g-dev)
-optional=(libopenblas-dev libsentencepiece-dev libpcre2-dev bible-kjv python3-torch python3-numpy python3-matplotlib iproute2 kmod)
+optional=(libopenblas-dev libsentencepiece-dev libpcre2-dev bible-kjv python3-torch python3-numpy python3-matplotlib iproute2 kmod lcov)
 
 have() {  # a package counts as present when its files are, whatever installed them
   case "$1" in
@@ -25,6 +25,7 @@ have() {  # a package counts as present when its files are, whatever installed t
     python3-matplotlib) /usr/bin/python3 -c 'import matplotlib' 2>/dev/null ;;
     iproute2) command -v ip >/dev/null && command -v tc >/dev/null ;;  # scripts/cluster.sh
     kmod) command -v modprobe >/dev/null ;;  # loads sch_netem for cluster.sh's link delays
+    lcov) command -v lcov >/dev/null && command -v genhtml >/dev/null ;;  # make coverage
     *) dpkg -s "$1" >/dev/null 2>&1 ;;
   esac
 }

@@ -19,9 +19,8 @@ std::string errno_text(int e) { return std::strerror(e); }
 class HostStore : public OffloadStore {
  public:
   HostStore(Ops& ops, size_t bytes, MemCategory cat, bool pinned)
-      : ops_(ops), bytes_(bytes), data_(static_cast<char*>(ops.alloc_host(bytes, cat, pinned))) {}
+      : ops_(ops), data_(static_cast<char*>(ops.alloc_host(bytes, cat, pinned))) {}
   ~HostStore() override { ops_.release_host(data_); }
-  size_t bytes() const override { return bytes_; }
   char* host_data() override { return data_; }
   int start_read(size_t off, size_t n, void* dst) override {
     std::memcpy(dst, data_ + off, n);
@@ -35,7 +34,6 @@ class HostStore : public OffloadStore {
 
  private:
   Ops& ops_;
-  size_t bytes_;
   char* data_;
 };
 
@@ -90,7 +88,6 @@ class FileStore : public OffloadStore {
     close(fd_);
     unlink(path_.c_str());
   }
-  size_t bytes() const override { return bytes_; }
   char* host_data() override { return nullptr; }
   int start_read(size_t off, size_t n, void* dst) override { return start(off, n, dst, false); }
   int start_write(size_t off, size_t n, const void* src) override {

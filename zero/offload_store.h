@@ -20,7 +20,6 @@ namespace zt {
 class OffloadStore {
  public:
   virtual ~OffloadStore() = default;
-  virtual size_t bytes() const = 0;
   // The whole array, for a host store; null for a file store.
   virtual char* host_data() = 0;
   // Start a transfer between [off, off + n) of the array and host memory; the
