@@ -19,6 +19,7 @@
 #include "model/ops.h"
 #include "model/param_table.h"
 #include "tests/catch.h"
+#include "tests/test_support.h"
 #include "train/config.h"
 #include "train/lr_schedule.h"
 #include "zero/communicators.h"
@@ -132,12 +133,7 @@ TEST_CASE("clip_scale: 1 up to the threshold, clip / (norm + 1e-6) above it", "[
 //   ln_f 16: 128 + 32 + 872 + 16 = 1048,
 // so the gradient norm is 0.25 * sqrt(1048) = sqrt(65.5) = 8.093207028119323.
 TEST_CASE("every stage's step scales the gradient by the clip coefficient", "[expected]") {
-  GPTConfig shape;
-  shape.n_layer = 1;
-  shape.n_head = 2;
-  shape.n_embd = 8;
-  shape.vocab_size = 16;
-  shape.seq_len = 4;
+  const GPTConfig shape = gpt_shape(1, 2, 8, 16, 4);
   const ParamTable table(shape);
   REQUIRE(table.total() == 1048);
   std::vector<float> w(table.total());

@@ -48,15 +48,7 @@ namespace {
 constexpr int kB = 2, kT = 8, kMicro = 12, kEvalBatches = 3, kSteps = 2;
 constexpr uint64_t kSeed = 4242;
 
-GPTConfig shape() {
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.vocab_size = 53;
-  c.seq_len = kT;
-  return c;
-}
+GPTConfig shape() { return gpt_shape(2, 2, 16, 53, kT); }
 
 // One directory every rank sees: rank 0 makes it, the others get its name.
 struct SharedDir {

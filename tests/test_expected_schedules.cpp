@@ -21,6 +21,7 @@
 
 #include "model/param_table.h"
 #include "tests/catch.h"
+#include "tests/test_support.h"
 #include "tests/zero_harness.h"
 #include "zero/flat_layout.h"
 #include "zero/grad_path.h"
@@ -32,15 +33,7 @@
 namespace zt {
 namespace {
 
-GPTConfig small_shape() {
-  GPTConfig c = tiny_model();
-  c.n_layer = 1;
-  c.n_head = 1;
-  c.n_embd = 3;
-  c.vocab_size = 5;
-  c.seq_len = 2;
-  return c;
-}
+GPTConfig small_shape() { return gpt_shape(1, 1, 3, 5, 2); }
 
 std::vector<int> model_order() {
   std::vector<int> o;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/gpt_config.h"
 #include "tests/catch.h"
 
 namespace zt {
@@ -28,6 +29,18 @@ inline uint64_t test_seed() {
     return s;
   }();
   return seed;
+}
+
+// A GPT shape spelled out in one call (tests pick tiny shapes whose sums can be
+// done by hand).
+inline GPTConfig gpt_shape(int n_layer, int n_head, int n_embd, int vocab_size, int seq_len) {
+  GPTConfig c;
+  c.n_layer = n_layer;
+  c.n_head = n_head;
+  c.n_embd = n_embd;
+  c.vocab_size = vocab_size;
+  c.seq_len = seq_len;
+  return c;
 }
 
 // Every part must occur in a one-line error message.
