@@ -120,13 +120,16 @@ int run_eval_command(const std::vector<std::string>& args) {
   }
   GPT model(*m.table, *m.ops, B, T);
   std::vector<int> in(static_cast<size_t>(B) * T), tgt(in.size());
+  // Batch j on rank j mod W; the ranks' sums add to the one-rank sum.
   double sum = 0;
-  for (int j = 0; j < batches; j++) {
+  for (int j = rank; j < batches; j += world) {
     val->micro_batch(j, 0, in.data(), tgt.data());
     sum += model.forward_loss(in.data(), tgt.data(), *m.engine);
   }
-  std::printf("eval: mean loss %.6f over %d batches of %d x %d tokens of %s\n",
-              sum / (static_cast<double>(batches) * B * T), batches, B, T, cfg.data.val.c_str());
+  sum = sum_over_ranks(sum);
+  if (rank == 0)
+    std::printf("eval: mean loss %.6f over %d batches of %d x %d tokens of %s\n",
+                sum / (static_cast<double>(batches) * B * T), batches, B, T, cfg.data.val.c_str());
   return 0;
 }
 
