@@ -178,7 +178,10 @@ TEST_CASE("--resume falls back past corrupt checkpoints and refuses another mode
     std::string expected;
   };
   for (const Corruption& c :
-       {Corruption{"rank_00000.bin", 100 + rng() % (size - 100), "data checksum mismatch"},
+       // The second half of a rank file is data: the header and piece table
+       // (48 + 16 bytes a piece) end well before it.
+       {Corruption{"rank_00000.bin", size / 2 + rng() % (size - size / 2),
+                   "data checksum mismatch"},
         Corruption{"rank_00000.bin", 9, "header checksum mismatch"},
         Corruption{"meta.json", 3, "checksum mismatch (COMPLETE records"},
         Corruption{"config.yaml", 0, "config.yaml: checksum mismatch (meta.json records"},
