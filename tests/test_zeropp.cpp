@@ -112,6 +112,28 @@ TEST_CASE("qgZ applies to 2-D tensors that split evenly over nodes and ranks", "
   CHECK(calls[2].group == RankGroup{4, 2});
 }
 
+TEST_CASE("qgZ on one node reduce-scatters, as DeepSpeed's fallback does", "[zeropp]") {
+  // DeepSpeed's all_to_all_quant_reduce needs more than one node; on one node
+  // stage 3 reduce-scatters in full precision. Same model and switches, W = 4
+  // as 2 nodes of 2 (all-to-alls) and as 1 node of 4 (none).
+  const ParamTable table(zeropp_model());
+  ZeroConfig z = stage3();
+  z.zero_quantized_gradients = true;
+  auto count = [&](int G, Primitive p) {
+    int n = 0;
+    for (const PlannedCall& c : plan_with(z, table, kW, G).steady_step)
+      n += c.primitive == p && c.purpose == Purpose::Gradients;
+    return n;
+  };
+  CHECK(count(2, Primitive::AllToAll) > 0);
+  CHECK(count(4, Primitive::AllToAll) == 0);
+  ZeroConfig plain = stage3();
+  int plain_rs = 0;
+  for (const PlannedCall& c : plan_with(plain, table, kW, 4).steady_step)
+    plain_rs += c.primitive == Primitive::ReduceScatter && c.purpose == Purpose::Gradients;
+  CHECK(count(4, Primitive::ReduceScatter) == plain_rs);  // exactly plain stage 3's calls
+}
+
 TEST_CASE("hpZ: backward and later micro-steps gather inside the node", "[zeropp]") {
   const Compared c = compare([](ZeroConfig& z) { z.zero_hpz_partition_size = kG; });
   const StepPlan &base = c.base, &hpz = c.with;
