@@ -503,6 +503,7 @@ namespace {
 class Recorder : public GatherBackend {
  public:
   void gather(const std::vector<int>& params, bool) override { calls.push_back(params); }
+  void read_ahead(const std::vector<int>& params) override { reads.push_back(params); }
   void wait(int) override {}
   void drop(int, bool) override {}
   void drop_secondaries() override {}
@@ -510,12 +511,15 @@ class Recorder : public GatherBackend {
     return mine;
   }
   std::vector<std::vector<int>> calls;
+  std::vector<std::vector<int>> reads;  // each NVMe read-ahead hint
 };
 
 // Two passes of fetch/release over `modules` (module indices, each fetched then
 // released, forward only); returns the second pass's gathers, the first being
-// the recording pass without prefetch.
-std::vector<std::vector<int>> second_pass(const ZeroConfig& z, const std::vector<int>& modules) {
+// the recording pass without prefetch. `reads`, when given, gets the second
+// pass's read-ahead hints.
+std::vector<std::vector<int>> second_pass(const ZeroConfig& z, const std::vector<int>& modules,
+                                          std::vector<std::vector<int>>* reads = nullptr) {
   const ParamTable t(small_shape());
   const Stage3Layout layout(t, make_param_groups(t, "two"), 2, z);
   ParamStates st;
@@ -527,12 +531,14 @@ std::vector<std::vector<int>> second_pass(const ZeroConfig& z, const std::vector
   ParamGatherer g(t, layout, z, st, rec);
   for (int pass = 0; pass < 2; pass++) {
     rec.calls.clear();
+    rec.reads.clear();
     for (int m : modules) {
       g.fetch(m, false);
       g.release(m, false);
     }
     g.end_pass();
   }
+  if (reads != nullptr) *reads = rec.reads;
   return rec.calls;
 }
 
@@ -624,6 +630,79 @@ TEST_CASE("stage 3: a reused tensor stays gathered only within stage3_max_reuse_
   // 0: the walk stops at once (0 >= 0).
   CHECK(second_pass(stage3_config(0, 1000000000, 0), modules) ==
         std::vector<std::vector<int>>{{0}, {1}, {2, 3}, {0}});
+}
+
+// partitioned_param_coordinator.py __params_to_release: a module's tensor is
+// kept when __most_recent_step_id_param_fetched_for[p] > step_id (step_id being
+// the step after the module's own), so one whose latest traced use is exactly
+// step_id is released, before the reuse-distance walk. Max reuse distance 0
+// stops that walk at once. Modules {1 wte, 13 lm_head} share tensor 0; with
+// prefetch on, wte's prefetch pops lm_head's use (step 1) of the already
+// available tensor 0, so its most recent step is 1.
+TEST_CASE("stage 3: a module releases a tensor whose most recent traced use is the next step",
+          "[expected]") {
+  // Prefetch 50000000, reuse 0: recent 1 <= step 1, so wte releases tensor 0 and lm_head
+  // gathers it again.
+  CHECK(second_pass(stage3_config(50000000, 1000000000, 0), {1, 13}) ==
+        std::vector<std::vector<int>>{{0}, {0}});
+  // Reuse 1: the walk from step 1 sees lm_head's tensor 0 (0 < 1) and keeps it.
+  CHECK(second_pass(stage3_config(50000000, 1000000000, 1), {1, 13}) ==
+        std::vector<std::vector<int>>{{0}});
+  // {1 wte, 2 wpe, 13 lm_head}, reuse 0: wte's prefetch takes wpe (6 elements) and pops
+  // lm_head's use of tensor 0 at step 2; 2 > step 1 keeps it, so lm_head gathers nothing.
+  CHECK(second_pass(stage3_config(50000000, 1000000000, 0), {1, 2, 13}) ==
+        std::vector<std::vector<int>>{{0}, {1}});
+}
+
+// stage3.py _create_fp16_sub_groups: a group whose partition_numel sum is <=
+// sub_group_size is one sub-group; otherwise tensors join in group order and a
+// sub-group closes when its running sum is >= sub_group_size (or at the group's
+// last tensor). At W 2 the decay group {0,1,4,6,10,12} has pieces 8 3 14 5 18 18
+// (66) and the no-decay group {2,3,5,7,8,9,11,13,14,15} 2 2 5 2 2 2 6 2 2 2 (27).
+TEST_CASE("stage 3: a sub-group closes when its pieces reach sub_group_size", "[expected]") {
+  const ParamTable t(small_shape());
+  const std::vector<ParamGroup> groups = make_param_groups(t, "two");
+  auto sub_groups = [&](int64_t size) {
+    ZeroConfig z;
+    z.stage = 3;
+    z.sub_group_size = size;
+    return Stage3Layout(t, groups, 2, z).sub_groups();
+  };
+  using Groups = std::vector<std::vector<int>>;
+  // 11: decay 8, 8+3 = 11 >= 11 | 14 | 5, 5+18 = 23 | 18 (last); no-decay 2,4,9,11 >= 11 |
+  // 2,4,10,12 | 2,4 (last).
+  CHECK(sub_groups(11) ==
+        Groups{{0, 1}, {4}, {6, 10}, {12}, {2, 3, 5, 7}, {8, 9, 11, 13}, {14, 15}});
+  // 12: decay 8, 11, 11+14 = 25 >= 12 | 5, 23 | 18; no-decay 2,4,9,11,13 | 2,8,10,12 | 2.
+  CHECK(sub_groups(12) == Groups{{0, 1, 4}, {6, 10}, {12}, {2, 3, 5, 7, 8}, {9, 11, 13, 14}, {15}});
+  // 27: the no-decay group's 27 <= 27 is whole; decay 8,11,25,30 >= 27 | 18, 36.
+  CHECK(sub_groups(27) == Groups{{0, 1, 4, 6}, {10, 12}, {2, 3, 5, 7, 8, 9, 11, 13, 14, 15}});
+  // 66: the decay group's 66 <= 66 is whole too.
+  CHECK(sub_groups(66) == Groups{{0, 1, 4, 6, 10, 12}, {2, 3, 5, 7, 8, 9, 11, 13, 14, 15}});
+}
+
+// partitioned_param_coordinator.py __prefetch_nvme_param_partitions, after each
+// fetch's prefetch: walking the rest of the trace queue, it stops once the
+// elements considered are > 2 * the elements in flight (or the read-ahead list
+// holds available_swap_in_buffers), taking NOT_AVAILABLE tensors and counting
+// every use. kBlock's trace: 2,3 | 4,5 | 6,7 | 8,9 | 10,11 | 12,13, numels
+// 3,3 | 27,9 | 9,3 | 3,3 | 36,12 | 36,3; prefetch 36 gathers as in the case above.
+TEST_CASE("stage 3 nvme: read-ahead covers the trace up to twice the elements in flight",
+          "[expected]") {
+  ZeroConfig z = stage3_config(36, 1000000000);
+  z.offload_param.device = "nvme";
+  z.offload_param.buffer_count = 100;
+  std::vector<std::vector<int>> reads;
+  CHECK(second_pass(z, kBlock, &reads) ==
+        std::vector<std::vector<int>>{{2, 3}, {4, 5}, {6, 7, 8, 9, 10}, {11, 12}, {13}});
+  // ln_1: 4,5 in flight (36, so up to 72): 9,12,15,18,54,66 (<= 72, take 12), 102 > 72 stops.
+  // c_attn: 6..10 in flight (54): 12, 48, 51: all of 11,12,13. c_proj: 11,12 in flight: 13.
+  // ln_2 prefetches 13 and the queue is empty: no hint after it.
+  CHECK(reads == std::vector<std::vector<int>>{{6, 7, 8, 9, 10, 11, 12}, {11, 12, 13}, {13}});
+  // buffer_count 6 stops ln_1's hint at six tensors.
+  z.offload_param.buffer_count = 6;
+  second_pass(z, kBlock, &reads);
+  CHECK(reads == std::vector<std::vector<int>>{{6, 7, 8, 9, 10, 11}, {11, 12, 13}, {13}});
 }
 
 }  // namespace zt
