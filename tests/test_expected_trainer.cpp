@@ -57,4 +57,22 @@ TEST_CASE("trainer: val_loss after every eval_every-th and the last step; so are
   for (const std::string& d : complete_checkpoints(dir.file("run")))
     saved.push_back(std::filesystem::path(d).filename().string());
   CHECK(saved == std::vector<std::string>{"step_00000003", "step_00000005"});
+
+  // train-throughput-counts-first-step: tokens/s leaves the first (set-up)
+  // step out: 32 tokens x steps 2..5 over their summed times (ms, as logged).
+  std::ifstream metrics_again(dir.file("run/metrics.jsonl"));
+  double timed_ms = 0;
+  for (std::string line; std::getline(metrics_again, line);) {
+    const size_t step_at = line.find("\"step\":"), ms_at = line.find("\"ms\":");
+    if (step_at == std::string::npos || ms_at == std::string::npos) continue;
+    if (std::stoi(line.substr(step_at + 7)) > 1) timed_ms += std::stod(line.substr(ms_at + 5));
+  }
+  std::ifstream summary_file(dir.file("run/summary.json"));
+  std::stringstream summary;
+  summary << summary_file.rdbuf();
+  const size_t at = summary.str().find("\"tokens_per_second\":");
+  REQUIRE(at != std::string::npos);
+  const double tokens_per_second = std::stod(summary.str().substr(at + 20));
+  REQUIRE(timed_ms > 0);
+  CHECK(tokens_per_second == Approx(32.0 * 4 / (timed_ms / 1e3)).epsilon(1e-9));
 }
