@@ -81,4 +81,17 @@ for line in bad:
 sys.exit(1 if bad else 0)
 EOF
 done
+
+# Fewer ranks than saved: one rank reads both rank files and must verify both;
+# a flipped byte in the data (second half) of rank 1's file is refused by name.
+mkdir -p "$WORK/w1/checkpoints"
+cp -r "$WORK/full/checkpoints/step_00000003" "$WORK/w1/checkpoints/"
+f=$WORK/w1/checkpoints/step_00000003/rank_00001.bin
+/usr/bin/python3 -c 'import sys; p, o = sys.argv[1], int(sys.argv[2]); b = bytearray(open(p, "rb").read()); b[o] ^= 0xFF; open(p, "wb").write(b)' \
+  "$f" $(($(stat -c %s "$f") * 3 / 4))
+if "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/w1" --resume "${ARGS[@]}" >"$WORK/w1.txt" 2>&1; then
+  fail "W=1 resumed from a checkpoint whose rank 1 file is corrupt"
+fi
+grep -q "rank_00001.bin: .*checksum mismatch" "$WORK/w1.txt" ||
+  fail "W=1 did not name the corrupt rank 1 file: $(tail -2 "$WORK/w1.txt")"
 echo "PASS resume_other_world"
