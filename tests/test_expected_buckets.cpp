@@ -39,6 +39,7 @@ TEST_CASE("overlap_comm keeps two bucket buffers alive, one without it", "[expec
         make_stage012_schedule(setup_for(z, table, "one"), table, 1, DType::F32);
     REQUIRE(s.grads.buckets.size() >= 3);  // enough buckets for a third buffer to show
     REQUIRE(s.grads.largest_bucket() == 36);
+    CHECK(s.grads.buffers == (overlap ? 2 : 1));
     std::unique_ptr<Ops> ops = make_cpu_ops();
     std::unique_ptr<Communicator> comm = make_single_communicator(*ops);
     std::vector<void*> grads;
@@ -48,7 +49,7 @@ TEST_CASE("overlap_comm keeps two bucket buffers alive, one without it", "[expec
     }
     const uint64_t before = ops->ledger().peak(MemCategory::CommBuffers);
     {
-      BucketReducer reducer(s.grads, *ops, *comm, DType::F32, overlap,
+      BucketReducer reducer(s.grads, *ops, *comm, DType::F32,
                             [](const BucketSlice&, const void*) {});
       reducer.begin();
       for (int p : s.grads.order) reducer.arrive(p, grads[p]);

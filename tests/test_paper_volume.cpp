@@ -61,7 +61,7 @@ TEST_CASE("stage 2's default reaches the paper's volume with per-owner reduces",
   const PlannedChange* best = smallest_reaching(planned, paper);
   REQUIRE(best);
   CHECK(best->text() == "use_multi_rank_bucket_allreduce: false");
-  CHECK(best->plan.grad_path == "per_owner_reduce");
+  CHECK(best->plan.path->key == "per_owner_reduce");
   // The candidate is what plan_step gives for the changed config.
   ZeroSetup changed = s;
   changed.z.use_multi_rank_bucket_allreduce = false;

@@ -200,10 +200,7 @@ void ConfigLoader::set_key(const ConfigKey& key, const YAML::Node& value,
   origins_[key.path()] = KeyOrigin{prefix, next_order_++};
 }
 
-// DeepSpeed's rule: overlap_comm, when not given, is on for stage 3 only.
-void ConfigLoader::resolve_defaults() {
-  if (!config_.zero.overlap_comm_set) config_.zero.overlap_comm = config_.zero.stage == 3;
-}
+void ConfigLoader::resolve_defaults() { resolve_overlap_default(config_.zero); }
 
 bool valid_fault_inject(const std::string& spec) {
   std::vector<std::string> parts;

@@ -212,7 +212,7 @@ void DeepSpeedImporter::run() {
   import_batch();
   import_optimizer(ctx_, optimizer);
   import_scheduler(ctx_, scheduler, optimizer != nullptr);
-  if (!c_.zero.overlap_comm_set) c_.zero.overlap_comm = c_.zero.stage == 3;
+  resolve_overlap_default(c_.zero);
   check_precision();
   validate_config(c_);
 }

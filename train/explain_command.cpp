@@ -23,8 +23,6 @@
 #include "train/zeropp_report.h"
 #include "zero/paper_volume.h"
 #include "zero/plan.h"
-#include "zero/stage012_schedule.h"
-#include "zero/stage3_layout.h"
 
 namespace zt {
 namespace {
@@ -66,36 +64,6 @@ std::string preset_file(const CliArgs& f, const std::string& name) {
 }
 
 const char* yes_no(bool b) { return b ? "true" : "false"; }
-
-// DeepSpeed's functions (0.14.4 names) behind each path key.
-std::string deepspeed_code(int stage, const std::string& key) {
-  if (stage == 0)
-    return "engine.allreduce_gradients(bucket_size=MEMORY_OPT_ALLREDUCE_SIZE) -> "
-           "buffered_allreduce_fallback -> allreduce_no_retain: one all-reduce per bucket of "
-           "5e8 elements";
-  if (stage == 3)
-    return key == "reduce_scatter"
-               ? "stage3.py __reduce_and_partition_ipg_grads -> __avg_scatter_grads -> "
-                 "reduce_scatter_coalesced: one reduce-scatter per bucket"
-               : "stage3.py __reduce_and_partition_ipg_grads -> __avg_scatter_contiguous_grads: "
-                 "one all-reduce per bucket that fits (contiguous_gradients and "
-                 "reduce_scatter: false); a bucket over reduce_bucket_size still goes through "
-                 "reduce_scatter_coalesced";
-  if (key == "allreduce_fallback")
-    return "stage_1_and_2.py reduce_ipg_grads -> buffered_reduce_fallback: the bucket's "
-           "gradients flattened and all-reduced";
-  if (key == "allreduce")
-    return "reduce_ipg_grads -> average_tensor -> gradient_reduction_w_predivide: one all-reduce "
-           "of the whole bucket";
-  if (key == "multi_rank_allreduce")
-    return "reduce_ipg_grads -> average_tensor -> allreduce_and_scatter: the owners' slices "
-           "all-reduced together, each rank keeps its own";
-  if (key == "per_owner_reduce")
-    return "reduce_ipg_grads -> average_tensor -> allreduce_no_retain(rank=owner) -> dist.reduce: "
-           "one rooted reduce per owner the bucket touches";
-  return "none in DeepSpeed: zerotrain's native_reduce_scatter (DeepSpeed's stages 1/2 never "
-         "issue a reduce-scatter)";
-}
 
 std::string tensor_span(const ParamTable& table, const GradBucket& b) {
   const std::vector<int>& params = b.params;
@@ -248,16 +216,14 @@ void print_notes(const Config& cfg, const ZeroSetup& s, const ParamTable& table,
                                          "the next fills"
                                        : "one bucket buffer, each bucket waited for at once"));
   if (z.stage == 3) {
-    const Stage3Layout layout(table, s.groups, world, z);
     std::printf(
         "- stage 3: stage3_param_persistence_threshold %lld keeps %zu tensors (%llu elements) "
         "whole on every rank, refreshed after each step with one all_gather each; "
         "stage3_prefetch_bucket_size %lld %s; stage3_max_live_parameters %lld caps prefetch "
         "(never forces a release); stage3_max_reuse_distance %lld keeps a parameter gathered "
         "when its next use is that close; the most parameter bytes gathered at once: %llu\n",
-        static_cast<long long>(z.stage3_param_persistence_threshold),
-        layout.persistent_params().size(),
-        static_cast<unsigned long long>(layout.persistent_elems()),
+        static_cast<long long>(z.stage3_param_persistence_threshold), mine.persistent_tensors,
+        static_cast<unsigned long long>(mine.persistent_bytes / mine.dtype_bytes),
         static_cast<long long>(z.stage3_prefetch_bucket_size),
         z.stage3_prefetch_bucket_size > 0
             ? "> 0: gathers of the coming modules are issued ahead once the first pass has "
@@ -325,8 +291,6 @@ int run_explain_command(const std::vector<std::string>& args) {
                                                "(stage_1_and_2.py, DeepSpeedZeroOptimizer)"));
   std::printf("parameter groups (train.param_groups: %s): %zu\n", cfg.train.param_groups.c_str(),
               s.groups.size());
-  const Stage012Schedule sched =
-      z.stage < 3 ? make_stage012_schedule(s, table, world, model) : Stage012Schedule();
   for (size_t g = 0; g < s.groups.size(); g++) {
     size_t elements = 0;
     for (int p : s.groups[g].params) elements += table.params()[p].numel;
@@ -334,7 +298,7 @@ int run_explain_command(const std::vector<std::string>& args) {
                 s.groups[g].decay ? "weight decay" : "no weight decay", s.groups[g].params.size(),
                 elements);
     if (z.stage == 1 || z.stage == 2)
-      std::printf(", flat buffer %zu elements (%s)", sched.layout->group_ranges()[g].size(),
+      std::printf(", flat buffer %zu elements (%s)", mine.group_buffer_elems[g],
                   z.native_reduce_scatter
                       ? "zerotrain's aligned chunks"
                       : "padded to a multiple of 2W, all the padding in the last rank's partition");
@@ -344,8 +308,8 @@ int run_explain_command(const std::vector<std::string>& args) {
     std::printf("  each tensor is split on its own into W pieces of ceil(numel / W) elements\n");
 
   // The gradient path and why.
-  std::printf("\ngradient path: %s (%s)\n", mine.grad_path.c_str(), mine.describe.c_str());
-  std::printf("  chosen by: %s\n", mine.chosen_by.c_str());
+  std::printf("\ngradient path: %s (%s)\n", mine.path->key.c_str(), mine.path->describe.c_str());
+  std::printf("  chosen by: %s\n", mine.path->chosen_by.c_str());
   if (z.stage == 1 || z.stage == 2)
     std::printf(
         "  switches: contiguous_gradients %s, reduce_scatter %s, use_multi_rank_bucket_allreduce "
@@ -356,7 +320,7 @@ int run_explain_command(const std::vector<std::string>& args) {
   if (z.stage == 3)
     std::printf("  switches: reduce_scatter %s, contiguous_gradients %s\n",
                 yes_no(z.reduce_scatter), yes_no(z.contiguous_gradients));
-  std::printf("  DeepSpeed code: %s\n", deepspeed_code(z.stage, mine.grad_path).c_str());
+  std::printf("  DeepSpeed code: %s\n", mine.path->deepspeed_code.c_str());
   std::printf("  wire dtype: %s (communication_data_type %s)\n", dtype_name(wire),
               z.communication_data_type == "auto" ? "not set: the model's dtype"
                                                   : z.communication_data_type.c_str());
@@ -368,31 +332,8 @@ int run_explain_command(const std::vector<std::string>& args) {
                     : "each group's tensors lie in model order in its flat buffer");
 
   // The buckets of one reducing pass.
-  const std::string when = z.stage == 0                   ? "per step, at the accumulation boundary"
-                           : z.stage == 2 || z.stage == 3 ? "per backward (every micro-step)"
-                           : z.overlap_comm ? "per step, in the last micro-step's backward"
-                                            : "per step, at the accumulation boundary";
-  const std::string bucket_size = std::to_string(z.reduce_bucket_size);
-  const std::string rule =
-      z.stage == 0 ? "model order; a bucket is reduced once it passes 5e8 elements "
-                     "(MEMORY_OPT_ALLREDUCE_SIZE; reduce_bucket_size plays no part)"
-      : z.native_reduce_scatter
-          ? "zerotrain's aligned chunks of the layout (multiples of W x 64 elements, at most "
-            "reduce_bucket_size " +
-                bucket_size + "), each reduced once all its tensors arrived"
-          : std::string(z.stage == 1 && !z.overlap_comm ? "the groups in forward order"
-                                                        : "backward (arrival) order") +
-                "; reduce_bucket_size " + bucket_size +
-                ": the open bucket is reduced before a tensor that would overflow it; a larger "
-                "tensor goes alone and is never cut";
   std::printf("\n");
-  if (z.stage < 3) {
-    print_buckets(table, sched.grads, world, when, rule);
-  } else {
-    const Stage3Layout layout(table, s.groups, world, z);
-    print_buckets(table, layout.grad_buckets(table, grad_ready_order(s.events), z, per_node), world,
-                  when, rule);
-  }
+  print_buckets(table, mine.grads, world, mine.when, mine.bucket_rule);
 
   print_totals(mine, world);
   ZeroSetup unquantized = s;
@@ -430,7 +371,7 @@ int run_explain_command(const std::vector<std::string>& args) {
       if (c.changes.size() > 1) continue;
       std::printf("  %-40s %-22s %16.0f %8.2f\n",
                   c.changes.empty() ? "(as configured)" : c.text().c_str(),
-                  c.plan.grad_path.c_str(), c.moved, c.moved / paper.total());
+                  c.plan.path->key.c_str(), c.moved, c.moved / paper.total());
     }
   }
   const PlannedChange* best = smallest_reaching(planned, paper.total() * (1 + 1e-12));
@@ -440,7 +381,7 @@ int run_explain_command(const std::vector<std::string>& args) {
     std::printf("none needed (this config moves %.2f x the paper)\n", moved / paper.total());
   else
     std::printf("set %s (%s: %.0f B, %.2f x the paper, %.2f x the ring optimum)\n",
-                best->text().c_str(), best->plan.grad_path.c_str(), best->moved,
+                best->text().c_str(), best->plan.path->key.c_str(), best->moved,
                 best->moved / paper.total(), best->moved / (paper.total() * ring));
   if ((z.stage == 1 || z.stage == 2) && !z.native_reduce_scatter) {
     ZeroSetup native = s;

@@ -15,6 +15,7 @@
 #include "train/offload_report.h"
 #include "train/zero_setup.h"
 #include "train/zeropp_report.h"
+#include "zero/grad_path_registry.h"
 #include "zero/plan.h"
 #include "zero/step_time_model.h"
 
@@ -24,57 +25,50 @@ namespace {
 struct Variant {
   std::string label;
   ZeroConfig z;
+  bool deepspeed_default;  // the stage's default path with DeepSpeed's switches, no ZeRO++
 };
 
+bool uses_zeropp(const ZeroConfig& z) {
+  return z.stage == 3 &&
+         (z.zero_hpz_partition_size > 1 || z.zero_quantized_weights || z.zero_quantized_gradients);
+}
+
+// Every listed gradient path of every stage (grad_path_registry.h), then
+// stage 3 with ZeRO++'s features one by one and together, where they change
+// anything (several nodes) or where the config asks for them.
 std::vector<Variant> variants(const ZeroConfig& base, int nodes, int ranks_per_node) {
   std::vector<Variant> v;
-  auto with = [&](int stage, const std::string& label, bool rs, bool multi, bool contiguous,
-                  bool native) {
-    ZeroConfig z = base;
-    z.stage = stage;
-    z.reduce_scatter = rs;
-    z.use_multi_rank_bucket_allreduce = multi;
-    z.contiguous_gradients = contiguous;
-    z.native_reduce_scatter = native;
-    if (!base.overlap_comm_set) z.overlap_comm = stage == 3;
-    v.push_back({label, z});
-  };
-  with(0, "stage 0", true, true, true, false);
-  for (int s : {1, 2}) {
-    const std::string st = "stage " + std::to_string(s) + " ";
-    with(s, st + "allreduce_fallback", true, true, false, false);
-    with(s, st + "allreduce", false, true, true, false);
-    with(s, st + "multi_rank_allreduce", true, true, true, false);
-    with(s, st + "per_owner_reduce", true, false, true, false);
-    with(s, st + "reduce_scatter", true, true, true, true);
-  }
-  // Stage 3 plain, then ZeRO++'s features one by one and together, where
-  // they change anything (several nodes) or where the config asks for them.
-  auto plain3 = [&](const std::string& label, bool rs) {
-    with(3, label, rs, true, true, false);
-    v.back().z.zero_hpz_partition_size = 1;
-    v.back().z.zero_quantized_weights = v.back().z.zero_quantized_gradients = false;
-  };
-  plain3("stage 3 reduce_scatter", true);
-  plain3("stage 3 allreduce", false);
-  const bool zeropp =
-      base.stage == 3 && (base.zero_hpz_partition_size > 1 || base.zero_quantized_weights ||
-                          base.zero_quantized_gradients);
-  if (nodes > 1 || zeropp) {
+  for (int stage = 0; stage <= 3; stage++)
+    for (const GradPathRow* row : listed_grad_paths(stage)) {
+      ZeroConfig z = base;
+      z.stage = stage;
+      resolve_overlap_default(z);
+      z = with_grad_path(z, *row);
+      if (stage == 3) {
+        z.zero_hpz_partition_size = 1;
+        z.zero_quantized_weights = z.zero_quantized_gradients = false;
+      }
+      v.push_back({stage == 0 ? "stage 0" : "stage " + std::to_string(stage) + " " + row->key, z,
+                   row->deepspeed_default});
+    }
+  if (nodes > 1 || uses_zeropp(base)) {
     const int hpz =
         base.zero_hpz_partition_size > 1 ? base.zero_hpz_partition_size : ranks_per_node;
     // One rank per node: an hpZ group of one is plain stage 3.
     const std::string hpz_part = hpz > 1 ? "hpZ " + std::to_string(hpz) + "+" : "";
+    const Variant plain3 = *std::find_if(
+        v.begin(), v.end(), [](const Variant& x) { return x.z.stage == 3 && x.deepspeed_default; });
     for (int k = hpz > 1 ? 0 : 1; k < 4; k++) {
-      plain3(k == 0   ? "stage 3 hpZ " + std::to_string(hpz)
-             : k == 1 ? "stage 3 qwZ"
-             : k == 2 ? "stage 3 qgZ"
-                      : "stage 3 " + hpz_part + "qwZ+qgZ",
-             true);
-      ZeroConfig& z = v.back().z;
-      z.zero_hpz_partition_size = k == 0 || k == 3 ? hpz : 1;
-      z.zero_quantized_weights = k == 1 || k == 3;
-      z.zero_quantized_gradients = k == 2 || k == 3;
+      Variant x = plain3;
+      x.label = k == 0   ? "stage 3 hpZ " + std::to_string(hpz)
+                : k == 1 ? "stage 3 qwZ"
+                : k == 2 ? "stage 3 qgZ"
+                         : "stage 3 " + hpz_part + "qwZ+qgZ";
+      x.z.zero_hpz_partition_size = k == 0 || k == 3 ? hpz : 1;
+      x.z.zero_quantized_weights = k == 1 || k == 3;
+      x.z.zero_quantized_gradients = k == 2 || k == 3;
+      x.deepspeed_default = false;
+      v.push_back(x);
     }
   }
   return v;
@@ -88,7 +82,7 @@ bool same_variant(const StepPlan& a, const ZeroConfig& za, const StepPlan& b,
   };
   auto qw = [](const ZeroConfig& z) { return z.stage == 3 && z.zero_quantized_weights; };
   auto qg = [](const ZeroConfig& z) { return z.stage == 3 && z.zero_quantized_gradients; };
-  return a.stage == b.stage && a.grad_path == b.grad_path && hpz(za) == hpz(zb) &&
+  return a.stage == b.stage && a.path->key == b.path->key && hpz(za) == hpz(zb) &&
          qw(za) == qw(zb) && qg(za) == qg(zb);
 }
 
@@ -100,16 +94,9 @@ void print_calls(const char* title, const std::vector<PlannedCall>& calls) {
                 primitive_name(c.primitive), dtype_name(c.dtype), c.count, c.root, c.what.c_str());
 }
 
-// DeepSpeed's default gradient path of a stage (its switches at their defaults;
-// at stage 3 without ZeRO++).
-bool is_deepspeed_default(const StepPlan& p, const std::string& label) {
-  if (p.stage == 0) return true;
-  if (p.stage == 3) return label == "stage 3 reduce_scatter";
-  return p.grad_path == "multi_rank_allreduce";
-}
-
 struct PredictedRow {
   std::string label;
+  bool deepspeed_default;
   StepPlan plan;
   StepTimePrediction t;
   std::string why_not;  // the network cannot time this variant (a curve it lacks)
@@ -136,8 +123,7 @@ void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel
     }
     double base = 0;
     for (const PredictedRow& b : rows)
-      if (b.plan.stage == r.plan.stage && b.why_not.empty() &&
-          is_deepspeed_default(b.plan, b.label))
+      if (b.plan.stage == r.plan.stage && b.why_not.empty() && b.deepspeed_default)
         base = b.t.step_s;
     std::printf("%s %-30s %12.2f %12.2f %12.2f %12.2f %12.2f %9.2fx\n",
                 r.label == configured ? "*" : " ", r.label.c_str(), r.t.compute_s * 1e3,
@@ -226,7 +212,7 @@ int run_plan_command(const std::vector<std::string>& args) {
     const char* mark = same_variant(p, v.z, mine, cfg.zero) ? "*" : " ";
     if (*mark == '*') configured_label = v.label;
     if (predict) {
-      PredictedRow row{v.label, p, {}, ""};
+      PredictedRow row{v.label, v.deepspeed_default, p, {}, ""};
       try {
         row.t = predict_step(p, world, A, nodes, net, compute);
       } catch (const std::runtime_error& e) {

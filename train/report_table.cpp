@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "zero/comm_stats.h"
+#include "zero/grad_path_registry.h"
 
 namespace zt {
 namespace {
@@ -111,6 +112,20 @@ PrimitiveBytes per_step(const SummaryFile& s, const std::string& purpose,
 
 // ---- Ordering and baselines.
 
+// Whether the run's own path switches (those a summary lacks at DeepSpeed's
+// defaults) select DeepSpeed's default path, and the run reports that path.
+bool is_deepspeed_default_path(const SummaryFile& s, const ReportRow& r) {
+  ZeroConfig z;
+  z.stage = r.stage;
+  for (const char* key : {"reduce_scatter", "use_multi_rank_bucket_allreduce",
+                          "contiguous_gradients", "native_reduce_scatter"}) {
+    const std::string k = std::string("config.zero.") + key;
+    if (s.has(k)) apply_change(z, {key, s.boolean(k) ? "true" : "false"});
+  }
+  const GradPathRow& row = select_grad_path(z);
+  return row.deepspeed_default && row.key == r.grad_path;
+}
+
 int path_rank(const std::string& path) {
   static const char* order[] = {"allreduce", "allreduce_fallback", "multi_rank_allreduce",
                                 "per_owner_reduce", "reduce_scatter"};
@@ -123,13 +138,6 @@ int path_rank(const std::string& path) {
 auto settings_key(const ReportRow& r) {
   return std::make_tuple(r.stage, r.reduce_bucket_size, r.overlap_comm, r.micro_batch,
                          r.accum_steps, r.world, r.params, r.seq_len, r.device);
-}
-
-bool is_deepspeed_default(const ReportRow& r) {
-  if (!r.offload.empty()) return false;
-  if (r.stage == 0) return true;
-  if (r.stage == 3) return r.reduce_scatter && r.zeropp.empty();
-  return r.grad_path == "multi_rank_allreduce";
 }
 
 // The inter-node bus bytes of the gradient and parameter calls the table shows.
@@ -228,6 +236,7 @@ ReportRow read_summary(const std::string& path, const std::string& run_name) {
       r.offload += (r.offload.empty() ? "" : " + ") +
                    std::string(what == std::string("param") ? "params " : "optimizer ") + device;
   }
+  r.deepspeed_default = r.offload.empty() && r.zeropp.empty() && is_deepspeed_default_path(s, r);
   r.micro_batch = static_cast<int>(s.integer("config.train.micro_batch"));
   r.n_layer = static_cast<int>(s.integer("config.model.n_layer"));
   r.n_embd = static_cast<int>(s.integer("config.model.n_embd"));
@@ -259,7 +268,7 @@ ReportRow read_summary(const std::string& path, const std::string& run_name) {
 void fill_speedups(std::vector<ReportRow>& rows) {
   std::map<decltype(settings_key(rows.front())), size_t> baseline_of;
   for (size_t i = 0; i < rows.size(); i++)
-    if (is_deepspeed_default(rows[i])) baseline_of.emplace(settings_key(rows[i]), i);
+    if (rows[i].deepspeed_default) baseline_of.emplace(settings_key(rows[i]), i);
   for (ReportRow& r : rows) {
     const auto it = baseline_of.find(settings_key(r));
     r.has_baseline = it != baseline_of.end() && rows[it->second].tokens_per_second > 0;
@@ -366,7 +375,7 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
       "---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const ReportRow& r : rows) {
     std::string path = path_label(r);
-    if (r.stage > 0 && is_deepspeed_default(r)) path += " (DS default)";
+    if (r.stage > 0 && r.deepspeed_default) path += " (DS default)";
     const std::vector<std::string> f = {r.run,
                                         std::to_string(r.stage),
                                         path,

@@ -24,8 +24,11 @@ struct ReportRow {
   int stage = 0;
   std::string grad_path;
   bool reduce_scatter = true;  // config zero.reduce_scatter: stage 3's path
-  std::string zeropp;          // stage 3's ZeRO++ features, e.g. "hpZ 2 + qwZ" ("" none)
-  std::string offload;         // e.g. "optimizer nvme + params cpu" ("" none)
+  // The registry's DeepSpeed-default path, selected by the run's own switches,
+  // without offload or ZeRO++ (grad_path_registry.h).
+  bool deepspeed_default = false;
+  std::string zeropp;   // stage 3's ZeRO++ features, e.g. "hpZ 2 + qwZ" ("" none)
+  std::string offload;  // e.g. "optimizer nvme + params cpu" ("" none)
   int64_t reduce_bucket_size = 0;
   bool overlap_comm = false;
   int micro_batch = 0, accum_steps = 0, world = 0;
@@ -72,8 +75,8 @@ RunsDir load_runs_dir(const std::string& runs_dir);
 
 // The speed-up column: each row against the DeepSpeed-default run of the same
 // stage, bucket, overlap, micro-batch, accumulation, world, model and device
-// (stages 1/2: grad_path multi_rank_allreduce; stage 3: reduce_scatter true;
-// stage 0 has one path). The first such run in row order is the baseline.
+// (ReportRow::deepspeed_default). The first such run in row order is the
+// baseline.
 void fill_speedups(std::vector<ReportRow>& rows);
 
 std::string report_csv(const std::vector<ReportRow>& rows);

@@ -1,15 +1,16 @@
 #include "zero/bucket_reducer.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
 namespace zt {
 
 BucketReducer::BucketReducer(const BucketSchedule& schedule, Ops& ops, Communicator& comm,
-                             DType wire, bool overlap, Sink sink, QuantizedReducer* quantized)
+                             DType wire, Sink sink, QuantizedReducer* quantized)
     : schedule_(schedule), ops_(ops), comm_(comm), model_(ops.dtype()), wire_(wire),
       es_(dtype_size(ops.dtype())), capacity_(std::max<size_t>(1, schedule.largest_bucket())),
-      overlap_(overlap), sink_(std::move(sink)), quantized_(quantized) {
+      sink_(std::move(sink)), quantized_(quantized) {
   open_.assign(schedule_.buckets.size(), Slot{nullptr, nullptr});
   for (size_t b = 0; b < schedule_.buckets.size(); b++) {
     const std::vector<BucketSlice>& slices = schedule_.buckets[b].slices;
@@ -29,7 +30,7 @@ BucketReducer::~BucketReducer() {
 }
 
 BucketReducer::Slot BucketReducer::take_slot() {
-  const size_t pool = overlap_ ? 2 : 1;
+  const size_t pool = static_cast<size_t>(std::max(1, schedule_.buffers));
   if (free_.empty() && slots_.size() >= pool && !in_flight_.empty()) finish_oldest();
   if (free_.empty()) {
     Slot s{ops_.alloc(capacity_ * es_, MemCategory::CommBuffers),
@@ -105,7 +106,7 @@ void BucketReducer::reduce(int b) {
     }
   }
   in_flight_.push_back(std::move(f));
-  if (!overlap_) finish_oldest();
+  if (schedule_.buffers <= 1) finish_oldest();
 }
 
 void BucketReducer::finish_oldest() {
@@ -115,7 +116,8 @@ void BucketReducer::finish_oldest() {
   const GradBucket& bucket = schedule_.buckets[f.bucket];
   if (f.slot.wire) ops_.convert(f.slot.data, model_, f.slot.wire, wire_, bucket.size);
   for (const BucketSlice& s : bucket.slices)
-    if (s.owner == comm_.rank()) sink_(s, static_cast<const char*>(f.slot.data) + s.offset * es_);
+    if (s.owner < 0 || s.owner == comm_.rank())
+      sink_(s, static_cast<const char*>(f.slot.data) + s.offset * es_);
   free_.push_back(f.slot);
 }
 

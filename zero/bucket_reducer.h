@@ -3,10 +3,10 @@
 // the bucket it belongs to; a bucket whose turn has come is reduced with its
 // collectives, in zero.communication_data_type (converted there and back when
 // that differs from the model dtype). When a reduction completes, every slice
-// this rank owns is handed to the sink. Buffers come from a pool: one, or two
-// with overlap_comm (one reduced while the next fills; zerotrain's aligned
-// chunks may need more open at once). Without overlap each bucket is waited
-// for as soon as it is issued, as DeepSpeed does on its compute stream.
+// this rank owns is handed to the sink. Buffers come from a pool of the
+// schedule's `buffers` (zerotrain's aligned chunks may need more open at
+// once); with one, each bucket is waited for as soon as it is issued, as
+// DeepSpeed does on its compute stream.
 #pragma once
 #include <deque>
 #include <functional>
@@ -24,8 +24,8 @@ class BucketReducer {
   // Called with each owned slice of a reduced bucket, `data` pointing at it.
   using Sink = std::function<void(const BucketSlice& slice, const void* data)>;
   // `quantized`: qgZ's reducer, for schedules with its calls (else null).
-  BucketReducer(const BucketSchedule& schedule, Ops& ops, Communicator& comm, DType wire,
-                bool overlap, Sink sink, QuantizedReducer* quantized = nullptr);
+  BucketReducer(const BucketSchedule& schedule, Ops& ops, Communicator& comm, DType wire, Sink sink,
+                QuantizedReducer* quantized = nullptr);
   ~BucketReducer();
   BucketReducer(const BucketReducer&) = delete;
   BucketReducer& operator=(const BucketReducer&) = delete;
@@ -57,7 +57,6 @@ class BucketReducer {
   Communicator& comm_;
   DType model_, wire_;
   size_t es_, capacity_;
-  bool overlap_;
   Sink sink_;
   QuantizedReducer* quantized_;
   std::vector<std::vector<std::pair<int, int>>> slices_of_;  // per tensor: (bucket, slice)

@@ -2,20 +2,19 @@
 // a fixed order, fill buckets and how each bucket is summed over ranks so that
 // each rank ends up with the sum over the pieces it owns.
 //
-// DeepSpeed's four (stage_1_and_2.py), chosen exactly as DeepSpeed chooses
-// them, share DeepSpeed's bucketing: before a tensor joins the open bucket,
-// the bucket is reduced if its elements plus the tensor's exceed
-// reduce_bucket_size (an empty one too: a tensor larger than the bucket then
-// goes alone, and is never cut). zerotrain's true reduce-scatter uses aligned
-// chunks of the layout as buckets instead.
+// DeepSpeed's four (stage_1_and_2.py), selected by the registry
+// (grad_path_registry.h), share DeepSpeed's bucketing (bucketing.h,
+// BeforeOverflow: a tensor larger than the bucket goes alone, never cut).
+// zerotrain's true reduce-scatter uses aligned chunks of the layout as
+// buckets instead.
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <string>
 #include <vector>
 
 #include "model/param_table.h"
 #include "zero/flat_layout.h"
+#include "zero/grad_path_registry.h"
 #include "zero/schedule.h"
 #include "zero/zero_config.h"
 
@@ -23,18 +22,17 @@ namespace zt {
 
 class GradPath {
  public:
+  explicit GradPath(const GradPathRow& row) : row_(row) {}
   virtual ~GradPath() = default;
-  virtual std::string key() const = 0;       // summary.json's grad_path value
-  virtual std::string describe() const = 0;  // the words rank 0 prints at start
-  // Which switch (and value) chose this path, for `explain`.
-  virtual std::string chosen_by() const = 0;
+  const GradPathRow& row() const { return row_; }
   virtual BucketSchedule schedule(const std::vector<int>& order) const = 0;
+
+ private:
+  const GradPathRow& row_;
 };
 
-// DeepSpeed's selection: contiguous_gradients false -> buffered all-reduce fallback;
-// reduce_scatter false -> plain all-reduce; else use_multi_rank_bucket_allreduce
-// -> packed multi-rank all-reduce, or one rooted reduce per owner. zerotrain's
-// native_reduce_scatter overrides all of them (and needs FlatLayout::aligned).
+// The implementation of the path select_grad_path(z) names (native_reduce_scatter
+// needs FlatLayout::aligned).
 std::unique_ptr<GradPath> make_grad_path(const ZeroConfig& z, const ParamTable& table,
                                          const FlatLayout& layout);
 
@@ -49,12 +47,14 @@ BucketSchedule deepspeed_buckets(const ParamTable& table, const FlatLayout& layo
                                  const std::vector<int>& order, int64_t bucket_size,
                                  BucketFill fill);
 
-std::unique_ptr<GradPath> make_allreduce_path(const ParamTable& t, const FlatLayout& l,
-                                              int64_t bucket, bool fallback);
-std::unique_ptr<GradPath> make_multi_rank_allreduce_path(const ParamTable& t, const FlatLayout& l,
+std::unique_ptr<GradPath> make_allreduce_path(const GradPathRow& row, const ParamTable& t,
+                                              const FlatLayout& l, int64_t bucket, bool fallback);
+std::unique_ptr<GradPath> make_multi_rank_allreduce_path(const GradPathRow& row,
+                                                         const ParamTable& t, const FlatLayout& l,
                                                          int64_t bucket);
-std::unique_ptr<GradPath> make_per_owner_reduce_path(const ParamTable& t, const FlatLayout& l,
-                                                     int64_t bucket);
-std::unique_ptr<GradPath> make_reduce_scatter_path(const ParamTable& t, const FlatLayout& l);
+std::unique_ptr<GradPath> make_per_owner_reduce_path(const GradPathRow& row, const ParamTable& t,
+                                                     const FlatLayout& l, int64_t bucket);
+std::unique_ptr<GradPath> make_reduce_scatter_path(const GradPathRow& row, const ParamTable& t,
+                                                   const FlatLayout& l);
 
 }  // namespace zt

@@ -33,17 +33,9 @@ GradBucket fallback(const std::vector<BucketSlice>& pieces, int64_t) {
 
 class AllReducePath : public GradPath {
  public:
-  AllReducePath(const ParamTable& t, const FlatLayout& l, int64_t bucket, bool fallback)
-      : table_(t), layout_(l), bucket_(bucket), fallback_(fallback) {}
-  std::string key() const override { return fallback_ ? "allreduce_fallback" : "allreduce"; }
-  std::string describe() const override {
-    return fallback_ ? "all-reduce of each bucket (buffered fallback, contiguous_gradients: false)"
-                     : "all-reduce of each bucket (reduce_scatter: false)";
-  }
-  std::string chosen_by() const override {
-    return fallback_ ? "contiguous_gradients: false (checked first, whatever reduce_scatter says)"
-                     : "reduce_scatter: false";
-  }
+  AllReducePath(const GradPathRow& row, const ParamTable& t, const FlatLayout& l, int64_t bucket,
+                bool fallback)
+      : GradPath(row), table_(t), layout_(l), bucket_(bucket), fallback_(fallback) {}
   BucketSchedule schedule(const std::vector<int>& order) const override {
     return deepspeed_buckets(table_, layout_, order, bucket_, fallback_ ? fallback : plain);
   }
@@ -57,9 +49,9 @@ class AllReducePath : public GradPath {
 
 }  // namespace
 
-std::unique_ptr<GradPath> make_allreduce_path(const ParamTable& t, const FlatLayout& l,
-                                              int64_t bucket, bool fallback) {
-  return std::unique_ptr<GradPath>(new AllReducePath(t, l, bucket, fallback));
+std::unique_ptr<GradPath> make_allreduce_path(const GradPathRow& row, const ParamTable& t,
+                                              const FlatLayout& l, int64_t bucket, bool fallback) {
+  return std::unique_ptr<GradPath>(new AllReducePath(row, t, l, bucket, fallback));
 }
 
 }  // namespace zt

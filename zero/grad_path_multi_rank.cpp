@@ -38,15 +38,9 @@ GradBucket multi_rank(const std::vector<BucketSlice>& pieces, int64_t bucket_siz
 
 class MultiRankAllReducePath : public GradPath {
  public:
-  MultiRankAllReducePath(const ParamTable& t, const FlatLayout& l, int64_t bucket)
-      : table_(t), layout_(l), bucket_(bucket) {}
-  std::string key() const override { return "multi_rank_allreduce"; }
-  std::string describe() const override {
-    return "all-reduce of packed owner slices (DeepSpeed default)";
-  }
-  std::string chosen_by() const override {
-    return "reduce_scatter: true with use_multi_rank_bucket_allreduce: true (both defaults)";
-  }
+  MultiRankAllReducePath(const GradPathRow& row, const ParamTable& t, const FlatLayout& l,
+                         int64_t bucket)
+      : GradPath(row), table_(t), layout_(l), bucket_(bucket) {}
   BucketSchedule schedule(const std::vector<int>& order) const override {
     return deepspeed_buckets(table_, layout_, order, bucket_, multi_rank);
   }
@@ -59,9 +53,10 @@ class MultiRankAllReducePath : public GradPath {
 
 }  // namespace
 
-std::unique_ptr<GradPath> make_multi_rank_allreduce_path(const ParamTable& t, const FlatLayout& l,
+std::unique_ptr<GradPath> make_multi_rank_allreduce_path(const GradPathRow& row,
+                                                         const ParamTable& t, const FlatLayout& l,
                                                          int64_t bucket) {
-  return std::unique_ptr<GradPath>(new MultiRankAllReducePath(t, l, bucket));
+  return std::unique_ptr<GradPath>(new MultiRankAllReducePath(row, t, l, bucket));
 }
 
 }  // namespace zt

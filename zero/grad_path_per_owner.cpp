@@ -57,15 +57,9 @@ GradBucket per_owner(const std::vector<BucketSlice>& pieces, int64_t bucket_size
 
 class PerOwnerReducePath : public GradPath {
  public:
-  PerOwnerReducePath(const ParamTable& t, const FlatLayout& l, int64_t bucket)
-      : table_(t), layout_(l), bucket_(bucket) {}
-  std::string key() const override { return "per_owner_reduce"; }
-  std::string describe() const override {
-    return "one rooted reduce per owner slice (use_multi_rank_bucket_allreduce: false)";
-  }
-  std::string chosen_by() const override {
-    return "reduce_scatter: true with use_multi_rank_bucket_allreduce: false";
-  }
+  PerOwnerReducePath(const GradPathRow& row, const ParamTable& t, const FlatLayout& l,
+                     int64_t bucket)
+      : GradPath(row), table_(t), layout_(l), bucket_(bucket) {}
   BucketSchedule schedule(const std::vector<int>& order) const override {
     return deepspeed_buckets(table_, layout_, order, bucket_, per_owner);
   }
@@ -78,9 +72,9 @@ class PerOwnerReducePath : public GradPath {
 
 }  // namespace
 
-std::unique_ptr<GradPath> make_per_owner_reduce_path(const ParamTable& t, const FlatLayout& l,
-                                                     int64_t bucket) {
-  return std::unique_ptr<GradPath>(new PerOwnerReducePath(t, l, bucket));
+std::unique_ptr<GradPath> make_per_owner_reduce_path(const GradPathRow& row, const ParamTable& t,
+                                                     const FlatLayout& l, int64_t bucket) {
+  return std::unique_ptr<GradPath>(new PerOwnerReducePath(row, t, l, bucket));
 }
 
 }  // namespace zt

@@ -15,14 +15,8 @@ namespace {
 
 class ReduceScatterPath : public GradPath {
  public:
-  ReduceScatterPath(const ParamTable& t, const FlatLayout& l) : table_(t), layout_(l) {}
-  std::string key() const override { return "reduce_scatter"; }
-  std::string describe() const override {
-    return "one reduce-scatter per bucket (zerotrain native_reduce_scatter)";
-  }
-  std::string chosen_by() const override {
-    return "native_reduce_scatter: true (zerotrain's switch, checked before DeepSpeed's)";
-  }
+  ReduceScatterPath(const GradPathRow& row, const ParamTable& t, const FlatLayout& l)
+      : GradPath(row), table_(t), layout_(l) {}
   BucketSchedule schedule(const std::vector<int>& order) const override {
     const Partition& part = layout_.partition();
     const size_t n_chunks = part.groups().size();
@@ -77,8 +71,9 @@ class ReduceScatterPath : public GradPath {
 
 }  // namespace
 
-std::unique_ptr<GradPath> make_reduce_scatter_path(const ParamTable& t, const FlatLayout& l) {
-  return std::unique_ptr<GradPath>(new ReduceScatterPath(t, l));
+std::unique_ptr<GradPath> make_reduce_scatter_path(const GradPathRow& row, const ParamTable& t,
+                                                   const FlatLayout& l) {
+  return std::unique_ptr<GradPath>(new ReduceScatterPath(row, t, l));
 }
 
 }  // namespace zt

@@ -1,7 +1,6 @@
 #include "zero/paper_volume.h"
 
 #include <algorithm>
-#include <stdexcept>
 
 namespace zt {
 
@@ -39,17 +38,6 @@ double moved_bytes(const StepPlan& plan) {
     for (const PlannedPrimitive& p : plan.per_step_by_purpose[static_cast<int>(u)])
       sum += p.bus_bytes;
   return sum;
-}
-
-void apply_change(ZeroConfig& z, const SwitchChange& c) {
-  const bool on = c.value == "true";
-  if (c.key == "reduce_scatter") z.reduce_scatter = on;
-  else if (c.key == "use_multi_rank_bucket_allreduce") z.use_multi_rank_bucket_allreduce = on;
-  else if (c.key == "contiguous_gradients") z.contiguous_gradients = on;
-  else if (c.key == "round_robin_gradients") z.round_robin_gradients = on;
-  else if (c.key == "native_reduce_scatter") z.native_reduce_scatter = on;
-  else if (c.key == "communication_data_type") z.communication_data_type = c.value;
-  else throw std::logic_error("apply_change: unknown switch '" + c.key + "'");
 }
 
 std::vector<SwitchChange> switches_deciding_volume(const ZeroConfig& z, DType model) {

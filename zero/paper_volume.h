@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "zero/grad_path_registry.h"
 #include "zero/plan.h"
 
 namespace zt {
@@ -30,14 +31,6 @@ PaperVolume paper_volume(int stage, uint64_t psi, int micro_steps, DType model);
 
 // Gradient plus parameter bus bytes of a plan's steady step.
 double moved_bytes(const StepPlan& plan);
-
-// One switch of zero_optimization and its new value, as a ds_config writes it.
-struct SwitchChange {
-  std::string key, value;
-  std::string text() const { return key + ": " + value; }
-};
-// Sets the switch in `z` (the keys switches_deciding_volume returns, and native_reduce_scatter).
-void apply_change(ZeroConfig& z, const SwitchChange& c);
 
 // DeepSpeed's switches that decide the configured stage's gradient volume, each
 // flipped from its current value: reduce_scatter, use_multi_rank_bucket_allreduce,

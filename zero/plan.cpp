@@ -9,7 +9,7 @@
 #include "zero/quantized_blocks.h"
 #include "zero/quantized_reduce.h"
 #include "zero/stage012_schedule.h"
-#include "zero/stage3_layout.h"
+#include "zero/stage3_schedule.h"
 
 namespace zt {
 namespace {
@@ -141,18 +141,13 @@ class RecordingBackend : public GatherBackend {
 
 // Two steps of stage 3 through the engine's own gatherer and bucket schedule.
 void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DType model,
-                 const NodeMap& nodes, StepPlan& plan) {
-  const Stage3Layout layout(table, s.groups, W, s.z);
-  const BucketSchedule grads =
-      layout.grad_buckets(table, grad_ready_order(s.events), s.z, nodes.ranks_per_node());
-  const DType wire = gradient_wire_dtype(s.z, model);
+                 StepPlan& plan) {
+  const Stage3Schedule sched(s, table, W, model);
+  const Stage3Layout& layout = sched.layout;
+  const BucketSchedule& grads = sched.grads;
+  const DType wire = sched.wire;
   RecordingBackend rec(table, layout, model, s.z.zero_quantized_weights);
-  ParamStates st;
-  const size_t n = table.params().size();
-  st.status.assign(n, ParamStatus::NotAvailable);
-  st.active.assign(n, {});
-  st.call.assign(n, -1);
-  st.secondary.assign(n, false);
+  ParamStates st = released_param_states(table.params().size());
   ParamGatherer train(table, layout, s.z, st, rec);
   for (std::vector<PlannedCall>* out : {&plan.first_step, &plan.steady_step}) {
     rec.out = out;
@@ -177,30 +172,28 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
           if (root && e.backward) train.end_pass();
         } else {
           add_bucket_calls(grads, grads.reduce_at[arrived++], Phase::Backward, m, wire,
-                           rec.position, *out, W, nodes.ranks_per_node());
+                           rec.position, *out, W, s.ranks_per_node);
         }
       }
       add_bucket_calls(grads, grads.reduce_at[arrived], Phase::Backward, m, wire, 1.0, *out, W,
-                       nodes.ranks_per_node());
+                       s.ranks_per_node);
     }
     rec.phase = Phase::Step;
     rec.position = 0;
-    train.release_all();
-    for (const StepCall& c : layout.norm_calls())
-      out->push_back(
-          {Phase::Step, A - 1, Purpose::Scalars, c.primitive, c.dtype, c.count, -1, c.what});
-    train.gather_persistent();
+    run_stage3_step(train, [&] {
+      for (const StepCall& c : layout.norm_calls())
+        out->push_back(
+            {Phase::Step, A - 1, Purpose::Scalars, c.primitive, c.dtype, c.count, -1, c.what});
+    });
   }
   const uint64_t es = dtype_size(model);
-  plan.overlap_comm = s.z.overlap_comm;
-  plan.grad_path = s.z.reduce_scatter ? "reduce_scatter" : "allreduce";
-  plan.describe = s.z.reduce_scatter
-                      ? "one reduce-scatter per bucket"
-                      : "all-reduce of each bucket that fits (reduce_scatter: false)";
-  plan.chosen_by = s.z.reduce_scatter
-                       ? "stage 3 (reduce_scatter: true, the default)"
-                       : "reduce_scatter: false with contiguous_gradients: true; oversized buckets "
-                         "still reduce-scatter";
+  plan.overlap_comm = sched.overlap;
+  plan.double_buffered = grads.buffers > 1;
+  plan.path = sched.path_row;
+  plan.grads = grads;
+  plan.when = sched.when;
+  plan.bucket_rule = sched.bucket_rule;
+  plan.persistent_tensors = layout.persistent_params().size();
   plan.padded_params = layout.shard_size() * W;
   plan.hpz_secondary_bytes = es * layout.secondary_elems();
   plan.persistent_bytes = es * layout.persistent_elems();
@@ -231,16 +224,20 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
   StepPlan plan;
   plan.stage = s.z.stage;
   if (s.z.stage == 3) {
-    plan_stage3(s, table, W, A, model, nodes, plan);
+    plan_stage3(s, table, W, A, model, plan);
   } else {
     const Stage012Schedule sched = make_stage012_schedule(s, table, W, model);
     plan.steady_step = stage012_step(sched, table, A);
-    plan.overlap_comm = s.z.overlap_comm;
-    plan.double_buffered = s.z.stage == 2 && s.z.overlap_comm;
+    plan.overlap_comm = sched.overlap;
+    plan.double_buffered = sched.grads.buffers > 1;
     plan.first_step = plan.steady_step;
-    plan.grad_path = sched.key;
-    plan.describe = sched.describe;
-    plan.chosen_by = sched.chosen_by;
+    plan.path = sched.path_row;
+    plan.grads = sched.grads;
+    plan.when = sched.when;
+    plan.bucket_rule = sched.bucket_rule;
+    if (s.z.stage > 0)
+      for (const FlatRange& g : sched.layout->group_ranges())
+        plan.group_buffer_elems.push_back(g.size());
     plan.padded_params = sched.layout->padded_total();
   }
   plan.placement = model_states_placement(s.z, plan.padded_params, W, model, plan.persistent_bytes);

@@ -12,8 +12,10 @@
 #include "model/param_table.h"
 #include "zero/comm_stats.h"
 #include "zero/engine.h"
+#include "zero/grad_path_registry.h"
 #include "zero/memory_formula.h"
 #include "zero/offload_optimizer.h"
+#include "zero/schedule.h"
 
 namespace zt {
 
@@ -45,8 +47,13 @@ using PrimitiveTotals = std::array<PlannedPrimitive, static_cast<int>(Primitive:
 struct StepPlan {
   int stage = 0;
   bool overlap_comm = false;     // collectives run beside the compute (otherwise it waits for each)
-  bool double_buffered = false;  // stage 2 with overlap_comm: two buckets alternate
-  std::string grad_path, describe, chosen_by;
+  bool double_buffered = false;  // the schedule's two bucket buffers alternate
+  const GradPathRow* path = nullptr;  // the registry's row (grad_path_registry.h)
+  // The buckets of one reducing pass, when they reduce and how they are cut
+  // (the schedule's own words), and stages 1/2's flat buffer per parameter group.
+  BucketSchedule grads;
+  std::string when, bucket_rule;
+  std::vector<size_t> group_buffer_elems;
   // The very first step (stage 3 records its trace there) and a steady one.
   std::vector<PlannedCall> first_step, steady_step;
   PrimitiveTotals per_step{}, first{};
@@ -61,6 +68,7 @@ struct StepPlan {
   OptimizerOffloadPlan optimizer_offload;
   uint64_t gradient_bus_bytes = 0;  // the part of a steady step's bus bytes that moves gradients
   uint64_t persistent_bytes = 0;    // stage 3: parameters kept whole on every rank
+  size_t persistent_tensors = 0;    // stage 3: how many tensors that is
   uint64_t live_params_peak_bytes = 0;  // stage 3: most parameter bytes gathered at once
   // hpZ: the secondary pieces once every tensor has one (the step's release of
   // all), on top of params_bytes until the step drops them.

@@ -18,7 +18,7 @@ class ReplicatedEngine : public ZeroEngine {
   ReplicatedEngine(const ZeroSetup& s, const ParamTable& table, Ops& ops, Communicator& comm);
 
   int stage() const override { return schedule_.stage; }
-  std::string grad_path_key() const override { return schedule_.key; }
+  std::string grad_path_key() const override { return schedule_.path_row->key; }
   void init_weights(const float* full_host) override;
   void refresh_params_from_master() override;
   size_t padded_params() const override { return schedule_.layout->padded_total(); }

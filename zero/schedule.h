@@ -12,7 +12,8 @@
 namespace zt {
 
 // A piece [param_offset, param_offset + n) of one tensor's gradient, owned by
-// one rank, at `offset` in the bucket buffer.
+// one rank (-1: every rank, stage 0's replicated sum), at `offset` in the
+// bucket buffer.
 struct BucketSlice {
   int param;
   size_t param_offset, n;
@@ -45,6 +46,9 @@ struct BucketSchedule {
   // reduce_at[i]: buckets reduced when order[i] is about to arrive; reduce_at[n]:
   // after the last one.
   std::vector<std::vector<int>> reduce_at;
+  // Bucket buffers: 2 lets one reduce while the next fills (overlap_comm); with
+  // 1, each bucket is waited for as soon as it is issued.
+  int buffers = 1;
   size_t largest_bucket() const;
 };
 

@@ -1,10 +1,10 @@
 // Stage 0 (DDP): full parameters, full gradients accumulated over the
 // micro-steps in the model's flat layout, full optimizer state on every rank.
-// At the accumulation boundary the gradients are all-reduced in place, bucket
-// by bucket as the schedule cut them (5e8 elements, as DeepSpeed's engine);
-// every rank then runs the same AdamW on everything, so no parameter gather
-// follows. With offload_optimizer each bucket's copy to the host starts as its
-// all-reduce completes.
+// At the accumulation boundary the gradients go through the schedule's
+// buckets (5e8 elements, as DeepSpeed's engine), each flattened, all-reduced
+// and copied back, one at a time; every rank then runs the same AdamW on
+// everything, so no parameter gather follows. With offload_optimizer each
+// tensor's copy to the host starts as its bucket's all-reduce completes.
 #include "zero/replicated_engine.h"
 #include "zero/stages.h"
 
@@ -14,8 +14,14 @@ namespace {
 class Stage0 : public ReplicatedEngine {
  public:
   Stage0(const ZeroSetup& s, const ParamTable& table, Ops& ops, Communicator& comm)
-      : ReplicatedEngine(s, table, ops, comm) {
-    grads_ = ops_.alloc(table.total() * es_, MemCategory::Grads);
+      : ReplicatedEngine(s, table, ops, comm),
+        reducer_(schedule_.grads, ops, comm, schedule_.wire,
+                 [this](const BucketSlice& slice, const void* data) {
+                   const size_t flat = schedule_.layout->offset(slice.param) + slice.param_offset;
+                   ops_.copy(static_cast<char*>(grads_) + flat * es_, data, slice.n * es_);
+                   optimizer_.grads_final(grads_, Indexing::Flat, flat, slice.n);
+                 }) {
+    grads_ = static_cast<char*>(ops_.alloc(table.total() * es_, MemCategory::Grads));
   }
   ~Stage0() override {
     optimizer_.settle_copies();
@@ -23,7 +29,7 @@ class Stage0 : public ReplicatedEngine {
   }
 
   std::string describe() const override {
-    return "zero: stage 0 (DDP), gradients: " + schedule_.describe + ", " +
+    return "zero: stage 0 (DDP), gradients: " + schedule_.path_row->describe + ", " +
            dtype_name(schedule_.wire) + " on the wire";
   }
   void* grad(int p) override { return static_cast<char*>(grads_) + offset_bytes(p); }
@@ -34,44 +40,17 @@ class Stage0 : public ReplicatedEngine {
   }
   void end_micro_step() override {
     if (!last_micro()) return;
-    std::vector<std::pair<Handle, void*>> pending;  // handle, wire buffer to convert back
-    const BucketSchedule& g = schedule_.grads;
-    comm_.purpose(Purpose::Gradients);
-    for (const std::vector<int>& at : g.reduce_at)
-      for (int b : at) {
-        const GradBucket& bucket = g.buckets[b];
-        char* data = static_cast<char*>(grads_) + offset_bytes(bucket.params.front());
-        void* wire = data;
-        if (schedule_.wire != ops_.dtype()) {
-          wire = ops_.alloc(bucket.size * dtype_size(schedule_.wire), MemCategory::CommBuffers);
-          ops_.convert(wire, schedule_.wire, data, ops_.dtype(), bucket.size);
-        }
-        pending.push_back({comm_.all_reduce(wire, bucket.size, schedule_.wire), wire});
-        if (!setup_.z.overlap_comm) finish(pending.back(), bucket);
-      }
-    if (setup_.z.overlap_comm) {
-      size_t i = 0;
-      for (const std::vector<int>& at : g.reduce_at)
-        for (int b : at) finish(pending[i++], g.buckets[b]);
-    }
+    reducer_.begin();
+    for (int p : schedule_.grads.order) reducer_.arrive(p, grads_ + offset_bytes(p));
+    reducer_.finish();
   }
 
  private:
   size_t offset_bytes(int p) const { return schedule_.layout->offset(p) * es_; }
-  void finish(std::pair<Handle, void*>& f, const GradBucket& bucket) {
-    f.first->wait();
-    char* data = static_cast<char*>(grads_) + offset_bytes(bucket.params.front());
-    if (f.second != data) {
-      ops_.convert(data, ops_.dtype(), f.second, schedule_.wire, bucket.size);
-      ops_.release(f.second);
-      f.second = data;
-    }
-    optimizer_.grads_final(grads_, Indexing::Flat, schedule_.layout->offset(bucket.params.front()),
-                           bucket.size);
-  }
   const void* step_grads() const override { return grads_; }
   Indexing step_grads_indexing() const override { return Indexing::Flat; }
-  void* grads_;
+  char* grads_ = nullptr;
+  BucketReducer reducer_;
 };
 
 }  // namespace

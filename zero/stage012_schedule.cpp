@@ -2,33 +2,31 @@
 
 #include <algorithm>
 
+#include "zero/bucketing.h"
+
 namespace zt {
 namespace {
 
 constexpr int64_t kStage0Bucket = 500000000;  // DeepSpeed's MEMORY_OPT_ALLREDUCE_SIZE
 
-// engine.allreduce_no_retain: tensors join the bucket first; it is reduced once
-// its elements pass the limit.
+// Every rank keeps the whole sum (owner -1), in the replicated layout's order.
 BucketSchedule stage0_buckets(const ParamTable& table) {
   BucketSchedule s;
-  const int n = static_cast<int>(table.params().size());
-  s.reduce_at.assign(n + 1, {});
-  GradBucket open;
-  auto close = [&](int at) {
-    open.calls.push_back({Primitive::AllReduce, 0, open.size, -1});
-    s.reduce_at[at].push_back(static_cast<int>(s.buckets.size()));
-    s.buckets.push_back(std::move(open));
-    open = GradBucket();
-  };
-  for (int p = 0; p < n; p++) {
-    s.order.push_back(p);
-    const size_t numel = table.params()[p].numel;
-    open.params.push_back(p);
-    open.slices.push_back({p, 0, numel, 0, open.size});
-    open.size += numel;
-    if (open.size > static_cast<size_t>(kStage0Bucket)) close(p + 1);
+  for (int p = 0; p < static_cast<int>(table.params().size()); p++) s.order.push_back(p);
+  s.reduce_at.assign(s.order.size() + 1, {});
+  for (const ClosedBucket& c :
+       close_buckets(table, s.order, kStage0Bucket, BucketClose::AfterPassing)) {
+    GradBucket b;
+    b.params = c.params;
+    for (int p : c.params) {
+      const size_t numel = table.params()[p].numel;
+      b.slices.push_back({p, 0, numel, -1, b.size});
+      b.size += numel;
+    }
+    b.calls.push_back({Primitive::AllReduce, 0, b.size, -1});
+    s.reduce_at[c.at].push_back(static_cast<int>(s.buckets.size()));
+    s.buckets.push_back(std::move(b));
   }
-  if (!open.params.empty()) close(n);
   return s;
 }
 
@@ -50,15 +48,17 @@ Stage012Schedule make_stage012_schedule(const ZeroSetup& s, const ParamTable& ta
   Stage012Schedule out;
   out.stage = z.stage;
   out.wire = gradient_wire_dtype(z, model);
+  out.path_row = &select_grad_path(z);
   if (z.stage == 0) {
     out.layout.reset(new FlatLayout(FlatLayout::replicated(table, s.groups)));
     out.grads = stage0_buckets(table);
     if (s.grad_clip > 0)
       out.step.push_back({StepCall::Norm, Primitive::AllReduce, 1, DType::F32, -1, 0,
                           "gradient norm (clip_grad_norm_ averages it over the ranks)"});
-    out.key = "allreduce";
-    out.describe = "all-reduce at the accumulation boundary, buckets of 5e8 elements";
-    out.chosen_by = "stage 0 (DeepSpeed's engine all-reduces; reduce_bucket_size plays no part)";
+    out.when = "per step, at the accumulation boundary";
+    out.bucket_rule =
+        "model order; a bucket is reduced once it passes 5e8 elements "
+        "(MEMORY_OPT_ALLREDUCE_SIZE; reduce_bucket_size plays no part)";
     return out;
   }
   out.layout.reset(
@@ -68,6 +68,7 @@ Stage012Schedule make_stage012_schedule(const ZeroSetup& s, const ParamTable& ta
   out.path = make_grad_path(z, table, *out.layout);
   out.every_micro_step = z.stage == 2;
   out.during_backward = z.stage == 2 || z.overlap_comm;
+  out.overlap = z.overlap_comm;
   std::vector<int> order;
   if (out.during_backward) {
     order = grad_ready_order(s.events);
@@ -76,6 +77,20 @@ Stage012Schedule make_stage012_schedule(const ZeroSetup& s, const ParamTable& ta
       order.insert(order.end(), g.params.begin(), g.params.end());
   }
   out.grads = out.path->schedule(order);
+  // DeepSpeed's ipg buffers: with overlap_comm one fills while the other reduces.
+  out.grads.buffers = z.overlap_comm ? 2 : 1;
+  const std::string bucket_size = std::to_string(z.reduce_bucket_size);
+  out.when = z.stage == 2          ? "per backward (every micro-step)"
+             : out.during_backward ? "per step, in the last micro-step's backward"
+                                   : "per step, at the accumulation boundary";
+  out.bucket_rule =
+      z.native_reduce_scatter
+          ? "zerotrain's aligned chunks of the layout (multiples of W x 64 elements, at most "
+            "reduce_bucket_size " +
+                bucket_size + "), each reduced once all its tensors arrived"
+          : std::string(out.during_backward ? "backward (arrival) order"
+                                            : "the groups in forward order") +
+                "; reduce_bucket_size " + bucket_size + ": " + kOverflowRule;
   for (size_t g = 0; g < s.groups.size(); g++)
     out.step.push_back({StepCall::Norm, Primitive::AllReduce, 1, DType::F32, static_cast<int>(g), 0,
                         "gradient norm, parameter group " + std::to_string(g)});
@@ -97,9 +112,6 @@ Stage012Schedule make_stage012_schedule(const ZeroSetup& s, const ParamTable& ta
       offset += c;
     }
   }
-  out.key = out.path->key();
-  out.describe = out.path->describe();
-  out.chosen_by = out.path->chosen_by();
   return out;
 }
 

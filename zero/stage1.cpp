@@ -16,7 +16,7 @@ class Stage1 : public ReplicatedEngine {
  public:
   Stage1(const ZeroSetup& s, const ParamTable& table, Ops& ops, Communicator& comm)
       : ReplicatedEngine(s, table, ops, comm),
-        reducer_(schedule_.grads, ops, comm, schedule_.wire, s.z.overlap_comm,
+        reducer_(schedule_.grads, ops, comm, schedule_.wire,
                  [this](const BucketSlice& slice, const void* data) {
                    ops_.copy(at(slice.param, slice.param_offset), data, slice.n * es_);
                    optimizer_.grads_final(
@@ -31,7 +31,7 @@ class Stage1 : public ReplicatedEngine {
   }
 
   std::string describe() const override {
-    return "zero: stage 1, gradients: " + schedule_.describe + ", bucket " +
+    return "zero: stage 1, gradients: " + schedule_.path_row->describe + ", bucket " +
            std::to_string(setup_.z.reduce_bucket_size) + " elements, " +
            dtype_name(schedule_.wire) + " on the wire, reduced " +
            (schedule_.during_backward ? "during the last backward (overlap_comm)"

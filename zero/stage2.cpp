@@ -19,7 +19,7 @@ class Stage2 : public ReplicatedEngine {
  public:
   Stage2(const ZeroSetup& s, const ParamTable& table, Ops& ops, Communicator& comm)
       : ReplicatedEngine(s, table, ops, comm),
-        reducer_(schedule_.grads, ops, comm, schedule_.wire, s.z.overlap_comm,
+        reducer_(schedule_.grads, ops, comm, schedule_.wire,
                  [this](const BucketSlice& slice, const void* data) {
                    const size_t flat = schedule_.layout->offset(slice.param) + slice.param_offset;
                    const size_t off =
@@ -37,10 +37,10 @@ class Stage2 : public ReplicatedEngine {
   }
 
   std::string describe() const override {
-    return "zero: stage 2, gradients: " + schedule_.describe + ", bucket " +
+    return "zero: stage 2, gradients: " + schedule_.path_row->describe + ", bucket " +
            std::to_string(setup_.z.reduce_bucket_size) + " elements, " +
            dtype_name(schedule_.wire) + " on the wire, reduced every micro-step" +
-           (setup_.z.overlap_comm ? ", overlapped (2 buckets)" : "");
+           (schedule_.grads.buffers > 1 ? ", overlapped (2 buckets)" : "");
   }
   void* grad(int p) override { return staging_.acquire(p, table_.params()[p].numel * es_); }
   void grad_ready(int p) override {

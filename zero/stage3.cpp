@@ -1,16 +1,15 @@
 // Stage 3: parameters, gradients and optimizer state all sharded (layout in
-// stage3_layout.h). Parameters are gathered and released at the module events
-// by the gatherer (param_gatherer.h), DeepSpeed's coordinator; this engine
-// moves the data: a coalesced all-gather copies the pieces of every parameter
-// it covers into one send buffer, gathers W of them (or, hpZ, the secondary
-// pieces over the hpZ group), and unpacks each tensor into its own buffer.
-// qwZ quantizes the send buffer to int8 blocks and gathers codes and scales
-// in two calls, dequantizing before the unpack. Gradients: each tensor's staging space is packed
-// into DeepSpeed's stage-3 buckets, reduced (one reduce-scatter each, or an all-reduce) as their
-// turn comes, every micro-step; each rank adds its pieces into its gradient shard (on the last
-// micro-step, with offload_optimizer, their copy to the host starts there). The step
-// releases everything, takes one float64 norm per sub-group, updates the shard and gathers each
-// persistent tensor.
+// stage3_layout.h, in the schedule of stage3_schedule.h). Parameters are gathered and released at
+// the module events by the gatherer (param_gatherer.h), DeepSpeed's coordinator; this engine moves
+// the data: a coalesced all-gather copies the pieces of every parameter it covers into one send
+// buffer, gathers W of them (or, hpZ, the secondary pieces over the hpZ group), and unpacks each
+// tensor into its own buffer. qwZ quantizes the send buffer to int8 blocks and gathers codes and
+// scales in two calls, dequantizing before the unpack. Gradients: each tensor's staging space is
+// packed into DeepSpeed's stage-3 buckets, reduced (one reduce-scatter each, or an all-reduce) as
+// their turn comes, every micro-step; each rank adds its pieces into its gradient shard (on the
+// last micro-step, with offload_optimizer, their copy to the host starts there). The step releases
+// everything, takes one float64 norm per sub-group, updates the shard and gathers each persistent
+// tensor.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -24,7 +23,7 @@
 #include "zero/quantized_blocks.h"
 #include "zero/quantized_reduce.h"
 #include "zero/replicated_params.h"
-#include "zero/stage3_layout.h"
+#include "zero/stage3_schedule.h"
 #include "zero/stages.h"
 
 namespace zt {
@@ -34,14 +33,13 @@ class Stage3 : public ZeroEngine, private GatherBackend {
  public:
   Stage3(const ZeroSetup& s, const ParamTable& table, Ops& ops, Communicator& comm)
       : setup_(s), table_(table), ops_(ops), comm_(comm), dt_(ops.dtype()), es_(dtype_size(dt_)),
-        W_(comm.world()), layout_(table, s.groups, comm.world(), s.z),
+        W_(comm.world()), schedule_(s, table, comm.world(), ops.dtype()), layout_(schedule_.layout),
         optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops, s.z, comm.rank()),
         qgz_(layout_.quantized_gradients(s.z, s.ranks_per_node)
                  ? make_quantized_reduction(comm, s.ranks_per_node, ops)
                  : QuantizedReduction{}),
         reducer_(
-            layout_.grad_buckets(table, grad_ready_order(s.events), s.z, s.ranks_per_node), ops,
-            comm, gradient_wire_dtype(s.z, ops.dtype()), s.z.overlap_comm,
+            schedule_.grads, ops, comm, schedule_.wire,
             [this](const BucketSlice& slice, const void* data) {
               const size_t at = layout_.shard_offset(slice.param);
               ops_.add_inplace(static_cast<char*>(shard_grads_) + at * es_, data, slice.n);
@@ -51,10 +49,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
         train_(table, layout_, setup_.z, states_, *this),
         eval_(table, layout_, setup_.z, states_, *this), staging_(ops) {
     const size_t n = table.params().size();
-    states_.status.assign(n, ParamStatus::NotAvailable);
-    states_.active.assign(n, {});
-    states_.call.assign(n, -1);
-    states_.secondary.assign(n, false);
+    states_ = released_param_states(n);
     full_.assign(n, nullptr);
     secondary_.assign(n, nullptr);
     if (layout_.hpz() > 1) hpz_comm_ = comm.subgroup(layout_.hpz_group().members_of(comm.rank()));
@@ -81,15 +76,11 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   }
 
   int stage() const override { return 3; }
-  std::string grad_path_key() const override {
-    return setup_.z.reduce_scatter ? "reduce_scatter" : "allreduce";
-  }
+  std::string grad_path_key() const override { return schedule_.path_row->key; }
   std::string describe() const override {
     const ZeroConfig& z = setup_.z;
-    return std::string("zero: stage 3, gradients: ") +
-           (z.reduce_scatter ? "one reduce-scatter per bucket"
-                             : "all-reduce of each bucket (reduce_scatter: false)") +
-           ", bucket " + std::to_string(z.reduce_bucket_size) + " elements; parameters gathered " +
+    return "zero: stage 3, gradients: " + schedule_.path_row->describe + ", bucket " +
+           std::to_string(z.reduce_bucket_size) + " elements; parameters gathered " +
            (z.stage3_block_gathers ? "per top-level module (zerotrain stage3_block_gathers)"
                                    : "per submodule") +
            ", " + std::to_string(layout_.persistent_elems()) + " persistent elements, prefetch " +
@@ -181,21 +172,22 @@ class Stage3 : public ZeroEngine, private GatherBackend {
 
   double step(const OptimSettings& s, int t) override {
     comm_.annotate(Phase::Step, micro_);
-    train_.release_all();
-    const std::vector<double> sums = optimizer_.grad_sum_squares(
-        shard_grads_, Indexing::Shard, static_cast<int>(layout_.sub_groups().size()));
-    double total = 0;
-    for (const StepCall& c : layout_.norm_calls())
-      total += all_reduce_scalar(sums[c.group], c.dtype, ops_, comm_);
-    const double norm = std::sqrt(total);
-    if (param_uploader_) param_uploader_->forget_read_ahead();  // the store changes
-    if (param_store_)
-      optimizer_.step(shard_grads_, Indexing::Shard, *param_store_, s,
-                      clip_scale(norm, setup_.grad_clip), t);
-    else
-      optimizer_.step(shard_grads_, Indexing::Shard, shard_params_, Indexing::Shard, s,
-                      clip_scale(norm, setup_.grad_clip), t);
-    train_.gather_persistent();
+    double norm = 0;
+    run_stage3_step(train_, [&] {
+      const std::vector<double> sums = optimizer_.grad_sum_squares(
+          shard_grads_, Indexing::Shard, static_cast<int>(layout_.sub_groups().size()));
+      double total = 0;
+      for (const StepCall& c : layout_.norm_calls())
+        total += all_reduce_scalar(sums[c.group], c.dtype, ops_, comm_);
+      norm = std::sqrt(total);
+      if (param_uploader_) param_uploader_->forget_read_ahead();  // the store changes
+      if (param_store_)
+        optimizer_.step(shard_grads_, Indexing::Shard, *param_store_, s,
+                        clip_scale(norm, setup_.grad_clip), t);
+      else
+        optimizer_.step(shard_grads_, Indexing::Shard, shard_params_, Indexing::Shard, s,
+                        clip_scale(norm, setup_.grad_clip), t);
+    });
     return norm;
   }
 
@@ -350,7 +342,8 @@ class Stage3 : public ZeroEngine, private GatherBackend {
   DType dt_;
   size_t es_;
   int W_;
-  Stage3Layout layout_;
+  Stage3Schedule schedule_;
+  const Stage3Layout& layout_;
   ShardOptimizer optimizer_;
   void* shard_params_ = nullptr;
   std::shared_ptr<NvmeDirectory> param_dir_;

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "zero/bucketing.h"
+#include "zero/grad_path_registry.h"
 #include "zero/quantized_reduce.h"
 
 namespace zt {
@@ -90,11 +92,10 @@ std::vector<OptimPiece> Stage3Layout::pieces(const ParamTable& table, int rank) 
   return out;
 }
 
-// stage3.py: reduce_independent_p_g_buckets_and_remove_grads reduces the open
-// bucket before a tensor joins when `elements + numel > reduce_bucket_size and
-// elements > 0`; __reduce_and_partition_ipg_grads all-reduces the contiguous
-// bucket only with contiguous_gradients, reduce_scatter false and a bucket that
-// fits, and otherwise sorts the bucket by parameter id and reduce-scatters it
+// stage3.py: reduce_independent_p_g_buckets_and_remove_grads cuts the buckets
+// (bucketing.h, BeforeOverflowUnlessEmpty); __reduce_and_partition_ipg_grads
+// all-reduces a bucket when the registry's path says so and it fits, and
+// otherwise sorts the bucket by parameter id and reduce-scatters it
 // (reduce_scatter_coalesced: each tensor padded to W pieces of ceil(n / W), the
 // pieces interleaved rank by rank so that rank r receives its piece of each).
 bool Stage3Layout::quantized_gradients(const ZeroConfig& z, int ranks_per_node) const {
@@ -107,18 +108,17 @@ bool Stage3Layout::quantized_gradients(const ZeroConfig& z, int ranks_per_node) 
 BucketSchedule Stage3Layout::grad_buckets(const ParamTable& table, const std::vector<int>& order,
                                           const ZeroConfig& z, int ranks_per_node) const {
   const bool qgz = quantized_gradients(z, ranks_per_node);
+  const bool path_all_reduces = select_grad_path(z).primitive == Primitive::AllReduce;
   BucketSchedule s;
   s.order = order;
   s.reduce_at.assign(order.size() + 1, {});
   const int W = world_;
-  std::vector<int> members;
-  size_t elements = 0;
-  auto close = [&](size_t at) {
-    if (members.empty()) return;
+  for (const ClosedBucket& c :
+       close_buckets(table, order, z.reduce_bucket_size, BucketClose::BeforeOverflowUnlessEmpty)) {
     GradBucket b;
-    b.params = members;
-    const bool all_reduce = z.contiguous_gradients && !z.reduce_scatter &&
-                            elements <= static_cast<size_t>(z.reduce_bucket_size);
+    b.params = c.params;
+    const bool all_reduce =
+        path_all_reduces && c.elements <= static_cast<size_t>(z.reduce_bucket_size);
     auto slices_of = [&](int p, size_t base, size_t stride) {
       const size_t numel = table.params()[p].numel;
       for (int r = 0; r < W; r++) {
@@ -127,15 +127,15 @@ BucketSchedule Stage3Layout::grad_buckets(const ParamTable& table, const std::ve
         b.slices.push_back({p, begin, std::min(piece_[p], numel - begin), r, base + r * stride});
       }
     };
+    std::vector<int> sorted = c.params;
+    std::sort(sorted.begin(), sorted.end());
     if (all_reduce) {
-      for (int p : members) {
+      for (int p : c.params) {
         slices_of(p, b.size, piece_[p]);
         b.size += table.params()[p].numel;
       }
       b.calls.push_back({Primitive::AllReduce, 0, b.size, -1});
     } else if (qgz) {
-      std::vector<int> sorted = members;
-      std::sort(sorted.begin(), sorted.end());
       for (int p : sorted) {
         slices_of(p, b.size, piece_[p]);
         QgzShape q;
@@ -145,8 +145,6 @@ BucketSchedule Stage3Layout::grad_buckets(const ParamTable& table, const std::ve
         b.size += piece_[p] * W;
       }
     } else {
-      std::vector<int> sorted = members;
-      std::sort(sorted.begin(), sorted.end());
       size_t per_rank = 0;
       for (int p : sorted) per_rank += piece_[p];
       size_t at_rank = 0;
@@ -157,18 +155,9 @@ BucketSchedule Stage3Layout::grad_buckets(const ParamTable& table, const std::ve
       b.size = per_rank * W;
       b.calls.push_back({Primitive::ReduceScatter, 0, per_rank, -1});
     }
-    s.reduce_at[at].push_back(static_cast<int>(s.buckets.size()));
+    s.reduce_at[c.at].push_back(static_cast<int>(s.buckets.size()));
     s.buckets.push_back(std::move(b));
-    members.clear();
-    elements = 0;
-  };
-  for (size_t i = 0; i < order.size(); i++) {
-    const size_t n = table.params()[order[i]].numel;
-    if (elements + n > static_cast<size_t>(z.reduce_bucket_size) && elements > 0) close(i);
-    members.push_back(order[i]);
-    elements += n;
   }
-  close(order.size());
   return s;
 }
 

@@ -54,4 +54,10 @@ struct ZeroConfig {
   bool stage3_block_gathers = false;
 };
 
+// DeepSpeed's default overlap_comm, applied unless the config set it: on for
+// stage 3 only (runtime/zero/config.py). The one place that rule lives.
+inline void resolve_overlap_default(ZeroConfig& z) {
+  if (!z.overlap_comm_set) z.overlap_comm = z.stage == 3;
+}
+
 }  // namespace zt
