@@ -1,4 +1,5 @@
-// The ZeRO engine's setup as the tests build it.
+// The ZeRO engine's setup as the tests build it from a ZeroConfig alone (train/zero_setup
+// builds it from a whole Config).
 #pragma once
 #include <string>
 
@@ -11,9 +12,9 @@ namespace zt {
 
 // `z` with the model's training events, parameter groups `groups` and clipping
 // at `grad_clip` (0: off).
-inline ZeroSetup zero_setup(const ZeroConfig& z, const ParamTable& table, double grad_clip,
-                            const std::string& groups = "two",
-                            Recompute recompute = Recompute::None) {
+inline ZeroSetup engine_setup(const ZeroConfig& z, const ParamTable& table, double grad_clip,
+                              const std::string& groups = "two",
+                              Recompute recompute = Recompute::None) {
   ZeroSetup s;
   s.z = z;
   s.groups = make_param_groups(table, groups);

@@ -47,7 +47,7 @@ struct Engine {
   explicit Engine(int stage) {
     ZeroConfig z;
     z.stage = stage;
-    engine = make_zero_engine(zero_setup(z, table, 0), table, *ops, *comm);
+    engine = make_zero_engine(engine_setup(z, table, 0), table, *ops, *comm);
     std::vector<float> w(table.total(), 0.0f);
     engine->init_weights(w.data());
   }

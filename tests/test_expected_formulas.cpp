@@ -161,7 +161,7 @@ TEST_CASE("every stage's step scales the gradient by the clip coefficient", "[ex
       std::unique_ptr<Communicator> comm = make_single_communicator(*ops);
       ZeroConfig z;
       z.stage = stage;
-      const ZeroSetup s = zero_setup(z, table, c.clip);
+      const ZeroSetup s = engine_setup(z, table, c.clip);
       std::unique_ptr<ZeroEngine> engine = make_zero_engine(s, table, *ops, *comm);
       engine->init_weights(w.data());
       // The model's events, with each gradient written just before it is reported.

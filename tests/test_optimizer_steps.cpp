@@ -69,7 +69,7 @@ TEST_CASE("weight decay applies to the embeddings and the matmul weights only", 
     ZeroConfig z;
     z.stage = stage;
     std::unique_ptr<ZeroEngine> engine =
-        make_zero_engine(zero_setup(z, table, 0), table, *ops, *comm);
+        make_zero_engine(engine_setup(z, table, 0), table, *ops, *comm);
     for (const OptimPiece& piece : engine->optimizer().pieces())
       for (const ParamInfo& p : table.params())
         if (piece.flat_begin < p.offset + p.numel && p.offset < piece.flat_begin + piece.n) {
@@ -94,7 +94,7 @@ TEST_CASE("a zero-gradient step leaves undecayed tensors and scales decayed ones
     ZeroConfig z;
     z.stage = stage;
     std::unique_ptr<ZeroEngine> engine =
-        make_zero_engine(zero_setup(z, table, 0), table, *ops, *comm);
+        make_zero_engine(engine_setup(z, table, 0), table, *ops, *comm);
     engine->init_weights(w.data());
     GPT model(table, *ops, B, T);
     engine->begin_micro_step(0, 1);

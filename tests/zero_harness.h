@@ -64,7 +64,7 @@ constexpr double kClip = 1.0;
 inline ZeroSetup setup_for(const ZeroConfig& z, const ParamTable& table,
                            const std::string& groups = "two",
                            Recompute recompute = Recompute::None) {
-  return zero_setup(z, table, kClip, groups, recompute);
+  return engine_setup(z, table, kClip, groups, recompute);
 }
 
 // Trains kSteps steps of kSeqPerStep sequences with the loader's indexing:
