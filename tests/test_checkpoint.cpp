@@ -23,6 +23,7 @@
 #include "model/gpt.h"
 #include "model/ops.h"
 #include "tests/catch.h"
+#include "tests/support_zero.h"
 #include "tests/test_support.h"
 #include "train/atomic_file.h"
 #include "train/checkpoint.h"
@@ -35,7 +36,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-GPTConfig shape() { return GPTConfig{2, 2, 16, 41, 8}; }
+GPTConfig shape() { return gpt_shape(2, 2, 16, 41, 8); }
 
 // A one-rank engine whose optimizer state (master, m, v) is random.
 struct Engine {
@@ -46,11 +47,7 @@ struct Engine {
   explicit Engine(int stage) {
     ZeroConfig z;
     z.stage = stage;
-    ZeroSetup s;
-    s.z = z;
-    s.groups = make_param_groups(table, "two");
-    s.events = GPT::training_events(table);
-    engine = make_zero_engine(s, table, *ops, *comm);
+    engine = make_zero_engine(engine_setup(z, table, 0), table, *ops, *comm);
     std::vector<float> w(table.total(), 0.0f);
     engine->init_weights(w.data());
   }
@@ -228,12 +225,7 @@ TEST_CASE("--resume falls back past corrupt checkpoints and refuses another mode
     other = shape();
     other.vocab_size = 64;
     auto config_error = [&](const GPTConfig& model, const std::string& tokenizer) {
-      try {
-        resume(&rejected, model, tokenizer);
-      } catch (const ConfigError& err) {
-        return std::string(err.what());
-      }
-      return std::string("(no ConfigError)");
+      return error_of<ConfigError>([&] { resume(&rejected, model, tokenizer); });
     };
     require_parts(config_error(other, "byte"),
                   {"model.vocab_size is 41 in the checkpoint but 64 in the config"});
@@ -261,26 +253,19 @@ TEST_CASE("a whole rank file from another checkpoint of the same step is rejecte
   fs::copy_file(step_dir(b, 6) + "/rank_00000.bin", step_dir(a, 6) + "/rank_00000.bin",
                 fs::copy_options::overwrite_existing);
   const CheckpointMeta meta = read_checkpoint_meta(step_dir(a, 6));
-  std::string message;
-  try {
-    read_checkpoint_weights(step_dir(a, 6), meta);
-  } catch (const DataError& err) {
-    message = err.what();
-  }
-  require_parts(message, {step_dir(a, 6) + "/rank_00000.bin: file checksum mismatch (meta.json"});
+  auto weights_error = [&] {
+    return error_of<DataError>([&] { read_checkpoint_weights(step_dir(a, 6), meta); });
+  };
+  require_parts(weights_error(),
+                {step_dir(a, 6) + "/rank_00000.bin: file checksum mismatch (meta.json"});
 
   // One of the same size from another step: its header says so.
   save_checkpoint(context(b), 7, *e.engine, 0, 1);
   fs::copy_file(step_dir(b, 7) + "/rank_00000.bin", step_dir(a, 6) + "/rank_00000.bin",
                 fs::copy_options::overwrite_existing);
-  message.clear();
-  try {
-    read_checkpoint_weights(step_dir(a, 6), meta);
-  } catch (const DataError& err) {
-    message = err.what();
-  }
-  require_parts(message, {step_dir(a, 6) + "/rank_00000.bin: the header says step 7, world 1, "
-                                           "rank 0; meta.json says step 6"});
+  require_parts(weights_error(),
+                {step_dir(a, 6) + "/rank_00000.bin: the header says step 7, world 1, "
+                                  "rank 0; meta.json says step 6"});
 }
 
 TEST_CASE("pruning keeps the newest checkpoints up to the current step", "[checkpoint]") {
@@ -308,12 +293,8 @@ TEST_CASE("a checkpoint write that fails leaves no temporary directory", "[check
   rlimit small = old;
   small.rlim_cur = 4096;  // smaller than the rank file
   REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
-  std::string message;
-  try {
-    save_checkpoint(context(run), 3, *e.engine, 0, 1);
-  } catch (const JobError& err) {
-    message = err.what();
-  }
+  const std::string message =
+      error_of<JobError>([&] { save_checkpoint(context(run), 3, *e.engine, 0, 1); });
   setrlimit(RLIMIT_FSIZE, &old);
   std::signal(SIGXFSZ, old_handler);
   require_parts(message, {"rank_00000.bin: cannot write: File too large"});
@@ -336,18 +317,12 @@ TEST_CASE("AppendFile cuts a line that cannot be written whole; AtomicFile leave
   rlimit small = old;
   small.rlim_cur = before + 10;  // the next line only partly fits
   REQUIRE(setrlimit(RLIMIT_FSIZE, &small) == 0);
-  std::string append_error, atomic_error;
-  try {
+  const std::string append_error = error_of<IoError>([&] {
     AppendFile f(log);
     f.append_line("{\"step\":30,\"loss\":1.2345678901234567}");
-  } catch (const IoError& err) {
-    append_error = err.what();
-  }
-  try {
-    write_file_atomic(dir.file("summary.json"), std::string(before + 100, 'x'));
-  } catch (const IoError& err) {
-    atomic_error = err.what();
-  }
+  });
+  const std::string atomic_error = error_of<IoError>(
+      [&] { write_file_atomic(dir.file("summary.json"), std::string(before + 100, 'x')); });
   setrlimit(RLIMIT_FSIZE, &old);
   std::signal(SIGXFSZ, old_handler);
   require_parts(append_error, {log + ": cannot write: File too large"});

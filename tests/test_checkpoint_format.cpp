@@ -49,23 +49,17 @@ RankFile random_rank_file(std::mt19937_64& rng) {
   return f;
 }
 
-void write(const std::string& path, const std::string& bytes) {
-  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
-}
-
 // The one-line DataError of reading and verifying `path` as a rank file.
 std::string rank_file_error(const std::string& path) {
-  try {
+  const std::string message = error_of<DataError>([&] {
     const InputFile f(path, "checkpoint shard");
     verify_rank_data(f, read_rank_header(f));
-  } catch (const DataError& e) {
-    const std::string message = e.what();
-    INFO(message);
-    CHECK(message.rfind(path + ": ", 0) == 0);
-    CHECK(message.find('\n') == std::string::npos);
-    return message;
-  }
-  return "(no error)";
+  });
+  if (message.empty()) return "(no error)";
+  INFO(message);
+  CHECK(message.rfind(path + ": ", 0) == 0);
+  CHECK(message.find('\n') == std::string::npos);
+  return message;
 }
 
 template <typename T>
@@ -78,8 +72,10 @@ CheckpointMeta random_meta(std::mt19937_64& rng) {
   m.step = static_cast<int64_t>(rng() % 100000);
   m.world = 1 + static_cast<int>(rng() % 5);
   m.stage = static_cast<int>(rng() % 4);
-  m.model = GPTConfig{1 + static_cast<int>(rng() % 4), 2, 8 * (1 + static_cast<int>(rng() % 4)),
-                      50 + static_cast<int>(rng() % 50), 4 + static_cast<int>(rng() % 30)};
+  const int n_layer = 1 + static_cast<int>(rng() % 4);
+  const int n_embd = 8 * (1 + static_cast<int>(rng() % 4));
+  const int vocab_size = 50 + static_cast<int>(rng() % 50);
+  m.model = gpt_shape(n_layer, 2, n_embd, vocab_size, 4 + static_cast<int>(rng() % 30));
   m.params = gpt_param_count(m.model);
   m.padded_params = m.params + rng() % 100;
   m.model_dtype = rng() % 2 ? "fp32" : "bf16";
@@ -106,16 +102,12 @@ CheckpointMeta random_meta(std::mt19937_64& rng) {
 }
 
 std::string meta_error(const std::string& text) {
-  try {
-    parse_meta(text, "CK/meta.json");
-  } catch (const DataError& e) {
-    const std::string message = e.what();
-    INFO(message);
-    CHECK(message.rfind("CK/meta.json: ", 0) == 0);
-    CHECK(message.find('\n') == std::string::npos);
-    return message;
-  }
-  return "(no error)";
+  const std::string message = error_of<DataError>([&] { parse_meta(text, "CK/meta.json"); });
+  if (message.empty()) return "(no error)";
+  INFO(message);
+  CHECK(message.rfind("CK/meta.json: ", 0) == 0);
+  CHECK(message.find('\n') == std::string::npos);
+  return message;
 }
 
 // `text` with the first occurrence of `from` replaced by `to` (which must exist).
@@ -132,7 +124,7 @@ TEST_CASE("rank files: every header field and piece round-trips, CRCs included",
   TestDir dir("zt_test_ckpt_format");
   for (int trial = 0; trial < 5; trial++) {
     const RankFile f = random_rank_file(rng);
-    write(dir.file("rank.bin"), f.bytes);
+    write_file(dir.file("rank.bin"), f.bytes);
     const InputFile in(dir.file("rank.bin"), "checkpoint shard");
     const RankFileHeader h = read_rank_header(in);
     CHECK(h.step == f.header.step);
@@ -187,18 +179,18 @@ TEST_CASE("rank files: every corruption is rejected naming the file", "[checkpoi
     INFO(c.what);
     std::string bytes = good.bytes;
     c.corrupt(bytes);
-    write(path, bytes);
+    write_file(path, bytes);
     CHECK(rank_file_error(path).find(c.expected) != std::string::npos);
   }
 
   // A table whose own CRC is right but whose pieces need more data than there is.
   RankFileHeader lying = good.header;
   lying.pieces.back().n += uint64_t(1) << 50;
-  write(path, encode_rank_header(lying) + good.bytes.substr(table_end));
+  write_file(path, encode_rank_header(lying) + good.bytes.substr(table_end));
   CHECK(rank_file_error(path).find("runs past the data section") != std::string::npos);
   lying = good.header;
   lying.pieces.back().n -= 1;
-  write(path, encode_rank_header(lying) + good.bytes.substr(table_end));
+  write_file(path, encode_rank_header(lying) + good.bytes.substr(table_end));
   CHECK(rank_file_error(path).find("12 per element") != std::string::npos);
 
   // Not a regular file: refused without blocking.
@@ -297,16 +289,8 @@ TEST_CASE("COMPLETE: round trip and rejected forms", "[checkpoint]") {
   CHECK(back.name == rec.name);
   CHECK(back.bytes == rec.bytes);
   CHECK(back.crc32 == rec.crc32);
-  require_parts(
-      [] {
-        try {
-          parse_complete("ok\n", "CK/COMPLETE");
-        } catch (const DataError& e) {
-          return std::string(e.what());
-        }
-        return std::string();
-      }(),
-      {"CK/COMPLETE: a checkpoint of format ZTCKPT01"});
+  require_parts(error_of<DataError>([] { parse_complete("ok\n", "CK/COMPLETE"); }),
+                {"CK/COMPLETE: a checkpoint of format ZTCKPT01"});
   for (const std::string bad :
        {"meta.json 12 0000000g\n", "meta.json -12 00000000\n", "meta.json 12 00000000",
         "meta.json 12 00000000\nmore\n", "rank.bin 12 00000000\n", ""}) {

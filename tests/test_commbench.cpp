@@ -132,12 +132,7 @@ TEST_CASE("commbench values: -1, 0 or +1, seeded, rank-dependent, zero in bf16 f
 
 TEST_CASE("commbench command: one-line errors for bad options", "[commbench]") {
   auto message = [](const std::vector<std::string>& args) {
-    try {
-      run_commbench_command(args);
-    } catch (const ConfigError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return error_of<ConfigError>([&] { run_commbench_command(args); });
   };
   require_parts(message({"--max-bytes", "12X"}),
                 {"commbench: --max-bytes", "4096, 64K, 64M or 1G", "'12X'", "usage:"});

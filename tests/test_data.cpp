@@ -1,6 +1,6 @@
 // data/: shard format and validation messages, glob expansion, tokenizers,
 // the stateless rank-aware loader, and `prepare`. Inputs are fresh random
-// data each run (the seed is reported on failure).
+// data each run (replay a failure with the seed the run prints).
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -26,39 +26,19 @@ using namespace zt;
 
 namespace {
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "zt_test_data.XXXXXX").string();
-    REQUIRE(::mkdtemp(&pattern[0]) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
-
-uint64_t fresh_seed() { return (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}(); }
-
 std::vector<uint32_t> random_tokens(std::mt19937_64& rng, size_t n, uint32_t vocab) {
   std::vector<uint32_t> t(n);
   for (auto& v : t) v = uint32_t(rng() % vocab);
   return t;
 }
 
-void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(bytes.size()));
-}
-
 // A raw shard: header words as given, then `token_bytes` zero bytes.
-std::vector<uint8_t> raw_shard(int32_t magic, int32_t version, int32_t count, size_t token_bytes) {
-  std::vector<uint8_t> bytes(size_t(kShardHeaderBytes) + token_bytes, 0);
+std::string raw_shard(int32_t magic, int32_t version, int32_t count, size_t token_bytes) {
+  std::string bytes(size_t(kShardHeaderBytes) + token_bytes, '\0');
   const int32_t words[3] = {magic, version, count};
   for (int w = 0; w < 3; ++w)
-    for (int b = 0; b < 4; ++b) bytes[size_t(4 * w + b)] = uint8_t(uint32_t(words[w]) >> (8 * b));
+    for (int b = 0; b < 4; ++b)
+      bytes[size_t(4 * w + b)] = char(uint8_t(uint32_t(words[w]) >> (8 * b)));
   return bytes;
 }
 
@@ -77,16 +57,6 @@ std::string random_utf8(std::mt19937_64& rng, int n, uint32_t min_code_point) {
                char(0x80 | (cp & 0x3F))};
   }
   return text;
-}
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
 }
 
 bool contains(const std::string& text, const std::string& part) {
@@ -127,10 +97,8 @@ struct CaptureOutput {
 }  // namespace
 
 TEST_CASE("shards round-trip in both widths", "[data]") {
-  const uint64_t seed = fresh_seed();
-  CAPTURE(seed);
-  std::mt19937_64 rng(seed);
-  TempDir dir;
+  std::mt19937_64 rng = test_rng(601);
+  TestDir dir{"zt_test_data"};
   for (bool wide : {false, true}) {
     const uint32_t vocab = wide ? 100000 + uint32_t(rng() % 1000000) : 1 + uint32_t(rng() % 65536);
     const auto tokens = random_tokens(rng, 1 + rng() % 5000, vocab);
@@ -150,46 +118,44 @@ TEST_CASE("shards round-trip in both widths", "[data]") {
 }
 
 TEST_CASE("bad shards give one-line messages naming the file and the problem", "[data]") {
-  const uint64_t seed = fresh_seed();
-  CAPTURE(seed);
-  std::mt19937_64 rng(seed);
-  TempDir dir;
+  std::mt19937_64 rng = test_rng(602);
+  TestDir dir{"zt_test_data"};
 
   const std::string missing = dir.file("missing.bin");
   CHECK(contains(shard_error(missing, 256), "no such file"));
 
   const std::string empty = dir.file("empty.bin");
-  write_bytes(empty, {});
+  write_file(empty, "");
   CHECK(contains(shard_error(empty, 256), "file is empty"));
 
   const std::string short_file = dir.file("short.bin");
-  write_bytes(short_file, std::vector<uint8_t>(100, 7));
+  write_file(short_file, std::string(100, '\7'));
   CHECK(contains(shard_error(short_file, 256), "100 bytes, shorter than the 1024-byte"));
 
   const int32_t bad_magic_value = 1000 + int32_t(rng() % 1000000);
   const std::string bad_magic = dir.file("bad_magic.bin");
-  write_bytes(bad_magic, raw_shard(bad_magic_value, 1, 4, 8));
+  write_file(bad_magic, raw_shard(bad_magic_value, 1, 4, 8));
   std::string message = shard_error(bad_magic, 256);
   CHECK(contains(message, "bad magic number " + std::to_string(bad_magic_value)));
   CHECK(contains(message, "20240520"));
 
   const std::string wrong_version = dir.file("wrong_version.bin");
-  write_bytes(wrong_version, raw_shard(kShardMagicU16, 7, 4, 8));
+  write_file(wrong_version, raw_shard(kShardMagicU16, 7, 4, 8));
   CHECK(contains(shard_error(wrong_version, 256),
                  "version 7 for magic 20240520, expected version 1"));
-  write_bytes(wrong_version, raw_shard(kShardMagicU32, 1, 4, 16));
+  write_file(wrong_version, raw_shard(kShardMagicU32, 1, 4, 16));
   CHECK(contains(shard_error(wrong_version, 256),
                  "version 1 for magic 20240801, expected version 7"));
 
   const std::string zero_count = dir.file("zero_count.bin");
-  write_bytes(zero_count, raw_shard(kShardMagicU16, 1, 0, 0));
+  write_file(zero_count, raw_shard(kShardMagicU16, 1, 0, 0));
   CHECK(contains(shard_error(zero_count, 256), "token count is 0, expected > 0"));
 
   const int32_t count = 10 + int32_t(rng() % 500);
   const size_t missing_tokens = 1 + rng() % 5;
   const std::string truncated = dir.file("truncated.bin");
-  write_bytes(truncated,
-              raw_shard(kShardMagicU16, 1, count, size_t(count - int32_t(missing_tokens)) * 2));
+  write_file(truncated,
+             raw_shard(kShardMagicU16, 1, count, size_t(count - int32_t(missing_tokens)) * 2));
   message = shard_error(truncated, 256);
   CHECK(contains(message, "expected " + std::to_string(1024 + 2 * count) + " bytes"));
   CHECK(contains(message, "actual " + std::to_string(1024 + 2 * (count - int32_t(missing_tokens))) +
@@ -214,7 +180,7 @@ TEST_CASE("bad shards give one-line messages naming the file and the problem", "
 }
 
 TEST_CASE("a FIFO, a device or a directory is refused as a shard, never read", "[data]") {
-  TempDir dir;
+  TestDir dir{"zt_test_data"};
   HangGuard guard(120);  // a blocking open fails the run instead of hanging it
   write_shard(dir.file("train_000.bin"), std::vector<uint32_t>(500, 7), false);
   REQUIRE(::mkfifo(dir.file("train_001.bin").c_str(), 0644) == 0);
@@ -229,10 +195,10 @@ TEST_CASE("a FIFO, a device or a directory is refused as a shard, never read", "
 }
 
 TEST_CASE("expand_glob sorts matches and names a pattern that matches nothing", "[data]") {
-  TempDir dir;
+  TestDir dir{"zt_test_data"};
   std::vector<std::string> names = {"b_001.bin", "a_000.bin", "b_000.bin", "c.txt"};
-  std::shuffle(names.begin(), names.end(), std::mt19937_64(fresh_seed()));
-  for (const auto& n : names) write_bytes(dir.file(n), {1});
+  std::shuffle(names.begin(), names.end(), test_rng(609));
+  for (const auto& n : names) write_file(dir.file(n), std::string(1, '\1'));
   CHECK(expand_glob(dir.file("*.bin")) == std::vector<std::string>{dir.file("a_000.bin"),
                                                                    dir.file("b_000.bin"),
                                                                    dir.file("b_001.bin")});
@@ -243,7 +209,7 @@ TEST_CASE("expand_glob sorts matches and names a pattern that matches nothing", 
 }
 
 TEST_CASE("byte tokenizer and printable text", "[data]") {
-  std::mt19937_64 rng(fresh_seed());
+  std::mt19937_64 rng = test_rng(607);
   std::string bytes(1 + rng() % 300, '\0');
   for (char& c : bytes) c = char(rng() % 256);
   auto tokenizer = make_tokenizer("byte");
@@ -273,7 +239,7 @@ namespace {
 // A random token stream split over several shards, and each sequence's
 // expected inputs/targets taken straight from the stream.
 struct LoaderFixture {
-  TempDir dir;
+  TestDir dir{"zt_test_data"};
   std::vector<uint32_t> stream;
   int T;
   std::map<std::vector<int>, int64_t> sequence_of_inputs;
@@ -319,9 +285,7 @@ struct LoaderFixture {
 }  // namespace
 
 TEST_CASE("loader: deterministic, seeded, epoch-wise permutations, shifted targets", "[data]") {
-  const uint64_t seed = fresh_seed();
-  CAPTURE(seed);
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng = test_rng(603);
   const int T = 4 + int(rng() % 12);
   LoaderFixture data(rng, T, 2000 + int64_t(rng() % 3000), 65536);
   const int64_t S = (int64_t(data.stream.size()) - 1) / T;
@@ -358,9 +322,7 @@ TEST_CASE("loader: deterministic, seeded, epoch-wise permutations, shifted targe
 
 TEST_CASE("loader: W ranks read exactly what one rank reads with W times the accumulation",
           "[data]") {
-  const uint64_t seed = fresh_seed();
-  CAPTURE(seed);
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng = test_rng(604);
   const int T = 3 + int(rng() % 8);
   const uint32_t vocab = rng() % 2 ? 65536 : 70000;  // both storage widths
   LoaderFixture data(rng, T, 1500 + int64_t(rng() % 1500), vocab);
@@ -389,7 +351,7 @@ TEST_CASE("loader: W ranks read exactly what one rank reads with W times the acc
 }
 
 TEST_CASE("loader: argument and data errors", "[data]") {
-  std::mt19937_64 rng(fresh_seed());
+  std::mt19937_64 rng = test_rng(608);
   LoaderFixture data(rng, 8, 100, 256);
   const std::string glob = data.glob();
   // The files are checked before the other arguments.
@@ -466,13 +428,11 @@ void check_split(const std::string& input, const std::string& train, const std::
 }  // namespace
 
 TEST_CASE("prepare: byte shards, usage errors, nothing left on failure", "[data]") {
-  const uint64_t seed = fresh_seed();
-  CAPTURE(seed);
-  std::mt19937_64 rng(seed);
-  TempDir dir;
+  std::mt19937_64 rng = test_rng(605);
+  TestDir dir{"zt_test_data"};
   const std::string input = dir.file("input.txt"), out = dir.file("out/byte");
   const std::string text = random_text(rng, 300 + int(rng() % 500));
-  write_bytes(input, std::vector<uint8_t>(text.begin(), text.end()));
+  write_file(input, text);
   const int64_t shard_tokens = 1000 + int64_t(rng() % 3000);
   CaptureOutput output;
   REQUIRE(run_prepare({"--input", input, "--out", out, "--tokenizer", "byte", "--shard-tokens",
@@ -514,11 +474,11 @@ TEST_CASE("prepare: byte shards, usage errors, nothing left on failure", "[data]
 }
 
 TEST_CASE("prepare: bpe tokenizer model round-trips", "[data]") {
-  TempDir dir;
+  TestDir dir{"zt_test_data"};
   const std::string input = dir.file("input.txt"), out = dir.file("bpe");
   if (!bpe_available()) {
     CaptureOutput output;
-    write_bytes(input, {'a', '\n'});
+    write_file(input, "a\n");
     CHECK(run_prepare({"--input", input, "--out", out, "--tokenizer", "bpe", "--vocab", "300"}) ==
           2);
     CHECK(contains(output.err.str(), "unavailable in this build"));
@@ -526,11 +486,9 @@ TEST_CASE("prepare: bpe tokenizer model round-trips", "[data]") {
                    "unavailable in this build"));
     return;
   }
-  const uint64_t seed = fresh_seed();
-  CAPTURE(seed);
-  std::mt19937_64 rng(seed);
+  std::mt19937_64 rng = test_rng(606);
   const std::string text = random_text(rng, 400 + int(rng() % 400));
-  write_bytes(input, std::vector<uint8_t>(text.begin(), text.end()));
+  write_file(input, text);
   const int vocab = 320 + int(rng() % 60);
   {
     CaptureOutput output;

@@ -1,8 +1,6 @@
 // DeepSpeed JSON import, one test per rule (train/deepspeed_import.h). The fixtures are
 // minimal configs of our own, each shaped like a family of public ds_configs (the HF Trainer's
 // ZeRO-2/3 examples, DeepSpeedExamples, Megatron-DeepSpeed, DeepSpeed-Chat).
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
@@ -19,22 +17,6 @@
 namespace zt {
 namespace {
 
-class TempJson {
- public:
-  explicit TempJson(const std::string& text) {
-    static int counter = 0;
-    path_ = (std::filesystem::temp_directory_path() /
-             ("zt_test_ds_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".json"))
-                .string();
-    std::ofstream(path_) << text;
-  }
-  ~TempJson() { std::filesystem::remove(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 size_t count_mentions(const std::vector<std::string>& warnings, const std::string& needle) {
   return size_t(std::count_if(warnings.begin(), warnings.end(), [&](const std::string& w) {
     return w.find(needle) != std::string::npos;
@@ -42,31 +24,27 @@ size_t count_mentions(const std::vector<std::string>& warnings, const std::strin
 }
 
 std::vector<std::string> import(const std::string& json, int world, Config& c) {
-  TempJson file(json);
+  TestFile file(json, "ds_config.json");
   std::vector<std::string> warnings;
-  apply_deepspeed_config(file.path(), c, warnings, world);
+  apply_deepspeed_config(file.path, c, warnings, world);
   for (const std::string& w : warnings) {
     INFO(w);
     CHECK(w.find('\n') == std::string::npos);
-    CHECK(w.rfind(file.path() + ":", 0) == 0);
+    CHECK(w.rfind(file.path + ":", 0) == 0);
   }
   return warnings;
 }
 
 std::string import_error(const std::string& json, int world, Config c) {
-  TempJson file(json);
+  TestFile file(json, "ds_config.json");
   std::vector<std::string> warnings;
-  try {
-    apply_deepspeed_config(file.path(), c, warnings, world);
-  } catch (const ConfigError& e) {
-    std::string message = e.what();
-    INFO(message);
-    CHECK(message.find('\n') == std::string::npos);
-    CHECK(message.rfind(file.path() + ":", 0) == 0);
-    return message;
-  }
-  FAIL("no ConfigError for " << json);
-  return "";
+  const std::string message =
+      error_of<ConfigError>([&] { apply_deepspeed_config(file.path, c, warnings, world); });
+  if (message.empty()) FAIL("no ConfigError for " << json);
+  INFO(message);
+  CHECK(message.find('\n') == std::string::npos);
+  CHECK(message.rfind(file.path + ":", 0) == 0);
+  return message;
 }
 
 // The HF Trainer's documented ZeRO-3 example, in shape.

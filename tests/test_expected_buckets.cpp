@@ -27,7 +27,7 @@
 namespace zt {
 
 TEST_CASE("overlap_comm keeps two bucket buffers alive, one without it", "[expected]") {
-  const ParamTable table(gpt_shape(1, 1, 3, 5, 2));
+  const ParamTable table(hand_sized_shape());
   REQUIRE(table.total() == 174);
   for (const bool overlap : {false, true}) {
     INFO("overlap_comm " << overlap);

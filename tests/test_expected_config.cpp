@@ -17,20 +17,8 @@ using namespace zt;
 
 namespace {
 
-// A config file with `text`, removed at the end of the scope.
-struct YamlFile {
-  TestDir dir{"zt_expected_config"};
-  std::string path = dir.file("c.yaml");
-  explicit YamlFile(const std::string& text) { std::ofstream(path) << text; }
-};
-
-std::string error_of(const std::string& path, const std::vector<std::string>& overrides = {}) {
-  try {
-    load_config(path, overrides);
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
+std::string config_error(const std::string& path) {
+  return error_of([&] { load_config(path, {}); });
 }
 
 }  // namespace
@@ -42,11 +30,11 @@ TEST_CASE("config: train.min_lr equal to train.lr is accepted, one ulp above is 
   const double lr = std::ldexp(1.0 + double(rng() % 1000) / 1000, -10 - int(rng() % 5));
   char text[128];
   std::snprintf(text, sizeof text, "train:\n  lr: %.17g\n  min_lr: %.17g\n", lr, lr);
-  YamlFile same(text);
-  CHECK(error_of(same.path) == "");
+  TestFile same(text, "c.yaml");
+  CHECK(config_error(same.path) == "");
   CHECK(load_config(same.path, {}).train.min_lr == load_config(same.path, {}).train.lr);
   std::snprintf(text, sizeof text, "train:\n  lr: %.17g\n  min_lr: %.17g\n", lr,
                 std::nextafter(lr, 1.0));
-  YamlFile above(text);
-  CHECK(error_of(above.path).find("expected train.min_lr <= train.lr") != std::string::npos);
+  TestFile above(text, "c.yaml");
+  CHECK(config_error(above.path).find("expected train.min_lr <= train.lr") != std::string::npos);
 }

@@ -6,7 +6,6 @@
 #include <stdlib.h>
 
 #include <filesystem>
-#include <functional>
 #include <map>
 #include <random>
 #include <set>
@@ -22,15 +21,6 @@
 using namespace zt;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // Token i of the stream is i (mod the vocabulary): a sequence's first input
 // names the sequence.

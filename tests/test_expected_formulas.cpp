@@ -19,6 +19,7 @@
 #include "model/ops.h"
 #include "model/param_table.h"
 #include "tests/catch.h"
+#include "tests/support_zero.h"
 #include "tests/test_support.h"
 #include "train/config.h"
 #include "train/lr_schedule.h"
@@ -158,11 +159,9 @@ TEST_CASE("every stage's step scales the gradient by the clip coefficient", "[ex
       std::unique_ptr<Ops> ops = make_cpu_ops();
       REQUIRE(ops->dtype() == DType::F32);
       std::unique_ptr<Communicator> comm = make_single_communicator(*ops);
-      ZeroSetup s;
-      s.z.stage = stage;
-      s.groups = make_param_groups(table, "two");
-      s.events = GPT::training_events(table);
-      s.grad_clip = c.clip;
+      ZeroConfig z;
+      z.stage = stage;
+      const ZeroSetup s = engine_setup(z, table, c.clip);
       std::unique_ptr<ZeroEngine> engine = make_zero_engine(s, table, *ops, *comm);
       engine->init_weights(w.data());
       // The model's events, with each gradient written just before it is reported.

@@ -19,8 +19,6 @@
 namespace zt {
 namespace {
 
-GPTConfig small_shape() { return gpt_shape(1, 1, 3, 5, 2); }
-
 // Records the gatherer's calls: each coalesced all-gather as its parameter list.
 class Recorder : public GatherBackend {
  public:
@@ -42,7 +40,7 @@ class Recorder : public GatherBackend {
 // pass's read-ahead hints.
 std::vector<std::vector<int>> second_pass(const ZeroConfig& z, const std::vector<int>& modules,
                                           std::vector<std::vector<int>>* reads = nullptr) {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   const Stage3Layout layout(t, make_param_groups(t, "two"), 2, z);
   ParamStates st;
   st.status.assign(16, ParamStatus::NotAvailable);
@@ -182,7 +180,7 @@ TEST_CASE("stage 3: a module releases a tensor whose most recent traced use is t
 // last tensor). At W 2 the decay group {0,1,4,6,10,12} has pieces 8 3 14 5 18 18
 // (66) and the no-decay group {2,3,5,7,8,9,11,13,14,15} 2 2 5 2 2 2 6 2 2 2 (27).
 TEST_CASE("stage 3: a sub-group closes when its pieces reach sub_group_size", "[expected]") {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   const std::vector<ParamGroup> groups = make_param_groups(t, "two");
   auto sub_groups = [&](int64_t size) {
     ZeroConfig z;

@@ -32,8 +32,6 @@
 namespace zt {
 namespace {
 
-GPTConfig small_shape() { return gpt_shape(1, 1, 3, 5, 2); }
-
 std::vector<int> model_order() {
   std::vector<int> o;
   for (int p = 0; p < 16; p++) o.push_back(p);
@@ -97,7 +95,7 @@ const GradBucket* bucket_of(const BucketSchedule& s, const std::vector<int>& par
 }  // namespace
 
 TEST_CASE("the hand-worked model has the tensor sizes the tables below assume", "[expected]") {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   // V*C, T*C, C, C, 3C*C, 3C, C*C, C, C, C, 4C*C, 4C, 4C*C, C, C, C with C 3, V 5, T 2.
   const std::vector<size_t> want = {15, 6, 3, 3, 27, 9, 9, 3, 3, 3, 36, 12, 36, 3, 3, 3};
   std::vector<size_t> got;
@@ -113,7 +111,7 @@ TEST_CASE("the hand-worked model has the tensor sizes the tables below assume", 
 // all-reduce of the whole bucket.
 TEST_CASE("stage 1/2: a bucket closes before the tensor that would take it past the size",
           "[expected]") {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   SECTION("reduce_bucket_size 21: 15 + 6 = 21 is not > 21, so wte and wpe share a bucket") {
     const Stage012Schedule s = stage1(t, 21, false);
     // Running sums: 15, 21 | 3+3 = 6 (6+27 > 21) | 27 alone | 9+9+3 = 21 (21+3 > 21) | 3+3 = 6
@@ -146,7 +144,7 @@ TEST_CASE("stage 1/2: a bucket closes before the tensor that would take it past 
 // oversized tensor is never cut: it sits alone in its bucket.
 TEST_CASE("stage 1/2: a tensor larger than the bucket goes alone, after an empty bucket if first",
           "[expected]") {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   // 15 > 14: empty, then 15 alone | 6+3+3 = 12 (12+27 > 14) | 27 | 9 (9+9 > 14) | 9+3 = 12
   // (12+3 > 14) | 3+3 = 6 (6+36 > 14) | 36 | 12 | 36 | 9.
   const std::vector<std::string> plain = {"- : AR0",   "0 : AR15",   "1 2 3 : AR12",  "4 : AR27",
@@ -174,7 +172,7 @@ TEST_CASE("stage 1/2: a tensor larger than the bucket goes alone, after an empty
 // [81, 117): 88 - 81 = 7 elements of rank 0, 117 - 88 = 29 of rank 1.
 TEST_CASE("stage 1/2: the default and per-owner paths split an oversized bucket by owner runs",
           "[expected]") {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   SECTION("reduce_bucket_size 21, default path: 7 + 29 = 36 > 21 only after the second slice") {
     const Stage012Schedule s = stage1(t, 21, true, true);
     // Same buckets as the plain path at 21; every bucket but c_fc.w's has one owner.
@@ -212,7 +210,7 @@ TEST_CASE("stage 1/2: the default and per-owner paths split an oversized bucket 
 // 174 elements are one all-reduce however small the configured bucket.
 TEST_CASE("stage 0: one all-reduce bucket of 5e8 elements whatever reduce_bucket_size says",
           "[expected]") {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   ZeroConfig z;
   z.stage = 0;
   z.reduce_bucket_size = 14;
@@ -231,7 +229,7 @@ TEST_CASE("stage 0: one all-reduce bucket of 5e8 elements whatever reduce_bucket
 // every tensor: at W = 2 the pieces are 8 3 2 2 14 5 5 2 2 2 18 6 18 2 2 2.
 TEST_CASE("stage 3: buckets close only when non-empty; all-reduce only for buckets that fit",
           "[expected]") {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   const std::vector<ParamGroup> groups = make_param_groups(t, "two");
   ZeroConfig z;
   z.stage = 3;
@@ -275,7 +273,7 @@ TEST_CASE("stage 3: buckets close only when non-empty; all-reduce only for bucke
 // factor being 2 (align_dense_tensors pads to a multiple of 2W), and
 // get_data_parallel_partitions cuts it into W equal parts.
 TEST_CASE("stage 1/2: each parameter group is padded to a multiple of 2W", "[expected]") {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   const std::vector<ParamGroup> groups = make_param_groups(t, "two");
   struct Row {
     int W;
@@ -303,7 +301,7 @@ TEST_CASE("stage 1/2: each parameter group is padded to a multiple of 2W", "[exp
 // partition_parameters.py _partition_param: each tensor is padded to a
 // multiple of W (_padding_size) and every rank holds ceil(numel / W) of it.
 TEST_CASE("stage 3: each tensor is split into W pieces of ceil(numel / W)", "[expected]") {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   const std::vector<ParamGroup> groups = make_param_groups(t, "two");
   struct Row {
     int W;
@@ -344,7 +342,7 @@ TEST_CASE("stage 3: each tensor is split into W pieces of ceil(numel / W)", "[ex
 // so far > model_persistence_threshold; else it persists when ds_numel <=
 // param_persistence_threshold.
 TEST_CASE("stage 3: a tensor persists when numel <= the threshold", "[expected]") {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   const std::vector<ParamGroup> groups = make_param_groups(t, "two");
   auto persistent = [&](int64_t param_threshold, int64_t model_threshold) {
     ZeroConfig z;
@@ -374,7 +372,7 @@ TEST_CASE("stage 3: a tensor persists when numel <= the threshold", "[expected]"
 // so each rank's ownership) follows that order, while stage 1's boundary
 // reduction still walks the groups in their original order (bit16_groups).
 TEST_CASE("round_robin_gradients: each group reordered by i % W", "[expected]") {
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   const std::vector<ParamGroup> groups = make_param_groups(t, "two");
   struct Row {
     int W;
@@ -461,7 +459,7 @@ TEST_CASE("legacy all-gather: max(1, P*W // bucket) calls, shards trimmed to eve
   }
   // Through the stage-1 step at W 2, groups "two": slices 132/2 = 66 and 48/2 = 24; after the
   // two norm all-reduces, bucket 66 gathers 32 at 0, 34 at 32 of group 0, then 24 of group 1.
-  const ParamTable t(small_shape());
+  const ParamTable t(hand_sized_shape());
   ZeroConfig z;
   z.stage = 1;
   z.allgather_bucketed = true;

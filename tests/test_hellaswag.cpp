@@ -30,31 +30,6 @@
 namespace zt {
 namespace {
 
-namespace fs = std::filesystem;
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
-struct TempFile {
-  std::string path;
-  explicit TempFile(const std::string& text) {
-    std::string pattern = (fs::temp_directory_path() / "zt_hellaswag.XXXXXX").string();
-    const int fd = ::mkstemp(&pattern[0]);
-    REQUIRE(fd >= 0);
-    ::close(fd);
-    path = pattern;
-    std::ofstream(path, std::ios::binary) << text;
-  }
-  ~TempFile() { std::remove(path.c_str()); }
-};
-
 // Counts forwards: every forward fetches the root module first.
 class CountingHooks : public ModuleHooks {
  public:
@@ -102,7 +77,7 @@ EndingLoss direct_loss(GPT& one_row, ModuleHooks& hooks, std::vector<int> row, s
 }  // namespace
 
 TEST_CASE("hellaswag file: the public format, and one-line errors naming the line", "[hellaswag]") {
-  TempFile good(
+  TestFile good(
       "{\"ind\": 24, \"activity_label\": \"Roof shingle removal\", \"ctx_a\": \"A man\", "
       "\"ctx\": \"A man is sitting on a roof. he\", \"split\": \"val\", \"label\": 3, "
       "\"endings\": [\"is using wrap.\", \"is ripping level tiles off.\", \"is holding a rubik's "
@@ -140,12 +115,12 @@ TEST_CASE("hellaswag file: the public format, and one-line errors naming the lin
       {"{\"ctx\": \"c\", \"endings\": [\"a\", \"b\", \"c\", \"d\"]}", ":2: no key 'label'"},
   };
   for (const auto& [line, message] : bad) {
-    TempFile f(ok + line + "\n" + ok);
+    TestFile f(ok + line + "\n" + ok);
     const std::string e = error_of([&] { read_hellaswag(f.path); });
     INFO(e);
     CHECK(e == f.path + message);
   }
-  TempFile empty("\n  \n");
+  TestFile empty("\n  \n");
   CHECK(error_of([&] { read_hellaswag(empty.path); }) ==
         empty.path + ": no HellaSwag examples in the file");
   require_parts(error_of([] { read_hellaswag("/nonexistent/hellaswag_val.jsonl"); }),
@@ -154,12 +129,7 @@ TEST_CASE("hellaswag file: the public format, and one-line errors naming the lin
 
 TEST_CASE("hellaswag: ending losses equal a direct computation at every rank", "[hellaswag]") {
   std::mt19937_64 rng(test_seed());
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 32;
-  c.vocab_size = 256;
-  c.seq_len = 64;
+  const GPTConfig c = gpt_shape(2, 2, 32, 256, 64);
   ParamTable table(c);
   std::unique_ptr<Ops> ops = make_cpu_ops();
   FlatHooks flat(table, *ops);
@@ -255,9 +225,8 @@ TEST_CASE("hellaswag: result line and the counts in metrics.jsonl across a resum
   CHECK(describe_hellaswag(r, "h.jsonl") ==
         "hellaswag: acc 0.2940 (2952/10042, lowest summed loss) | acc_norm 0.2955 (2967/10042, "
         "lowest mean loss per token) | h.jsonl");
-  std::string pattern = (fs::temp_directory_path() / "zt_hellaswag_run.XXXXXX").string();
-  REQUIRE(::mkdtemp(&pattern[0]) != nullptr);
-  const std::string dir = pattern;
+  const TestDir run_dir("zt_hellaswag_run");
+  const std::string& dir = run_dir.path;
   auto record = [&](int64_t step, bool scored) {
     StepRecord rec{step, 1.5, 1e-3, 0.5, 10, -1};
     if (scored) {
@@ -290,7 +259,6 @@ TEST_CASE("hellaswag: result line and the counts in metrics.jsonl across a resum
   CHECK(scored[1].find("\"hellaswag\":{\"acc\":0.29396") != std::string::npos);
   CHECK(scored[1].find("\"correct\":2952,\"correct_norm\":2967,\"examples\":10042}") !=
         std::string::npos);
-  fs::remove_all(dir);
 }
 
 }  // namespace zt

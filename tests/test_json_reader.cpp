@@ -16,16 +16,11 @@ JsonValue parse_hjson(const std::string& text, const std::string& source) {
 }
 
 std::string parse_error(const std::string& text, JsonDialect d = JsonDialect::Hjson) {
-  try {
-    parse_json(text, "t.json", d);
-  } catch (const JsonError& e) {
-    std::string message = e.what();
-    CHECK(message.find('\n') == std::string::npos);
-    CHECK(message.rfind("t.json:", 0) == 0);
-    return message;
-  }
-  FAIL("no JsonError for " << text);
-  return "";
+  const std::string message = error_of<JsonError>([&] { parse_json(text, "t.json", d); });
+  if (message.empty()) FAIL("no JsonError for " << text);
+  CHECK(message.find('\n') == std::string::npos);
+  CHECK(message.rfind("t.json:", 0) == 0);
+  return message;
 }
 
 // A canonical text of a value, to compare two parses.

@@ -20,23 +20,10 @@
 namespace zt {
 namespace {
 
-GPTConfig small_shape() {
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.vocab_size = 37;
-  c.seq_len = 9;
-  return c;
-}
+GPTConfig small_shape() { return gpt_shape(2, 2, 16, 37, 9); }
 
-std::string error_of(const std::string& path, const ParamTable& table) {
-  try {
-    read_llmc_model(path, table);
-  } catch (const DataError& e) {
-    return e.what();
-  }
-  return "(no DataError)";
+std::string model_file_error(const std::string& path, const ParamTable& table) {
+  return error_of<DataError>([&] { read_llmc_model(path, table); });
 }
 
 }  // namespace
@@ -44,13 +31,12 @@ std::string error_of(const std::string& path, const ParamTable& table) {
 TEST_CASE("llm.c model files: fp32 round trip, bf16 read, errors", "[llmc]") {
   const ParamTable table(small_shape());
   TestDir dir("zt_llmc");
-  auto temp_path = [&](const char* name) { return dir.file(name); };
   std::mt19937_64 rng(test_seed() + 0x11c);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> w(table.total());
   for (float& x : w) x = normal(rng);
 
-  const std::string v3 = temp_path("model_v3.bin");
+  const std::string v3 = dir.file("model_v3.bin");
   write_llmc_model(v3, table, w);
   CHECK(read_llmc_model(v3, table) == w);
 
@@ -63,7 +49,7 @@ TEST_CASE("llm.c model files: fp32 round trip, bf16 read, errors", "[llmc]") {
   REQUIRE(std::fread(file_order.data(), sizeof(float), file_order.size(), in) == file_order.size());
   std::fclose(in);
   header[1] = 5;
-  const std::string v5 = temp_path("model_v5.bin");
+  const std::string v5 = dir.file("model_v5.bin");
   FILE* out = std::fopen(v5.c_str(), "wb");
   REQUIRE(out);
   std::fwrite(header, sizeof header, 1, out);
@@ -77,19 +63,19 @@ TEST_CASE("llm.c model files: fp32 round trip, bf16 read, errors", "[llmc]") {
 
   GPTConfig other = small_shape();
   other.n_layer = 3;
-  const std::string shape_error = error_of(v3, ParamTable(other));
+  const std::string shape_error = model_file_error(v3, ParamTable(other));
   CHECK(shape_error.find("model.n_layer is 2 in the file but 3 in the config") !=
         std::string::npos);
   header[0] = 1234;
-  const std::string bad = temp_path("bad_magic.bin");
+  const std::string bad = dir.file("bad_magic.bin");
   out = std::fopen(bad.c_str(), "wb");
   std::fwrite(header, sizeof header, 1, out);
   std::fclose(out);
-  CHECK(error_of(bad, table).find("bad magic 1234") != std::string::npos);
-  CHECK(error_of("/nonexistent/model.bin", table).find("cannot open") != std::string::npos);
+  CHECK(model_file_error(bad, table).find("bad magic 1234") != std::string::npos);
+  CHECK(model_file_error("/nonexistent/model.bin", table).find("cannot open") != std::string::npos);
 
   // The size must be exactly what the header's shape needs, both ways.
-  const std::string cut = temp_path("cut.bin");
+  const std::string cut = dir.file("cut.bin");
   FILE* whole = std::fopen(v3.c_str(), "rb");
   std::vector<char> bytes(1024 + 4 * table.total());
   REQUIRE(std::fread(bytes.data(), 1, bytes.size(), whole) == bytes.size());
@@ -97,20 +83,20 @@ TEST_CASE("llm.c model files: fp32 round trip, bf16 read, errors", "[llmc]") {
   out = std::fopen(cut.c_str(), "wb");
   std::fwrite(bytes.data(), 1, bytes.size() - 4, out);
   std::fclose(out);
-  CHECK(error_of(cut, table).find("bytes, but a version 3 file of this shape has") !=
+  CHECK(model_file_error(cut, table).find("bytes, but a version 3 file of this shape has") !=
         std::string::npos);
   out = std::fopen(cut.c_str(), "wb");
   std::fwrite(bytes.data(), 1, bytes.size(), out);
   std::fwrite("junk", 1, 4, out);
   std::fclose(out);
-  CHECK(error_of(cut, table).find("bytes, but a version 3 file") != std::string::npos);
+  CHECK(model_file_error(cut, table).find("bytes, but a version 3 file") != std::string::npos);
 
   // A FIFO, a device, a directory: refused at once, never read.
   HangGuard guard(120);
-  REQUIRE(::mkfifo(temp_path("fifo.bin").c_str(), 0644) == 0);
-  CHECK(error_of(temp_path("fifo.bin"), table).find("named pipe") != std::string::npos);
-  CHECK(error_of("/dev/zero", table).find("character device") != std::string::npos);
-  CHECK(error_of(dir.path, table).find("a directory") != std::string::npos);
+  REQUIRE(::mkfifo(dir.file("fifo.bin").c_str(), 0644) == 0);
+  CHECK(model_file_error(dir.file("fifo.bin"), table).find("named pipe") != std::string::npos);
+  CHECK(model_file_error("/dev/zero", table).find("character device") != std::string::npos);
+  CHECK(model_file_error(dir.path, table).find("a directory") != std::string::npos);
 }
 
 }  // namespace zt

@@ -76,14 +76,11 @@ TEST_CASE("host AdamW is bit-identical to the CPU backend's adamw", "[offload]")
   }
   HostAdamW host(1);
   AdamInputs in = random_inputs(4, rng);
-  std::string error;
-  try {
-    host.step(in.master.data(), in.grad.data(), in.m.data(), in.v.data(), nullptr, 4,
-              AdamWArgs{1e-3f, 0.9f, 0.95f, 1e-8f, 0, 1, 0});
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  require_parts(error, {"host adamw", "expected >= 1"});
+  require_parts(error_of([&] {
+                  host.step(in.master.data(), in.grad.data(), in.m.data(), in.v.data(), nullptr, 4,
+                            AdamWArgs{1e-3f, 0.9f, 0.95f, 1e-8f, 0, 1, 0});
+                }),
+                {"host adamw", "expected >= 1"});
 }
 
 TEST_CASE("offload stores: aio chunks in flight round-trip; bad nvme_path is one clear line",
@@ -120,14 +117,11 @@ TEST_CASE("offload stores: aio chunks in flight round-trip; bad nvme_path is one
 
   std::shared_ptr<NvmeDirectory> none;
   o.nvme_path = dir.file("missing");
-  std::string error;
-  try {
-    make_offload_store(o, "zero.offload_optimizer", none, 0, "x.bin", 64, MemCategory::Optimizer,
-                       *ops);
-  } catch (const std::exception& e) {
-    error = e.what();
-  }
-  require_parts(error, {"zero.offload_optimizer.nvme_path", "missing", "expected an existing"});
+  require_parts(error_of([&] {
+                  make_offload_store(o, "zero.offload_optimizer", none, 0, "x.bin", 64,
+                                     MemCategory::Optimizer, *ops);
+                }),
+                {"zero.offload_optimizer.nvme_path", "missing", "expected an existing"});
   {
     std::FILE* f = std::fopen(dir.file("plain").c_str(), "w");
     REQUIRE(f);

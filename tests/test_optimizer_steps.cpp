@@ -22,6 +22,7 @@
 #include "model/param_table.h"
 #include "tests/catch.h"
 #include "tests/flat_hooks.h"
+#include "tests/support_zero.h"
 #include "tests/test_support.h"
 #include "train/checkpoint.h"
 #include "train/init_weights.h"
@@ -32,24 +33,7 @@
 namespace zt {
 namespace {
 
-// The engine's setup: the HF Trainer's two parameter groups, no clipping.
-ZeroSetup setup(const ZeroConfig& z, const ParamTable& table) {
-  ZeroSetup s;
-  s.z = z;
-  s.groups = make_param_groups(table, "two");
-  s.events = GPT::training_events(table);
-  return s;
-}
-
-GPTConfig small_model() {
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.vocab_size = 53;
-  c.seq_len = 8;
-  return c;
-}
+GPTConfig small_model() { return gpt_shape(2, 2, 16, 53, 8); }
 
 std::vector<float> random_weights(const ParamTable& table, uint64_t salt) {
   std::mt19937_64 rng(test_seed() + salt);
@@ -84,7 +68,8 @@ TEST_CASE("weight decay applies to the embeddings and the matmul weights only", 
     std::unique_ptr<Communicator> comm = make_single_communicator(*ops);
     ZeroConfig z;
     z.stage = stage;
-    std::unique_ptr<ZeroEngine> engine = make_zero_engine(setup(z, table), table, *ops, *comm);
+    std::unique_ptr<ZeroEngine> engine =
+        make_zero_engine(engine_setup(z, table, 0), table, *ops, *comm);
     for (const OptimPiece& piece : engine->optimizer().pieces())
       for (const ParamInfo& p : table.params())
         if (piece.flat_begin < p.offset + p.numel && p.offset < piece.flat_begin + piece.n) {
@@ -108,7 +93,8 @@ TEST_CASE("a zero-gradient step leaves undecayed tensors and scales decayed ones
     std::unique_ptr<Communicator> comm = make_single_communicator(*ops);
     ZeroConfig z;
     z.stage = stage;
-    std::unique_ptr<ZeroEngine> engine = make_zero_engine(setup(z, table), table, *ops, *comm);
+    std::unique_ptr<ZeroEngine> engine =
+        make_zero_engine(engine_setup(z, table, 0), table, *ops, *comm);
     engine->init_weights(w.data());
     GPT model(table, *ops, B, T);
     engine->begin_micro_step(0, 1);

@@ -29,42 +29,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "zt_test_prepare.XXXXXX").string();
-    REQUIRE(::mkdtemp(&pattern[0]) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
-
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "(no exception)";
-}
-
-void write_file(const std::string& path, const std::string& text) {
-  fs::create_directories(fs::path(path).parent_path());
-  std::ofstream(path, std::ios::binary) << text;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 // Random prose-like text: words, punctuation, numbers, non-ASCII, line breaks.
 std::string random_text(std::mt19937_64& rng, size_t bytes) {
   static const std::vector<std::string> words = {"the",
@@ -150,7 +114,7 @@ TEST_CASE("prepare gpt2: a folder of files, one document each, on any number of 
   const Gpt2Tokenizer* t = gpt2_or_skip("prepare gpt2 folder");
   if (!t) return;
   std::mt19937_64 rng(test_seed());
-  TempDir dir;
+  TestDir dir{"zt_test_prepare"};
   const std::string in = dir.file("corpus");
   // A document over 1 MiB is cut into pieces for the encoding threads.
   write_file(in + "/b/long.txt", random_text(rng, (3 << 19) + rng() % 100000));
@@ -207,7 +171,7 @@ TEST_CASE("prepare gpt2: paragraphs separated by blank lines are documents", "[d
   const Gpt2Tokenizer* t = gpt2_or_skip("prepare gpt2 paragraphs");
   if (!t) return;
   std::mt19937_64 rng(test_seed());
-  TempDir dir;
+  TestDir dir{"zt_test_prepare"};
   // Paragraphs of 1-4 lines; between them runs of blank lines: empty, spaces,
   // tabs, CR (CRLF files); an indented first line keeps its indentation.
   std::string text = "\n \n";
@@ -247,7 +211,7 @@ TEST_CASE("prepare gpt2: paragraphs separated by blank lines are documents", "[d
 
 TEST_CASE("prepare gpt2: document pieces, cut points and the bound on memory", "[data]") {
   std::mt19937_64 rng(test_seed());
-  TempDir dir;
+  TestDir dir{"zt_test_prepare"};
   const std::string a = random_text(rng, 5000), b = "x";
   write_file(dir.file("a"), a);
   write_file(dir.file("b"), b);
@@ -280,7 +244,7 @@ TEST_CASE("prepare gpt2: document pieces, cut points and the bound on memory", "
 }
 
 TEST_CASE("prepare gpt2: bad inputs and arguments", "[data]") {
-  TempDir dir;
+  TestDir dir{"zt_test_prepare"};
   auto run = [&](std::vector<std::string> args) {
     return error_of([&] { run_prepare_command(args); });
   };

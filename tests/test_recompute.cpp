@@ -22,15 +22,7 @@ namespace {
 
 const Recompute kLevels[] = {Recompute::None, Recompute::Attn, Recompute::Mlp, Recompute::Block};
 
-GPTConfig recompute_shape() {
-  GPTConfig c;
-  c.n_layer = 3;
-  c.n_head = 2;
-  c.n_embd = 24;
-  c.vocab_size = 53;
-  c.seq_len = 12;
-  return c;
-}
+GPTConfig recompute_shape() { return gpt_shape(3, 2, 24, 53, 12); }
 
 struct Pass {
   double loss;
@@ -127,12 +119,12 @@ TEST_CASE("the activation ledger equals activation_bytes() at every level, and s
           "[recompute]") {
   std::mt19937_64 rng(test_seed());
   for (int trial = 0; trial < 3; trial++) {
-    GPTConfig c;
-    c.n_layer = 2 + static_cast<int>(rng() % 4);
-    c.n_head = 1 + static_cast<int>(rng() % 3);
-    c.n_embd = c.n_head * (4 + static_cast<int>(rng() % 5));
-    c.vocab_size = 20 + static_cast<int>(rng() % 60);
-    c.seq_len = 4 + static_cast<int>(rng() % 12);
+    const int n_layer = 2 + static_cast<int>(rng() % 4);
+    const int n_head = 1 + static_cast<int>(rng() % 3);
+    const int n_embd = n_head * (4 + static_cast<int>(rng() % 5));
+    const int vocab_size = 20 + static_cast<int>(rng() % 60);
+    const GPTConfig c =
+        gpt_shape(n_layer, n_head, n_embd, vocab_size, 4 + static_cast<int>(rng() % 12));
     const int B = 1 + static_cast<int>(rng() % 3), T = c.seq_len;
     const ParamTable table(c);
     std::vector<int> in(B * T), tgt(B * T);

@@ -2,8 +2,6 @@
 // random numbers, checked through the CSV (configuration columns, TFLOP/s,
 // gradient bytes without the norm all-reduce, speed-ups and their baselines),
 // the Markdown table, the command's files, and the one-line errors.
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +13,7 @@
 #include <stdexcept>
 
 #include "tests/catch.h"
+#include "tests/test_support.h"
 #include "train/commands.h"
 #include "train/config.h"
 #include "train/report_table.h"
@@ -23,28 +22,6 @@ namespace zt {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = fs::temp_directory_path() /
-            ("zt_test_report_" + std::to_string(getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string str() const { return path_.string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
-
-std::mt19937_64 seeded_rng() {
-  const uint64_t seed = std::random_device{}();
-  UNSCOPED_INFO("rng seed " << seed);
-  return std::mt19937_64(seed);
-}
 
 struct Bytes {
   double payload, bus, inter = 0;  // inter: the part of bus sent to another node
@@ -182,13 +159,13 @@ std::vector<FakeRun> make_runs(std::mt19937_64& rng) {
 }  // namespace
 
 TEST_CASE("report rows: configuration, throughput, gradient bytes and speed-ups", "[report]") {
-  auto rng = seeded_rng();
-  TempDir dir;
+  std::mt19937_64 rng = test_rng(501);
+  TestDir dir("zt_test_report");
   const std::vector<FakeRun> runs = make_runs(rng);
-  for (const FakeRun& r : runs) write_run(dir.path(), r);
-  fs::create_directories(dir.path() / "zz-failed");
+  for (const FakeRun& r : runs) write_run(dir.path, r);
+  fs::create_directories(dir.file("zz-failed"));
 
-  const RunsDir loaded = load_runs_dir(dir.str());
+  const RunsDir loaded = load_runs_dir(dir.path);
   CHECK(loaded.without_summary == std::vector<std::string>{"zz-failed"});
   std::vector<std::string> order;
   auto csv = parse_csv(report_csv(loaded.rows), &order);
@@ -271,17 +248,17 @@ TEST_CASE("report rows: configuration, throughput, gradient bytes and speed-ups"
 }
 
 TEST_CASE("report command writes report.md and report.csv", "[report]") {
-  auto rng = seeded_rng();
-  TempDir dir;
-  for (const FakeRun& r : make_runs(rng)) write_run(dir.path() / "runs", r);
-  const std::string out = (dir.path() / "out").string();
-  REQUIRE(run_report_command({(dir.path() / "runs").string(), "--out", out, "--no-plots"}) == 0);
+  std::mt19937_64 rng = test_rng(502);
+  TestDir dir("zt_test_report");
+  for (const FakeRun& r : make_runs(rng)) write_run(dir.file("runs"), r);
+  const std::string out = dir.file("out");
+  REQUIRE(run_report_command({dir.file("runs"), "--out", out, "--no-plots"}) == 0);
   std::ifstream csv_file(out + "/report.csv"), md_file(out + "/report.md");
   std::stringstream csv, md;
   csv << csv_file.rdbuf();
   md << md_file.rdbuf();
-  CHECK(csv.str() == report_csv(load_runs_dir((dir.path() / "runs").string()).rows));
-  CHECK(md.str().find(report_markdown_table(load_runs_dir((dir.path() / "runs").string()).rows)) !=
+  CHECK(csv.str() == report_csv(load_runs_dir(dir.file("runs")).rows));
+  CHECK(md.str().find(report_markdown_table(load_runs_dir(dir.file("runs")).rows)) !=
         std::string::npos);
   CHECK(md.str().find("6·N + 6·L·C·T") != std::string::npos);
   CHECK(md.str().find("Plots skipped: --no-plots") != std::string::npos);
@@ -289,32 +266,27 @@ TEST_CASE("report command writes report.md and report.csv", "[report]") {
 
   CHECK_THROWS_AS(run_report_command({}), ConfigError);
   CHECK_THROWS_AS(run_report_command({out, "--bogus"}), ConfigError);
-  CHECK(run_report_command({(dir.path() / "missing").string(), "--no-plots"}) == 2);
+  CHECK(run_report_command({dir.file("missing"), "--no-plots"}) == 2);
 }
 
 TEST_CASE("report errors are one line naming what is wrong", "[report]") {
-  auto rng = seeded_rng();
-  auto error_of = [](const std::string& runs_dir) {
-    try {
-      load_runs_dir(runs_dir);
-    } catch (const std::runtime_error& e) {
-      const std::string msg = e.what();
-      CHECK(msg.find('\n') == std::string::npos);
-      return msg;
-    }
-    FAIL("no error for " << runs_dir);
-    return std::string();
+  std::mt19937_64 rng = test_rng(503);
+  auto runs_error = [](const std::string& runs_dir) {
+    const std::string msg = error_of<std::runtime_error>([&] { load_runs_dir(runs_dir); });
+    if (msg.empty()) FAIL("no error for " << runs_dir);
+    CHECK(msg.find('\n') == std::string::npos);
+    return msg;
   };
-  TempDir dir;
-  CHECK(error_of((dir.path() / "absent").string()).find("not a directory") != std::string::npos);
-  CHECK(error_of(dir.str()).find("no summary.json") != std::string::npos);
+  TestDir dir("zt_test_report");
+  CHECK(runs_error(dir.file("absent")).find("not a directory") != std::string::npos);
+  CHECK(runs_error(dir.path).find("no summary.json") != std::string::npos);
 
   FakeRun good = make_runs(rng)[1];
-  write_run(dir.path(), good);
-  fs::create_directories(dir.path() / "broken");
-  const std::string broken = (dir.path() / "broken" / "summary.json").string();
+  write_run(dir.path, good);
+  fs::create_directories(dir.file("broken"));
+  const std::string broken = dir.file("broken/summary.json");
   std::ofstream(broken) << "{\"world_size\": 4, \"steps\": [";
-  std::string msg = error_of(dir.str());
+  std::string msg = runs_error(dir.path);
   CHECK(msg.rfind(broken + ": unreadable summary", 0) == 0);
 
   std::string text = summary_json(good);
@@ -323,7 +295,7 @@ TEST_CASE("report errors are one line naming what is wrong", "[report]") {
   REQUIRE(at != std::string::npos);
   text.replace(at, key.size(), "\"reduce\":{\"calls\":1,\"bytez\":");
   std::ofstream(broken) << text;
-  msg = error_of(dir.str());
+  msg = runs_error(dir.path);
   CHECK(msg.rfind(broken + ": unreadable summary", 0) == 0);
   CHECK(msg.find("missing key 'comm.per_step_by_purpose.gradients.reduce.bytes'") !=
         std::string::npos);
@@ -333,14 +305,14 @@ TEST_CASE("report errors are one line naming what is wrong", "[report]") {
   const size_t tok = text.find("\"tokens_per_second\":");
   text.replace(tok, text.find(',', tok) - tok, "\"tokens_per_second\":\"fast\"");
   std::ofstream(broken) << text;
-  msg = error_of(dir.str());
+  msg = runs_error(dir.path);
   CHECK(msg.find("key 'tokens_per_second': expected a number, got 'fast'") != std::string::npos);
 }
 
 TEST_CASE("flops per token: 6N + 6LCT", "[report]") {
   // GPT-2 124M with the padded vocabulary: 124475904 parameters, 12 x 768, T = 1024.
   CHECK(flops_per_token(124475904, 12, 768, 1024) == 6.0 * 124475904 + 6.0 * 12 * 768 * 1024);
-  auto rng = seeded_rng();
+  std::mt19937_64 rng = test_rng(504);
   const int64_t n = 1000 + int64_t(rng() % 1000000);
   const int L = 1 + int(rng() % 48), C = 64 * (1 + int(rng() % 32)), T = 1 << (6 + rng() % 6);
   CHECK(close(flops_per_token(n, L, C, T) - flops_per_token(n, L, C, T / 2), 3.0 * L * C * T));

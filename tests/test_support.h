@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -31,6 +33,11 @@ inline uint64_t test_seed() {
   return seed;
 }
 
+// A random stream of its own for each salt, all derived from the run's seed.
+inline std::mt19937_64 test_rng(uint64_t salt) {
+  return std::mt19937_64(test_seed() + 0x9E3779B97F4A7C15ull * salt);
+}
+
 // A GPT shape spelled out in one call (tests pick tiny shapes whose sums can be
 // done by hand).
 inline GPTConfig gpt_shape(int n_layer, int n_head, int n_embd, int vocab_size, int seq_len) {
@@ -41,6 +48,22 @@ inline GPTConfig gpt_shape(int n_layer, int n_head, int n_embd, int vocab_size, 
   c.vocab_size = vocab_size;
   c.seq_len = seq_len;
   return c;
+}
+
+// The [expected] tests' model, small enough to sum by hand: n_layer 1, n_head 1,
+// n_embd 3, vocab 5, seq_len 2 (16 tensors, 174 elements).
+inline GPTConfig hand_sized_shape() { return gpt_shape(1, 1, 3, 5, 2); }
+
+// The message of the exception of type E that `f` throws, or "" when it throws
+// none (any other exception fails the test).
+template <typename E = std::exception, typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const E& e) {
+    return e.what();
+  }
+  return "";
 }
 
 // Every part must occur in a one-line error message.
@@ -68,6 +91,32 @@ struct TestDir {
   TestDir(const TestDir&) = delete;
   TestDir& operator=(const TestDir&) = delete;
   std::string file(const std::string& name) const { return path + "/" + name; }
+};
+
+// `bytes` as the whole content of `path`, its folders created as needed.
+inline void write_file(const std::string& path, const std::string& bytes) {
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  if (!parent.empty()) std::filesystem::create_directories(parent);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// The whole content of `path` ("" if it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// A file holding `text` (named `name`, in a fresh TestDir), removed with its
+// directory when the test ends.
+struct TestFile {
+  TestDir dir;
+  std::string path;
+  explicit TestFile(const std::string& text, const std::string& name = "file")
+      : path(dir.file(name)) {
+    write_file(path, text);
+  }
 };
 
 // Sends stdout to a file while alive (commands run inside a test print a lot).

@@ -79,22 +79,6 @@ ScriptRun run_reference(const std::string& args) {
   return run;
 }
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "zt_torch_ref.XXXXXX").string();
-    REQUIRE(::mkdtemp(&pattern[0]) != nullptr);
-    path = pattern;
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::remove_all(path, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  std::string file(const std::string& name) const { return path + "/" + name; }
-};
-
 // GPT-2 initialisation, then every weight matrix scaled up so that attention
 // scores and GELU inputs leave their near-linear range (at std 0.02 a wrong
 // softmax or GELU derivative would barely move the gradients), and random
@@ -171,14 +155,14 @@ struct GradientCase {
   Batch batch;
   ZtResult zt;
   explicit GradientCase(uint64_t salt)
-      : table(GPTConfig{/*n_layer=*/2, /*n_head=*/2, /*n_embd=*/32, /*vocab_size=*/61,
-                        /*seq_len=*/21}) {
-    std::mt19937_64 rng(test_seed() + 0x9E3779B97F4A7C15ull * salt);
+      : table(gpt_shape(/*n_layer=*/2, /*n_head=*/2, /*n_embd=*/32, /*vocab_size=*/61,
+                        /*seq_len=*/21)) {
+    std::mt19937_64 rng = test_rng(salt);
     weights = random_weights(table, rng);
     batch = random_batch(/*B=*/3, /*T=*/16, table.config().vocab_size, rng);
     zt = run_zerotrain(table, weights, batch, /*with_grads=*/true);
   }
-  void write(const TempDir& dir, double loss, const std::vector<float>& grads) const {
+  void write(const TestDir& dir, double loss, const std::vector<float>& grads) const {
     write_llmc_model(dir.file("model.bin"), table, weights);
     write_batch(dir.file("batch.bin"), batch);
     write_loss(dir.file("zt_loss.txt"), loss);
@@ -189,7 +173,7 @@ struct GradientCase {
 TEST_CASE("CPU model loss and gradients match an independent float64 PyTorch GPT-2", "[torch]") {
   if (skip_without_torch()) return;
   GradientCase c(1);
-  TempDir dir;
+  TestDir dir("zt_torch_ref");
   c.write(dir, c.zt.mean_loss, c.zt.grads);
   const ScriptRun run = run_reference(dir.path);
   INFO(run.output);
@@ -204,14 +188,14 @@ TEST_CASE("CPU model loss and gradients match an independent float64 PyTorch GPT
 
 TEST_CASE("weights exported as an llm.c file give zerotrain's loss in PyTorch", "[torch]") {
   if (skip_without_torch()) return;
-  const ParamTable table(GPTConfig{/*n_layer=*/3, /*n_head=*/4, /*n_embd=*/48,
-                                   /*vocab_size=*/97, /*seq_len=*/20});
-  std::mt19937_64 rng(test_seed() + 0x9E3779B97F4A7C15ull * 2);
+  const ParamTable table(gpt_shape(/*n_layer=*/3, /*n_head=*/4, /*n_embd=*/48,
+                                   /*vocab_size=*/97, /*seq_len=*/20));
+  std::mt19937_64 rng = test_rng(2);
   const std::vector<float> weights = random_weights(table, rng);
   const Batch batch = random_batch(/*B=*/2, /*T=*/20, table.config().vocab_size, rng);
   const double zt_loss = run_zerotrain(table, weights, batch, /*with_grads=*/false).mean_loss;
 
-  TempDir dir;
+  TestDir dir("zt_torch_ref");
   write_llmc_model(dir.file("model.bin"), table, weights);
   write_batch(dir.file("batch.bin"), batch);
   const ScriptRun run = run_reference("--eval " + dir.path);
@@ -230,11 +214,11 @@ TEST_CASE("weights exported as an llm.c file give zerotrain's loss in PyTorch", 
 TEST_CASE("the PyTorch comparison rejects a slightly wrong gradient or loss", "[torch]") {
   if (skip_without_torch()) return;
   GradientCase c(3);
-  TempDir dir;
+  TestDir dir("zt_torch_ref");
   std::string expected_culprit;
   for (const double grad_error : {1e-3, 4e-5}) {
     SECTION("one tensor's gradient scaled by 1 + " + std::to_string(grad_error)) {
-      std::mt19937_64 rng(test_seed() + 0x9E3779B97F4A7C15ull * 4);
+      std::mt19937_64 rng = test_rng(4);
       const auto& params = c.table.params();
       const ParamInfo& p = params[std::uniform_int_distribution<size_t>(0, params.size() - 1)(rng)];
       std::vector<float> grads = c.zt.grads;

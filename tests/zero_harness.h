@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "model/gpt.h"
+#include "tests/support_zero.h"
+#include "tests/test_support.h"
 #include "train/init_weights.h"
 #include "zero/comm_stats.h"
 #include "zero/communicators.h"
@@ -23,15 +25,7 @@ namespace zt {
 
 constexpr int kB = 1, kT = 16, kSeqPerStep = 12, kSteps = 3;
 
-inline GPTConfig tiny_model() {
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 32;
-  c.vocab_size = 67;
-  c.seq_len = kT;
-  return c;
-}
+inline GPTConfig tiny_model() { return gpt_shape(2, 2, 32, 67, kT); }
 
 // Sequence g of a synthetic corpus with some structure (so training moves).
 inline void sequence(int64_t g, int* in, int* tgt, int V) {
@@ -70,12 +64,7 @@ constexpr double kClip = 1.0;
 inline ZeroSetup setup_for(const ZeroConfig& z, const ParamTable& table,
                            const std::string& groups = "two",
                            Recompute recompute = Recompute::None) {
-  ZeroSetup s;
-  s.z = z;
-  s.groups = make_param_groups(table, groups);
-  s.events = GPT::training_events(table, recompute);
-  s.grad_clip = kClip;
-  return s;
+  return engine_setup(z, table, kClip, groups, recompute);
 }
 
 // Trains kSteps steps of kSeqPerStep sequences with the loader's indexing:
