@@ -5,6 +5,7 @@
 // every rank then runs the same AdamW on everything, so no parameter gather
 // follows. With offload_optimizer each bucket's copy to the host starts as its
 // all-reduce completes.
+#include "model/device_services.h"
 #include "zero/replicated_engine.h"
 #include "zero/stages.h"
 
@@ -44,7 +45,7 @@ class Stage0 : public ReplicatedEngine {
         void* wire = data;
         if (schedule_.wire != ops_.dtype()) {
           wire = ops_.alloc(bucket.size * dtype_size(schedule_.wire), MemCategory::CommBuffers);
-          ops_.convert(wire, schedule_.wire, data, ops_.dtype(), bucket.size);
+          ops_.services().convert(wire, schedule_.wire, data, ops_.dtype(), bucket.size);
         }
         pending.push_back({comm_.all_reduce(wire, bucket.size, schedule_.wire), wire});
         if (!setup_.z.overlap_comm) finish(pending.back(), bucket);
@@ -62,7 +63,7 @@ class Stage0 : public ReplicatedEngine {
     f.first->wait();
     char* data = static_cast<char*>(grads_) + offset_bytes(bucket.params.front());
     if (f.second != data) {
-      ops_.convert(data, ops_.dtype(), f.second, schedule_.wire, bucket.size);
+      ops_.services().convert(data, ops_.dtype(), f.second, schedule_.wire, bucket.size);
       ops_.release(f.second);
       f.second = data;
     }
