@@ -102,274 +102,201 @@ void GPT::upload_tokens(const int* inputs, const int* targets, int n) {
   if (targets) ops_.from_host(targets_, targets, n * sizeof(int));
 }
 
+// The forward of b x t tokens, the root module open throughout.
+void GPT::forward(int b, int t, Head head, float dloss, ModuleHooks& hooks) {
+  const ModuleScope root(hooks, root_, false);
+  forward_to_lnf(b, t, hooks);
+  forward_head(b * t, head, dloss, hooks);
+}
+
 // The forward from the embeddings to the final LayerNorm, leaving lnf_ ready
 // for the head; every module's parameters are fetched just before it runs and
-// released after. The root module stays open until the head is done.
+// released after.
 void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
   const int N = b * t, C = c.n_embd;
-  hooks.fetch(root_, false);
   // The two embeddings are separate modules, as in PyTorch: lookup, then the
   // position add in place (bit-identical to one fused add).
-  ops_.encoder_forward(embed_, tokens_, hooks.fetch(wte_, false)[0], nullptr, b, t, C);
-  hooks.release(wte_, false);
-  ops_.encoder_forward(embed_, tokens_, nullptr, hooks.fetch(wpe_, false)[0], b, t, C);
-  hooks.release(wpe_, false);
-  for (int l = 0; l < c.n_layer; l++) {
-    const BlockModules& m = block_modules_[l];
-    hooks.fetch(m.block, false);
-    ln1_forward(l, N, l > 0, hooks);
-    attn_forward(l, b, t, true, hooks);
-    ln2_forward(l, N, hooks);
-    mlp_forward(l, N, true, hooks);
-    hooks.release(m.block, false);
+  {
+    const ModuleScope wte(hooks, wte_, false);
+    ops_.encoder_forward(embed_, tokens_, wte[0], nullptr, b, t, C);
   }
-  const void* const* lnf = hooks.fetch(ln_f_, false);
+  {
+    const ModuleScope wpe(hooks, wpe_, false);
+    ops_.encoder_forward(embed_, tokens_, nullptr, wpe[0], b, t, C);
+  }
+  for (int l = 0; l < c.n_layer; l++) block_forward(l, b, t, false, hooks);
+  const ModuleScope lnf(hooks, ln_f_, false);
   ops_.residual_layernorm_forward(r_fin_, lnf_, lnf_mean_, lnf_rstd_, blocks_.back().r_mid, fcproj_,
                                   lnf[0], lnf[1], N, C);
-  hooks.release(ln_f_, false);
+}
+
+// A recompute runs the whole block but the MLP's projection, from the kept
+// input; the attention projection's output goes through fcproj_, which the
+// backward does not read.
+void GPT::block_forward(int l, int b, int t, bool recompute, ModuleHooks& hooks) {
+  const int N = b * t;
+  const ModuleScope block(hooks, block_modules_[l].block, false);
+  ln1_forward(l, N, !recompute && l > 0, hooks);
+  attn_forward(l, b, t, true, hooks);
+  ln2_forward(l, N, hooks);
+  mlp_forward(l, N, !recompute, hooks);
 }
 
 void GPT::ln1_forward(int l, int n, bool add_residual, ModuleHooks& hooks) {
   const int C = table_.config().n_embd;
   Block& k = blocks_[l];
-  const BlockModules& m = block_modules_[l];
-  const void* const* w = hooks.fetch(m.ln_1, false);
+  const ModuleScope w(hooks, block_modules_[l].ln_1, false);
   if (add_residual)
     ops_.residual_layernorm_forward(k.r_in, k.ln1, k.ln1_mean, k.ln1_rstd, blocks_[l - 1].r_mid,
                                     fcproj_, w[0], w[1], n, C);
   else ops_.layernorm_forward(k.ln1, k.ln1_mean, k.ln1_rstd, k.r_in, w[0], w[1], n, C);
-  hooks.release(m.ln_1, false);
 }
 
 void GPT::attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks) {
   const int N = b * t, C = table_.config().n_embd, NH = table_.config().n_head;
   Block& k = blocks_[l];
   const BlockModules& m = block_modules_[l];
-  hooks.fetch(m.attn, false);
-  const void* const* qkv = hooks.fetch(m.c_attn, false);
-  ops_.matmul_forward(k.qkv, nullptr, k.ln1, qkv[0], qkv[1], N, C, 3 * C);
-  hooks.release(m.c_attn, false);
+  const ModuleScope attn(hooks, m.attn, false);
+  {
+    const ModuleScope qkv(hooks, m.c_attn, false);
+    ops_.matmul_forward(k.qkv, nullptr, k.ln1, qkv[0], qkv[1], N, C, 3 * C);
+  }
   ops_.attention_forward(k.atty, k.lse, k.qkv, b, t, C, NH);
   if (project) {
     // fcproj_ doubles as scratch for the attention projection: it is consumed at once.
-    const void* const* proj = hooks.fetch(m.attn_proj, false);
+    const ModuleScope proj(hooks, m.attn_proj, false);
     ops_.matmul_forward(fcproj_, nullptr, k.atty, proj[0], proj[1], N, C, C);
-    hooks.release(m.attn_proj, false);
   }
-  hooks.release(m.attn, false);
 }
 
 void GPT::ln2_forward(int l, int n, ModuleHooks& hooks) {
   const int C = table_.config().n_embd;
   Block& k = blocks_[l];
-  const BlockModules& m = block_modules_[l];
-  const void* const* w = hooks.fetch(m.ln_2, false);
+  const ModuleScope w(hooks, block_modules_[l].ln_2, false);
   ops_.residual_layernorm_forward(k.r_mid, k.ln2, k.ln2_mean, k.ln2_rstd, k.r_in, fcproj_, w[0],
                                   w[1], n, C);
-  hooks.release(m.ln_2, false);
 }
 
 void GPT::mlp_forward(int l, int n, bool project, ModuleHooks& hooks) {
   const int C = table_.config().n_embd;
   Block& k = blocks_[l];
   const BlockModules& m = block_modules_[l];
-  hooks.fetch(m.mlp, false);
-  const void* const* fc = hooks.fetch(m.c_fc, false);
-  ops_.matmul_forward(k.fcg, k.fch, k.ln2, fc[0], fc[1], n, C, 4 * C);
-  hooks.release(m.c_fc, false);
-  if (project) {
-    const void* const* fcp = hooks.fetch(m.mlp_proj, false);
-    ops_.matmul_forward(fcproj_, nullptr, k.fcg, fcp[0], fcp[1], n, 4 * C, C);
-    hooks.release(m.mlp_proj, false);
+  const ModuleScope mlp(hooks, m.mlp, false);
+  {
+    const ModuleScope fc(hooks, m.c_fc, false);
+    ops_.matmul_forward(k.fcg, k.fch, k.ln2, fc[0], fc[1], n, C, 4 * C);
   }
-  hooks.release(m.mlp, false);
-}
-
-// The whole block but the MLP's projection, from the kept input; the attention
-// projection's output goes through fcproj_, which the backward does not read.
-void GPT::recompute_block(int l, ModuleHooks& hooks) {
-  const int N = B_ * T_;
-  const BlockModules& m = block_modules_[l];
-  hooks.fetch(m.block, false);
-  ln1_forward(l, N, false, hooks);
-  attn_forward(l, B_, T_, true, hooks);
-  ln2_forward(l, N, hooks);
-  mlp_forward(l, N, false, hooks);
-  hooks.release(m.block, false);
+  if (project) {
+    const ModuleScope fcp(hooks, m.mlp_proj, false);
+    ops_.matmul_forward(fcproj_, nullptr, k.fcg, fcp[0], fcp[1], n, 4 * C, C);
+  }
 }
 
 void GPT::forward_head(int n, Head head, float dloss, ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
-  const void* const* wte = hooks.fetch(lm_head_, false);
-  ops_.matmul_forward(logits_, nullptr, lnf_, wte[0], nullptr, n, c.n_embd, c.vocab_size);
-  hooks.release(lm_head_, false);
+  {
+    const ModuleScope wte(hooks, lm_head_, false);
+    ops_.matmul_forward(logits_, nullptr, lnf_, wte[0], nullptr, n, c.n_embd, c.vocab_size);
+  }
   if (head == Head::TrainLoss)
     ops_.cross_entropy_forward_backward(losses_, logits_, targets_, n, c.vocab_size, dloss);
   else if (head == Head::EvalLoss)
     ops_.cross_entropy_forward(losses_, logits_, targets_, n, c.vocab_size);
-  hooks.release(root_, false);
 }
 
-double GPT::forward_backward(const int* inputs, const int* targets, float dloss,
-                             ModuleHooks& hooks) {
+void GPT::backward(ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
   const int N = B_ * T_, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
-  upload_tokens(inputs, targets, N);
-  forward_to_lnf(B_, T_, hooks);
-  forward_head(N, Head::TrainLoss, dloss, hooks);
-
-  hooks.fetch(root_, true);
-  // The LM head adds into wte's gradient, which completes only at the embedding.
-  const void* const* head = hooks.fetch(lm_head_, true);
-  ops_.matmul_backward(dln_, hooks.grad(0), nullptr, logits_, lnf_, head[0], nullptr, N, C, V);
-  hooks.release(lm_head_, true);
+  const ModuleScope root(hooks, root_, true);
+  {
+    // The LM head adds into wte's gradient, which completes only at the embedding.
+    const ModuleScope head(hooks, lm_head_, true);
+    ops_.matmul_backward(dln_, hooks.grad(0), nullptr, logits_, lnf_, head[0], nullptr, N, C, V);
+  }
 
   // dres_ carries the gradient of the residual stream backwards through the blocks.
   auto layernorm = [&](int module, void* dout_in, void* inp, const float* mean, const float* rstd) {
-    const void* const* w = hooks.fetch(module, true);
+    const ModuleScope w(hooks, module, true);
     const std::vector<int>& p = table_.modules()[module].params;
     ops_.layernorm_backward(dres_, hooks.grad(p[0]), hooks.grad(p[1]), dout_in, inp, w[0], mean,
                             rstd, N, C);
     hooks.grad_ready(p[0]);
     hooks.grad_ready(p[1]);
-    hooks.release(module, true);
   };
   auto linear = [&](int module, void* dinp, const void* dout, const void* inp, const void* pre_gelu,
                     int in, int out) {
-    const void* const* w = hooks.fetch(module, true);
+    const ModuleScope w(hooks, module, true);
     const std::vector<int>& p = table_.modules()[module].params;
     ops_.matmul_backward(dinp, hooks.grad(p[0]), hooks.grad(p[1]), dout, inp, w[0], pre_gelu, N, in,
                          out);
     hooks.grad_ready(p[1]);
     hooks.grad_ready(p[0]);
-    hooks.release(module, true);
   };
   ops_.memzero(dres_, static_cast<size_t>(N) * C * es_);
   layernorm(ln_f_, dln_, r_fin_, lnf_mean_, lnf_rstd_);
   for (int l = c.n_layer - 1; l >= 0; l--) {
     Block& k = blocks_[l];
     const BlockModules& m = block_modules_[l];
-    if (recompute_ == Recompute::Block) recompute_block(l, hooks);
-    hooks.fetch(m.block, true);
+    if (recompute_ == Recompute::Block) block_forward(l, B_, T_, true, hooks);
+    const ModuleScope block(hooks, m.block, true);
     if (recompute_ == Recompute::Mlp) mlp_forward(l, N, false, hooks);
-    hooks.fetch(m.mlp, true);
-    linear(m.mlp_proj, dwide_, dres_, k.fcg, k.fch, 4 * C, C);
-    linear(m.c_fc, dln_, dwide_, k.ln2, nullptr, C, 4 * C);
-    hooks.release(m.mlp, true);
+    {
+      const ModuleScope mlp(hooks, m.mlp, true);
+      linear(m.mlp_proj, dwide_, dres_, k.fcg, k.fch, 4 * C, C);
+      linear(m.c_fc, dln_, dwide_, k.ln2, nullptr, C, 4 * C);
+    }
     layernorm(m.ln_2, dln_, k.r_mid, k.ln2_mean, k.ln2_rstd);
     if (recompute_ == Recompute::Attn) {
       ln1_forward(l, N, false, hooks);
       attn_forward(l, B_, T_, false, hooks);
     }
-    hooks.fetch(m.attn, true);
-    linear(m.attn_proj, datty_, dres_, k.atty, nullptr, C, C);
-    ops_.attention_backward(dwide_, datty_, k.qkv, k.atty, k.lse, B_, T_, C, NH);
-    linear(m.c_attn, dln_, dwide_, k.ln1, nullptr, C, 3 * C);
-    hooks.release(m.attn, true);
+    {
+      const ModuleScope attn(hooks, m.attn, true);
+      linear(m.attn_proj, datty_, dres_, k.atty, nullptr, C, C);
+      ops_.attention_backward(dwide_, datty_, k.qkv, k.atty, k.lse, B_, T_, C, NH);
+      linear(m.c_attn, dln_, dwide_, k.ln1, nullptr, C, 3 * C);
+    }
     layernorm(m.ln_1, dln_, k.r_in, k.ln1_mean, k.ln1_rstd);
-    hooks.release(m.block, true);
   }
-  hooks.fetch(wpe_, true);
-  ops_.encoder_backward(nullptr, hooks.grad(1), dres_, tokens_, B_, T_, C);
-  hooks.grad_ready(1);
-  hooks.release(wpe_, true);
-  hooks.fetch(wte_, true);
+  {
+    const ModuleScope wpe(hooks, wpe_, true);
+    ops_.encoder_backward(nullptr, hooks.grad(1), dres_, tokens_, B_, T_, C);
+    hooks.grad_ready(1);
+  }
+  const ModuleScope wte(hooks, wte_, true);
   ops_.encoder_backward(hooks.grad(0), nullptr, dres_, tokens_, B_, T_, C);
   hooks.grad_ready(0);
-  hooks.release(wte_, true);
-  hooks.release(root_, true);
+}
 
-  ops_.to_host(host_losses_.data(), losses_, N * sizeof(float));
+double GPT::loss_sum(int n) {
+  ops_.to_host(host_losses_.data(), losses_, n * sizeof(float));
   double sum = 0;
-  for (int i = 0; i < N; i++) sum += host_losses_[i];
+  for (int i = 0; i < n; i++) sum += host_losses_[i];
   return sum;
 }
 
-std::vector<ModuleEvent> GPT::training_events(const ParamTable& table, Recompute recompute) {
-  std::vector<ModuleEvent> ev;
-  const auto& mods = table.modules();
-  auto fetch = [&](int m, bool bwd) { ev.push_back({ModuleEvent::Fetch, bwd, m}); };
-  auto release = [&](int m, bool bwd) { ev.push_back({ModuleEvent::Release, bwd, m}); };
-  auto ready = [&](int p) { ev.push_back({ModuleEvent::GradReady, true, p}); };
-  // The forward of module `top`'s subtree but `skip`: pre-order (the table's
-  // order), every module released when its subtree is done.
-  auto forward = [&](int top, int skip) {
-    auto inside = [&](int m, int root) {
-      while (m >= 0 && m != root) m = mods[m].parent;
-      return m == root;
-    };
-    std::vector<int> open;
-    for (int m = top; m < static_cast<int>(mods.size()) && inside(m, top); m++) {
-      if (skip >= 0 && inside(m, skip)) continue;
-      while (!open.empty() && open.back() != mods[m].parent) {
-        release(open.back(), false);
-        open.pop_back();
-      }
-      fetch(m, false);
-      open.push_back(m);
-    }
-    while (!open.empty()) {
-      release(open.back(), false);
-      open.pop_back();
-    }
-  };
-  forward(0, -1);
-  // Backward.
-  auto m = [&](const std::string& name) { return table.module_index(name); };
-  auto leaf = [&](int module, std::vector<int> order) {
-    fetch(module, true);
-    for (int k : order) ready(mods[module].params[k]);
-    release(module, true);
-  };
-  const std::vector<int> linear = {1, 0}, layernorm = {0, 1};
-  fetch(m(""), true);
-  leaf(m("lm_head"), {});
-  leaf(m("ln_f"), layernorm);
-  for (int l = table.config().n_layer - 1; l >= 0; l--) {
-    const std::string h = "h." + std::to_string(l);
-    if (recompute == Recompute::Block) forward(m(h), m(h + ".mlp.c_proj"));
-    fetch(m(h), true);
-    if (recompute == Recompute::Mlp) forward(m(h + ".mlp"), m(h + ".mlp.c_proj"));
-    fetch(m(h + ".mlp"), true);
-    leaf(m(h + ".mlp.c_proj"), linear);
-    leaf(m(h + ".mlp.c_fc"), linear);
-    release(m(h + ".mlp"), true);
-    leaf(m(h + ".ln_2"), layernorm);
-    if (recompute == Recompute::Attn) {
-      forward(m(h + ".ln_1"), -1);
-      forward(m(h + ".attn"), m(h + ".attn.c_proj"));
-    }
-    fetch(m(h + ".attn"), true);
-    leaf(m(h + ".attn.c_proj"), linear);
-    leaf(m(h + ".attn.c_attn"), linear);
-    release(m(h + ".attn"), true);
-    leaf(m(h + ".ln_1"), layernorm);
-    release(m(h), true);
-  }
-  leaf(m("wpe"), {0});
-  leaf(m("wte"), {0});
-  release(m(""), true);
-  return ev;
+double GPT::forward_backward(const int* inputs, const int* targets, float dloss,
+                             ModuleHooks& hooks) {
+  const int N = B_ * T_;
+  upload_tokens(inputs, targets, N);
+  forward(B_, T_, Head::TrainLoss, dloss, hooks);
+  backward(hooks);
+  return loss_sum(N);
 }
 
 double GPT::forward_loss(const int* inputs, const int* targets, ModuleHooks& hooks) {
   const int N = B_ * T_;
   upload_tokens(inputs, targets, N);
-  forward_to_lnf(B_, T_, hooks);
-  forward_head(N, Head::EvalLoss, 0.0f, hooks);
-  ops_.to_host(host_losses_.data(), losses_, N * sizeof(float));
-  double sum = 0;
-  for (int i = 0; i < N; i++) sum += host_losses_[i];
-  return sum;
+  forward(B_, T_, Head::EvalLoss, 0.0f, hooks);
+  return loss_sum(N);
 }
 
 std::vector<float> GPT::forward_logits(const int* inputs, int b, int t, int pos,
                                        ModuleHooks& hooks) {
   const int V = table_.config().vocab_size;
   upload_tokens(inputs, nullptr, b * t);
-  forward_to_lnf(b, t, hooks);
-  forward_head(b * t, Head::Logits, 0.0f, hooks);
+  forward(b, t, Head::Logits, 0.0f, hooks);
   std::vector<float> out(static_cast<size_t>(b) * V);
   float* scratch = static_cast<float*>(
       ops_.alloc(static_cast<size_t>(V) * sizeof(float), MemCategory::Activations));

@@ -46,17 +46,19 @@ class GPT {
   // position pos of each row, [b, vocab_size].
   std::vector<float> forward_logits(const int* inputs, int b, int t, int pos, ModuleHooks& hooks);
 
-  // Every hook event of one forward_backward, in order. Forward: each module's
-  // fetch and release, nested (root, wte, wpe, blocks, ln_f, lm_head). Backward:
-  // root, lm_head, ln_f, then each block from the last (mlp.c_proj, mlp.c_fc,
-  // ln_2, attn.c_proj, attn.c_attn, ln_1), then wpe and wte; inside a module's
-  // backward its gradients become ready in PyTorch's order (a Linear's bias
-  // before its weight, a LayerNorm's weight before its bias), wte's only at
-  // the embedding's backward, since the LM head shares it. A recompute level
-  // adds forward events inside the backward: block, before the block's
-  // backward, h.i's forward without mlp.c_proj (whose output the backward does
-  // not need); mlp, after h.i's backward fetch, mlp and mlp.c_fc; attn, after
-  // ln_2's backward, ln_1 and attn without attn.c_proj.
+  // Every hook event of one forward_backward, in order, as this model's own
+  // forward and backward emit them (model/training_events.cpp records them).
+  // Forward: each module's fetch and release, nested (root, wte, wpe, blocks,
+  // ln_f, lm_head). Backward: root, lm_head, ln_f, then each block from the
+  // last (mlp.c_proj, mlp.c_fc, ln_2, attn.c_proj, attn.c_attn, ln_1), then wpe
+  // and wte; inside a module's backward its gradients become ready in
+  // PyTorch's order (a Linear's bias before its weight, a LayerNorm's weight
+  // before its bias), wte's only at the embedding's backward, since the LM head
+  // shares it. A recompute level adds forward events inside the backward:
+  // block, before the block's backward, h.i's forward without mlp.c_proj
+  // (whose output the backward does not need); mlp, after h.i's backward
+  // fetch, mlp and mlp.c_fc; attn, after ln_2's backward, ln_1 and attn
+  // without attn.c_proj.
   static std::vector<ModuleEvent> training_events(const ParamTable& table,
                                                   Recompute recompute = Recompute::None);
 
@@ -74,22 +76,27 @@ class GPT {
   struct BlockModules {
     int block, ln_1, attn, c_attn, attn_proj, ln_2, mlp, c_fc, mlp_proj;
   };
-  void forward_to_lnf(int b, int t, ModuleHooks& hooks);
-  // Block l's forward in its parts, on b x t tokens; the recompute runs them
-  // again. ln_1 adds the residual (r_in = r_mid[l-1] + fcproj) when asked, else
-  // normalises r_in as kept; a projection is left out when only the inputs of
-  // the backward are wanted.
-  void ln1_forward(int l, int n, bool add_residual, ModuleHooks& hooks);
-  void attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks);
-  void ln2_forward(int l, int n, ModuleHooks& hooks);
-  void mlp_forward(int l, int n, bool project, ModuleHooks& hooks);
-  // Before block l's backward module events (block) or inside them (mlp, attn).
-  void recompute_block(int l, ModuleHooks& hooks);
   // What the LM head's forward leaves: the training loss and the logits'
   // gradient in place of the logits (fused cross-entropy, scaled by dloss), the
   // evaluation loss, or only the logits.
   enum class Head { TrainLoss, EvalLoss, Logits };
+  void forward(int b, int t, Head head, float dloss, ModuleHooks& hooks);
+  void forward_to_lnf(int b, int t, ModuleHooks& hooks);
   void forward_head(int n, Head head, float dloss, ModuleHooks& hooks);
+  // Block l's forward on b x t tokens, or its recompute inside the backward.
+  void block_forward(int l, int b, int t, bool recompute, ModuleHooks& hooks);
+  // Block l's forward in its parts; the recompute runs them again. ln_1 adds
+  // the residual (r_in = r_mid[l-1] + fcproj) when asked, else normalises r_in
+  // as kept; a projection is left out when only the inputs of the backward are
+  // wanted.
+  void ln1_forward(int l, int n, bool add_residual, ModuleHooks& hooks);
+  void attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks);
+  void ln2_forward(int l, int n, ModuleHooks& hooks);
+  void mlp_forward(int l, int n, bool project, ModuleHooks& hooks);
+  // The backward of the last forward (Head::TrainLoss), with its recomputes.
+  void backward(ModuleHooks& hooks);
+  // The sum of the last forward's n token losses, copied to token_losses().
+  double loss_sum(int n);
 
   void upload_tokens(const int* inputs, const int* targets, int n);
   void* act(size_t elems);

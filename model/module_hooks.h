@@ -6,7 +6,7 @@
 // parameter's gradient of the micro-step is complete. ZeRO decides what to
 // gather, keep, release and reduce at each of those events.
 #pragma once
-#include <vector>
+#include <exception>
 
 namespace zt {
 
@@ -25,6 +25,33 @@ class ModuleHooks {
   virtual void* grad(int param) = 0;
   // Parameter p's gradient for this micro-step is complete.
   virtual void grad_ready(int param) = 0;
+};
+
+// Module m's parameters for as long as the scope lives: fetch(m, backward) when
+// it opens, release(m, backward) when it closes, so no path of the forward or
+// backward can fetch without releasing. An exception abandons the micro-step
+// instead and skips the release: releasing then could start work the other
+// ranks never join (stage 3's root release compares the module trace across
+// ranks), and a release that failed while unwinding would end the process.
+class ModuleScope {
+ public:
+  ModuleScope(ModuleHooks& hooks, int module, bool backward)
+      : hooks_(hooks), module_(module), backward_(backward), params_(hooks.fetch(module, backward)),
+        uncaught_at_open_(std::uncaught_exceptions()) {}
+  ~ModuleScope() noexcept(false) {
+    if (std::uncaught_exceptions() == uncaught_at_open_) hooks_.release(module_, backward_);
+  }
+  ModuleScope(const ModuleScope&) = delete;
+  ModuleScope& operator=(const ModuleScope&) = delete;
+  // The module's k-th parameter (ParamTable::modules()[m].params[k]).
+  const void* operator[](int k) const { return params_[k]; }
+
+ private:
+  ModuleHooks& hooks_;
+  int module_;
+  bool backward_;
+  const void* const* params_;
+  int uncaught_at_open_;
 };
 
 // One event of a training micro-step, in order (GPT::training_events).

@@ -30,6 +30,8 @@ inline const char* dtype_name(DType t) {
   return names[static_cast<int>(t)];
 }
 
+class DeviceServices;
+
 struct AdamWArgs {
   float lr, beta1, beta2, eps, weight_decay;
   float grad_scale;  // multiplies the gradient before use (clipping factor)
@@ -43,6 +45,9 @@ class Ops {
   virtual DType dtype() const = 0;       // dtype of params, grads, activations
   virtual bool on_device() const = 0;    // true when pointers are device memory
   MemoryLedger& ledger() { return ledger_; }
+  // What the backend offers ZeRO beside these ops (model/device_services.h):
+  // host memory, asynchronous host copies, conversion, quantization.
+  virtual DeviceServices& services() = 0;
 
   // ---- memory (every allocation is counted by category; returned zeroed) ----
   virtual void* alloc(size_t bytes, MemCategory cat) = 0;
@@ -52,32 +57,10 @@ class Ops {
   virtual void to_host(void* host_dst, const void* src, size_t bytes) = 0;
   virtual void from_host(void* dst, const void* host_src, size_t bytes) = 0;
   virtual void synchronize() = 0;
-  // Host memory (ZeRO-Offload's optimizer state and staging), page-locked when
-  // `pinned` and the backend has a device to copy from (CUDA), returned zeroed
-  // and counted in host_ledger() by category; to_host/from_host accept it.
-  virtual void* alloc_host(size_t bytes, MemCategory cat, bool pinned) = 0;
-  virtual void release_host(void* p) = 0;
-  MemoryLedger& host_ledger() { return host_ledger_; }
-  // Asynchronous copies between backend memory and host memory (ZeRO-Offload's
-  // gradients out during backward, parameters back during the host AdamW). Each
-  // starts after all work issued before it and returns a ticket (from 1) at once;
-  // copies complete in issue order; wait_copy(t) returns when every copy up to t
-  // is done. Until then neither side of a copy may be touched. CUDA runs them on
-  // a copy stream beside the compute stream (they overlap only with pinned host
-  // memory); the CPU backend runs them at the wait, the latest moment this
-  // contract allows, so code that reads or reuses a buffer too early fails the
-  // CPU tests.
-  virtual uint64_t to_host_async(void* host_dst, const void* src, size_t bytes) = 0;
-  virtual uint64_t from_host_async(void* dst, const void* host_src, size_t bytes) = 0;
-  virtual void wait_copy(uint64_t ticket) = 0;
 
   // ---- elementwise helpers on model-dtype buffers ----
   virtual void to_f32(float* dst, const void* src, size_t n) = 0;    // widen
   virtual void from_f32(void* dst, const float* src, size_t n) = 0;  // round to nearest
-  // dst (dst_t) <- src (src_t), rounding to nearest even; among F32, BF16, F16
-  // (a gradient bucket to and from zero.communication_data_type).
-  virtual void convert(void* dst, DType dst_t, const void* src, DType src_t, size_t n) = 0;
-  virtual void add_inplace(void* dst, const void* src, size_t n) = 0;  // dst += src
 
   // ---- transformer ops (shapes: N = B*T rows, C channels) ----
   // out[B,T,C] = wte[tokens] + wpe[t]. Either table may be null: with wpe null
@@ -125,20 +108,6 @@ class Ops {
   virtual void cross_entropy_forward(float* losses, const void* logits, const int* targets, int N,
                                      int V) = 0;
 
-  // ---- blockwise symmetric quantization (ZeRO++'s qwZ and qgZ) ----
-  // x[n] (xt: F32, BF16 or F16) in blocks of `block` elements, the last one
-  // possibly shorter. Per block: scale = max|x| / qmax (qmax 127 for 8 bits, 7
-  // for 4; 0 for an all-zero block) and q = clamp(rint(x / scale), -qmax, qmax),
-  // rint rounding half to even. 8 bits: one int8 per element; 4 bits: two per
-  // byte, element 2i in the low nibble (two's complement), n even.
-  // scales: fp32[ceil(n / block)]. Every buffer lives where the backend's do.
-  virtual void quantize_blocks(void* q, float* scales, const void* x, DType xt, size_t n,
-                               size_t block, int bits) = 0;
-  // out[n] (ot) = q * scale of its block, rounded to ot; with accumulate,
-  // out += that (the sum taken in fp32, then rounded to ot).
-  virtual void dequantize_blocks(void* out, DType ot, const void* q, const float* scales, size_t n,
-                                 size_t block, int bits, bool accumulate) = 0;
-
   // ---- optimizer (fp32 master weights and state; param is model dtype) ----
   // One contiguous segment with a single weight-decay value.
   virtual void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,
@@ -147,7 +116,7 @@ class Ops {
   virtual double sum_squares(const void* x, size_t n) = 0;
 
  private:
-  MemoryLedger ledger_, host_ledger_;
+  MemoryLedger ledger_;
 };
 
 // "cpu" or "cuda"; local_rank picks the GPU. Throws std::runtime_error with a

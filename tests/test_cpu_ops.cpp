@@ -19,6 +19,7 @@
 
 #include "model/cpu/cpu_kernels.h"
 #include "model/cpu/cpu_matmul.h"
+#include "model/device_services.h"
 #include "model/ops.h"
 #include "tests/catch.h"
 #include "tests/test_support.h"
@@ -552,7 +553,7 @@ TEST_CASE("CpuOps: storage, ledger, and agreement with the float kernels", "[cpu
   ops->from_host(z.data(), x.data(), 200);
   ops->copy(u.data(), z.data(), 200);
   CHECK(u == x);
-  ops->add_inplace(z.data(), y.data(), 50);
+  ops->services().add_inplace(z.data(), y.data(), 50);
   for (int i = 0; i < 50; ++i) CHECK(z[i] == x[i] + y[i]);
   ops->to_f32(u.data(), z.data(), 50);
   ops->from_f32(y.data(), u.data(), 50);

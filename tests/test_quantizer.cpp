@@ -1,4 +1,4 @@
-// Blockwise quantization (Ops::quantize_blocks / dequantize_blocks, ZeRO++'s
+// Blockwise quantization (DeviceServices::quantize_blocks / dequantize_blocks, ZeRO++'s
 // qwZ and qgZ) of the CPU backend, against a float64 reference written here:
 // per block scale = max|x| / qmax (the double quotient rounded once to fp32 is
 // the correctly rounded fp32 quotient), codes in [-qmax, qmax] within half a
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "model/device_services.h"
 #include "model/ops.h"
 #include "tests/catch.h"
 #include "tests/test_support.h"
@@ -133,11 +134,11 @@ struct Quantized {
 };
 
 // Runs the backend with poisoned outputs and a guard past each end.
-Quantized quantize(Ops& ops, const Input& in, size_t block, int bits) {
+Quantized quantize(DeviceServices& services, const Input& in, size_t block, int bits) {
   const size_t n = in.values.size(), nblocks = (n + block - 1) / block;
   std::vector<uint8_t> q(code_bytes(n, bits) + 8, 0xA5);
   std::vector<float> scales(nblocks + 2, -1.f);
-  ops.quantize_blocks(q.data(), scales.data(), in.raw.data(), in.type, n, block, bits);
+  services.quantize_blocks(q.data(), scales.data(), in.raw.data(), in.type, n, block, bits);
   for (size_t i = code_bytes(n, bits); i < q.size(); ++i) CHECK(q[i] == 0xA5);
   CHECK(scales[nblocks] == -1.f);
   CHECK(scales[nblocks + 1] == -1.f);
@@ -194,7 +195,8 @@ void check_quantized(const std::vector<float>& x, const Quantized& got, size_t b
 // and compare bit for bit with code * scale as one fp32 product (an int of 8
 // bits times a float is exact in double), plus the previous value as one fp32
 // sum, rounded once more for bf16.
-void check_dequantize(Ops& ops, Rng& rng, const Quantized& qz, size_t n, size_t block, int bits) {
+void check_dequantize(DeviceServices& services, Rng& rng, const Quantized& qz, size_t n,
+                      size_t block, int bits) {
   std::vector<float> value(n);
   for (size_t i = 0; i < n; ++i)
     value[i] = round_to_f32(double(code_at(qz.q, i, bits)) * qz.scales[i / block]);
@@ -205,8 +207,8 @@ void check_dequantize(Ops& ops, Rng& rng, const Quantized& qz, size_t n, size_t 
       for (size_t i = 0; i < n; ++i)
         out_values[i] = ot == DType::BF16 ? bf16_value(bf16_bits(prev[i])) : prev[i];
       Input out = encode(ot, out_values);
-      ops.dequantize_blocks(out.raw.data(), ot, qz.q.data(), qz.scales.data(), n, block, bits,
-                            accumulate);
+      services.dequantize_blocks(out.raw.data(), ot, qz.q.data(), qz.scales.data(), n, block, bits,
+                                 accumulate);
       size_t mismatches = 0, first = n;
       for (size_t i = 0; i < n; ++i) {
         const float sum = accumulate ? round_to_f32(double(out_values[i]) + value[i]) : value[i];
@@ -234,6 +236,7 @@ void check_dequantize(Ops& ops, Rng& rng, const Quantized& qz, size_t n, size_t 
 
 TEST_CASE("quantize_blocks: scales, codes and error bound over many shapes and dtypes", "[quant]") {
   auto ops = make_cpu_ops();
+  DeviceServices& services = ops->services();
   Rng rng(1);
   struct Shape {
     size_t n, block;
@@ -249,9 +252,9 @@ TEST_CASE("quantize_blocks: scales, codes and error bound over many shapes and d
       const size_t block = bits == 4 ? sh.block + sh.block % 2 : sh.block;
       for (const DType t : {DType::F32, DType::BF16, DType::F16}) {
         const Input in = rng.values(t, n);
-        const Quantized qz = quantize(*ops, in, block, bits);
+        const Quantized qz = quantize(services, in, block, bits);
         check_quantized(in.values, qz, block, bits);
-        if (t == DType::F32) check_dequantize(*ops, rng, qz, n, block, bits);
+        if (t == DType::F32) check_dequantize(services, rng, qz, n, block, bits);
       }
     }
   }
@@ -259,6 +262,7 @@ TEST_CASE("quantize_blocks: scales, codes and error bound over many shapes and d
 
 TEST_CASE("quantize_blocks: zero blocks, one huge value, extremes and ties", "[quant]") {
   auto ops = make_cpu_ops();
+  DeviceServices& services = ops->services();
   Rng rng(2);
   const size_t block = 64;
   std::vector<float> x = rng.gaussian(6 * block, 1.0);
@@ -282,7 +286,7 @@ TEST_CASE("quantize_blocks: zero blocks, one huge value, extremes and ties", "[q
     blk[4][0] = static_cast<float>(qmax);
     for (int k = 0; k < 8; ++k) blk[4][1 + k] = halves[k];
     const Input in = encode(DType::F32, x);
-    const Quantized qz = quantize(*ops, in, block, bits);
+    const Quantized qz = quantize(services, in, block, bits);
     check_quantized(x, qz, block, bits);
     CHECK(qz.scales[0] == 0.f);
     for (size_t i = 0; i < block; ++i) CHECK(code_at(qz.q, i, bits) == 0);
@@ -292,12 +296,13 @@ TEST_CASE("quantize_blocks: zero blocks, one huge value, extremes and ties", "[q
     CHECK(code_at(qz.q, 3 * block + 63, bits) == -qmax);
     CHECK(qz.scales[4] == 1.f);
     for (int k = 0; k < 8; ++k) CHECK(code_at(qz.q, 4 * block + 1 + k, bits) == even[k]);
-    check_dequantize(*ops, rng, qz, x.size(), block, bits);
+    check_dequantize(services, rng, qz, x.size(), block, bits);
   }
 }
 
 TEST_CASE("quantize_blocks: byte layout of 8- and 4-bit codes", "[quant]") {
   auto ops = make_cpu_ops();
+  DeviceServices& services = ops->services();
   // Two blocks of 16: -7..7 then 0, so that scale is 1 and codes equal values;
   // the second block negated and doubled (scale 2, the same codes negated).
   std::vector<float> x(32);
@@ -305,32 +310,33 @@ TEST_CASE("quantize_blocks: byte layout of 8- and 4-bit codes", "[quant]") {
   for (int i = 0; i < 16; ++i) x[16 + i] = -2 * x[i];
   const Input in = encode(DType::F32, x);
   // 4 bits: element 2i in the low nibble of byte i, two's complement.
-  const Quantized q4 = quantize(*ops, in, 16, 4);
+  const Quantized q4 = quantize(services, in, 16, 4);
   const std::vector<uint8_t> want4 = {0xA9, 0xCB, 0xED, 0x0F, 0x21, 0x43, 0x65, 0x07,
                                       0x67, 0x45, 0x23, 0x01, 0xEF, 0xCD, 0xAB, 0x09};
   CHECK(q4.q == want4);
   CHECK(q4.scales == std::vector<float>{1.f, 2.f});
   // 8 bits: one int8 per element (amax 7 -> scale 7 / 127).
-  const Quantized q8 = quantize(*ops, in, 16, 8);
+  const Quantized q8 = quantize(services, in, 16, 8);
   CHECK(q8.q[0] == 0x81);   // -7 / (7 / 127) = -127
   CHECK(q8.q[14] == 0x7F);  // 127
   CHECK(q8.q[15] == 0x00);
   CHECK(q8.q[16] == 0x7F);  // 14 / (14 / 127)
   // 4-bit blocks start at byte b * block / 2: block 6 over 12 elements.
   std::vector<float> y = {1, 2, 3, 4, 5, 7, -7, -5, -4, -3, -2, -1};
-  const Quantized q6 = quantize(*ops, encode(DType::F32, y), 6, 4);
+  const Quantized q6 = quantize(services, encode(DType::F32, y), 6, 4);
   CHECK(q6.scales == std::vector<float>{1.f, 1.f});
   CHECK(q6.q == std::vector<uint8_t>{0x21, 0x43, 0x75, 0xB9, 0xDC, 0xFE});
 }
 
 TEST_CASE("quantize_blocks: Gaussian error against the uniform-rounding model", "[quant]") {
   auto ops = make_cpu_ops();
+  DeviceServices& services = ops->services();
   Rng rng(3);
   const size_t n = size_t(1) << 18, block = 256;
   const std::vector<float> x = rng.gaussian(n, 1.0);
   const Input in = encode(DType::F32, x);
   for (const int bits : {8, 4}) {
-    const Quantized qz = quantize(*ops, in, block, bits);
+    const Quantized qz = quantize(services, in, block, bits);
     // Model: each element's error is uniform over +-scale/2, variance s^2/12.
     double err2 = 0, x2 = 0, model2 = 0;
     for (size_t i = 0; i < n; ++i) {
@@ -353,6 +359,7 @@ TEST_CASE("quantize_blocks: Gaussian error against the uniform-rounding model", 
 
 TEST_CASE("quantize_blocks / dequantize_blocks refuse bad widths and odd 4-bit shapes", "[quant]") {
   auto ops = make_cpu_ops();
+  DeviceServices& services = ops->services();
   std::vector<float> x(16, 1.f), scales(16), out(16);
   std::vector<uint8_t> q(16);
   struct Bad {
@@ -362,15 +369,15 @@ TEST_CASE("quantize_blocks / dequantize_blocks refuse bad widths and odd 4-bit s
   for (const Bad& bad : {Bad{16, 4, 0}, Bad{16, 4, 3}, Bad{16, 4, 16}, Bad{16, 4, 2}, Bad{16, 0, 8},
                          Bad{15, 4, 4}, Bad{16, 3, 4}, Bad{16, 0, 4}}) {
     INFO("n " << bad.n << " block " << bad.block << " bits " << bad.bits);
-    CHECK_THROWS_AS(ops->quantize_blocks(q.data(), scales.data(), x.data(), DType::F32, bad.n,
-                                         bad.block, bad.bits),
+    CHECK_THROWS_AS(services.quantize_blocks(q.data(), scales.data(), x.data(), DType::F32, bad.n,
+                                             bad.block, bad.bits),
                     std::logic_error);
-    CHECK_THROWS_AS(ops->dequantize_blocks(out.data(), DType::F32, q.data(), scales.data(), bad.n,
-                                           bad.block, bad.bits, false),
+    CHECK_THROWS_AS(services.dequantize_blocks(out.data(), DType::F32, q.data(), scales.data(),
+                                               bad.n, bad.block, bad.bits, false),
                     std::logic_error);
   }
   try {
-    ops->quantize_blocks(q.data(), scales.data(), x.data(), DType::F32, 15, 4, 4);
+    services.quantize_blocks(q.data(), scales.data(), x.data(), DType::F32, 15, 4, 4);
   } catch (const std::logic_error& e) {
     require_parts(e.what(), {"4 bits", "15 elements", "blocks of 4"});
   }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/device_services.h"
 #include "model/gpt.h"
 #include "tests/support_zero.h"
 #include "tests/test_support.h"
@@ -112,7 +113,7 @@ inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
   const MemoryLedger& L = ops.ledger();
   res.model_states = L.current(MemCategory::Params) + L.current(MemCategory::Grads) +
                      L.current(MemCategory::Optimizer);
-  const MemoryLedger& H = ops.host_ledger();
+  const MemoryLedger& H = ops.services().host_ledger();
   res.host_states = H.current(MemCategory::Params) + H.current(MemCategory::Grads) +
                     H.current(MemCategory::Optimizer);
   res.nvme_states = nvme_ledger().current_total();

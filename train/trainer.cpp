@@ -22,6 +22,7 @@
 #include "data/shard.h"
 #include "data/tokenizer.h"
 #include "model/activation_memory.h"
+#include "model/device_services.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
 #include "train/cli_args.h"
@@ -383,7 +384,7 @@ int run_train(const TrainArgs& a) {
   s.zero = cfg.zero;
   s.comm = comm;
   s.ledger = &ops.ledger();
-  s.host_ledger = &ops.host_ledger();
+  s.host_ledger = &ops.services().host_ledger();
   s.offload_grad_bytes_early = engine->optimizer().grad_copy_bytes().early;
   s.offload_grad_bytes_at_step = engine->optimizer().grad_copy_bytes().at_step;
   s.offload_param_read_ahead_bytes = engine->param_read_ahead_bytes();

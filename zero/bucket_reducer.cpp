@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "model/device_services.h"
+
 namespace zt {
 
 BucketReducer::BucketReducer(const BucketSchedule& schedule, Ops& ops, Communicator& comm,
@@ -81,7 +83,7 @@ void BucketReducer::reduce(int b) {
   open_[b] = Slot{nullptr, nullptr};
   char* buf = static_cast<char*>(slot.wire ? slot.wire : slot.data);
   const size_t wes = dtype_size(wire_);
-  if (slot.wire) ops_.convert(slot.wire, wire_, slot.data, model_, bucket.size);
+  if (slot.wire) ops_.services().convert(slot.wire, wire_, slot.data, model_, bucket.size);
   InFlight f{b, slot, {}};
   comm_.purpose(Purpose::Gradients);
   for (const BucketCall& c : bucket.calls) {
@@ -114,7 +116,7 @@ void BucketReducer::finish_oldest() {
   in_flight_.pop_front();
   for (Handle& h : f.handles) h->wait();
   const GradBucket& bucket = schedule_.buckets[f.bucket];
-  if (f.slot.wire) ops_.convert(f.slot.data, model_, f.slot.wire, wire_, bucket.size);
+  if (f.slot.wire) ops_.services().convert(f.slot.data, model_, f.slot.wire, wire_, bucket.size);
   for (const BucketSlice& s : bucket.slices)
     if (s.owner < 0 || s.owner == comm_.rank())
       sink_(s, static_cast<const char*>(f.slot.data) + s.offset * es_);

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "model/device_services.h"
 #include "zero/host_adamw.h"
 #include "zero/offload_store.h"
 
@@ -27,24 +28,25 @@ double median_seconds(int reps, const std::function<void()>& fn) {
 
 // Host buffers released on scope exit.
 struct HostBuffer {
-  Ops& ops;
+  DeviceServices& services;
   void* p;
-  HostBuffer(Ops& o, size_t bytes, bool pinned)
-      : ops(o), p(o.alloc_host(bytes, MemCategory::CommBuffers, pinned)) {}
-  ~HostBuffer() { ops.release_host(p); }
+  HostBuffer(DeviceServices& s, size_t bytes, bool pinned)
+      : services(s), p(s.alloc_host(bytes, MemCategory::CommBuffers, pinned)) {}
+  ~HostBuffer() { services.release_host(p); }
   float* f() const { return static_cast<float*>(p); }
 };
 
 void measure_copies(Ops& ops, const HostBenchSpec& spec, HostBenchResult& r) {
   const size_t bytes = spec.elements * sizeof(float);
-  HostBuffer host(ops, bytes, true);
+  DeviceServices& services = ops.services();
+  HostBuffer host(services, bytes, true);
   void* dev = ops.alloc(bytes, MemCategory::CommBuffers);
   try {
     r.to_host_bytes_per_s = bytes / median_seconds(spec.reps, [&] {
-                              ops.wait_copy(ops.to_host_async(host.p, dev, bytes));
+                              services.wait_copy(services.to_host_async(host.p, dev, bytes));
                             });
     r.from_host_bytes_per_s = bytes / median_seconds(spec.reps, [&] {
-                                ops.wait_copy(ops.from_host_async(dev, host.p, bytes));
+                                services.wait_copy(services.from_host_async(dev, host.p, bytes));
                               });
   } catch (...) {
     ops.release(dev);
@@ -55,8 +57,9 @@ void measure_copies(Ops& ops, const HostBenchSpec& spec, HostBenchResult& r) {
 
 void measure_adamw(Ops& ops, const HostBenchSpec& spec, HostBenchResult& r) {
   const size_t n = spec.elements, bytes = n * sizeof(float);
-  HostBuffer master(ops, bytes, false), grad(ops, bytes, false), m(ops, bytes, false),
-      v(ops, bytes, false), param(ops, bytes, false);
+  DeviceServices& services = ops.services();
+  HostBuffer master(services, bytes, false), grad(services, bytes, false),
+      m(services, bytes, false), v(services, bytes, false), param(services, bytes, false);
   for (size_t i = 0; i < n; i++) {  // finite, varied values; the rate does not depend on them
     master.f()[i] = 0.01f * static_cast<float>(i % 97);
     grad.f()[i] = 0.001f * static_cast<float>(i % 89) - 0.04f;
@@ -76,7 +79,8 @@ void measure_nvme(Ops& ops, const HostBenchSpec& spec, HostBenchResult& r) {
   const size_t bytes = 12 * spec.elements;  // master, m and v of the arrays above
   const size_t chunk = std::min(spec.chunk_bytes, bytes);
   const int slots = std::max(1, spec.in_flight);
-  HostBuffer buffers(ops, chunk * slots, false);  // outlives the store, which waits on exit
+  HostBuffer buffers(ops.services(), chunk * slots,
+                     false);  // outlives the store, which waits on exit
   char* base = static_cast<char*>(buffers.p);
   OffloadConfig o;
   o.device = "nvme";

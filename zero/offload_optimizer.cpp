@@ -35,7 +35,7 @@ OptimizerOffloadPlan plan_optimizer_offload(const ZeroConfig& z, size_t shard, D
 
 OffloadedOptimizerState::OffloadedOptimizerState(const OptimizerOffloadPlan& plan,
                                                  const OffloadConfig& o, int rank, Ops& ops)
-    : plan_(plan), ops_(ops) {
+    : plan_(plan), services_(ops.services()) {
   const bool pinned = o.pin_memory && ops.on_device();
   static const char* names[] = {"fp32_master.bin", "exp_avg.bin", "exp_avg_sq.bin"};
   for (int a = 0; a < 3; a++)
@@ -43,22 +43,25 @@ OffloadedOptimizerState::OffloadedOptimizerState(const OptimizerOffloadPlan& pla
                                    plan.shard * sizeof(float), MemCategory::Optimizer, ops);
   for (int b = 0; b < 3 * plan.buffers; b++)
     slots_.push_back(static_cast<float*>(
-        ops.alloc_host(plan.chunk * sizeof(float), MemCategory::Optimizer, pinned)));
+        services_.alloc_host(plan.chunk * sizeof(float), MemCategory::Optimizer, pinned)));
   const size_t es = dtype_size(ops.dtype());
-  host_grads_ = static_cast<char*>(ops.alloc_host(plan.shard * es, MemCategory::Optimizer, pinned));
+  host_grads_ =
+      static_cast<char*>(services_.alloc_host(plan.shard * es, MemCategory::Optimizer, pinned));
   for (char*& u : upload_)
-    u = static_cast<char*>(ops.alloc_host(plan.chunk * es, MemCategory::Optimizer, pinned));
+    u = static_cast<char*>(services_.alloc_host(plan.chunk * es, MemCategory::Optimizer, pinned));
   if (es == 4) return;
-  grad32_ = static_cast<float*>(ops.alloc_host(plan.chunk * 4, MemCategory::Optimizer, false));
-  param32_ = static_cast<float*>(ops.alloc_host(plan.chunk * 4, MemCategory::Optimizer, false));
+  grad32_ =
+      static_cast<float*>(services_.alloc_host(plan.chunk * 4, MemCategory::Optimizer, false));
+  param32_ =
+      static_cast<float*>(services_.alloc_host(plan.chunk * 4, MemCategory::Optimizer, false));
 }
 
 OffloadedOptimizerState::~OffloadedOptimizerState() {
-  for (float* s : slots_) ops_.release_host(s);
-  ops_.release_host(host_grads_);
-  for (char* u : upload_) ops_.release_host(u);
-  ops_.release_host(grad32_);
-  ops_.release_host(param32_);
+  for (float* s : slots_) services_.release_host(s);
+  services_.release_host(host_grads_);
+  for (char* u : upload_) services_.release_host(u);
+  services_.release_host(grad32_);
+  services_.release_host(param32_);
 }
 
 void OffloadedOptimizerState::for_each_chunk(unsigned read, unsigned write, const ChunkFn& fn) {

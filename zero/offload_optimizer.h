@@ -9,6 +9,7 @@
 #include <memory>
 #include <string>
 
+#include "model/device_services.h"
 #include "model/ops.h"
 #include "zero/offload_store.h"
 #include "zero/zero_config.h"
@@ -68,7 +69,7 @@ class OffloadedOptimizerState {
 
  private:
   OptimizerOffloadPlan plan_;
-  Ops& ops_;
+  DeviceServices& services_;
   std::shared_ptr<NvmeDirectory> dir_;
   std::unique_ptr<OffloadStore> store_[3];  // master, m, v
   std::vector<float*> slots_;               // nvme: buffers x {master, m, v}, chunk each

@@ -18,9 +18,9 @@ std::string errno_text(int e) { return std::strerror(e); }
 
 class HostStore : public OffloadStore {
  public:
-  HostStore(Ops& ops, size_t bytes, MemCategory cat, bool pinned)
-      : ops_(ops), data_(static_cast<char*>(ops.alloc_host(bytes, cat, pinned))) {}
-  ~HostStore() override { ops_.release_host(data_); }
+  HostStore(DeviceServices& services, size_t bytes, MemCategory cat, bool pinned)
+      : services_(services), data_(static_cast<char*>(services.alloc_host(bytes, cat, pinned))) {}
+  ~HostStore() override { services_.release_host(data_); }
   char* host_data() override { return data_; }
   int start_read(size_t off, size_t n, void* dst) override {
     std::memcpy(dst, data_ + off, n);
@@ -33,7 +33,7 @@ class HostStore : public OffloadStore {
   void wait(int) override {}
 
  private:
-  Ops& ops_;
+  DeviceServices& services_;
   char* data_;
 };
 
@@ -167,7 +167,7 @@ std::unique_ptr<OffloadStore> make_offload_store(const OffloadConfig& o, const s
                                                  MemCategory cat, Ops& ops) {
   if (o.device == "cpu")
     return std::unique_ptr<OffloadStore>(
-        new HostStore(ops, bytes, cat, o.pin_memory && ops.on_device()));
+        new HostStore(ops.services(), bytes, cat, o.pin_memory && ops.on_device()));
   if (o.device != "nvme")
     throw std::logic_error("offload store: device '" + o.device + "' is not cpu or nvme");
   if (!dir_group) dir_group = std::make_shared<NvmeDirectory>(o.nvme_path, key, rank);
@@ -179,8 +179,8 @@ StoreUploader::~StoreUploader() {
     forget_read_ahead();
   } catch (...) {  // a failed read: its buffer is still released below
   }
-  for (auto& kv : ahead_) ops_.release_host(kv.second.buffer);
-  ops_.release_host(staging_);
+  for (auto& kv : ahead_) services_.release_host(kv.second.buffer);
+  services_.release_host(staging_);
 }
 
 void StoreUploader::finish(Ahead& a) {
@@ -192,11 +192,11 @@ void StoreUploader::finish(Ahead& a) {
 
 void StoreUploader::read_ahead(const Range& r) {
   if (store_.host_data() || r.n == 0 || ahead_.count(r.off) || ahead_.size() >= max_ahead_) return;
-  char* buffer = static_cast<char*>(ops_.alloc_host(r.n, MemCategory::CommBuffers, pinned_));
+  char* buffer = static_cast<char*>(services_.alloc_host(r.n, MemCategory::CommBuffers, pinned_));
   try {
     ahead_[r.off] = {r.n, buffer, store_.start_read(r.off, r.n, buffer)};
   } catch (...) {
-    ops_.release_host(buffer);
+    services_.release_host(buffer);
     throw;
   }
 }
@@ -208,10 +208,10 @@ void StoreUploader::forget_read_ahead() {
     try {
       finish(a);
     } catch (...) {
-      ops_.release_host(a.buffer);
+      services_.release_host(a.buffer);
       throw;
     }
-    ops_.release_host(a.buffer);
+    services_.release_host(a.buffer);
   }
 }
 
@@ -221,10 +221,10 @@ void StoreUploader::upload(const std::vector<Range>& ranges, void* dst) {
   size_t total = 0;
   if (char* host = store_.host_data()) {
     for (const Range& r : ranges) {
-      last = ops_.from_host_async(out + total, host + r.off, r.n);
+      last = services_.from_host_async(out + total, host + r.off, r.n);
       total += r.n;
     }
-    ops_.wait_copy(last);
+    services_.wait_copy(last);
     return;
   }
   // Ranges read ahead come from their buffers; the others are read now, all
@@ -237,10 +237,10 @@ void StoreUploader::upload(const std::vector<Range>& ranges, void* dst) {
     else staged += ranges[i].n;
   }
   if (staged > capacity_) {
-    ops_.release_host(staging_);
+    services_.release_host(staging_);
     staging_ = nullptr;
     capacity_ = 0;
-    staging_ = static_cast<char*>(ops_.alloc_host(staged, MemCategory::CommBuffers, pinned_));
+    staging_ = static_cast<char*>(services_.alloc_host(staged, MemCategory::CommBuffers, pinned_));
     capacity_ = staged;
   }
   std::vector<int> reads;
@@ -272,14 +272,14 @@ void StoreUploader::upload(const std::vector<Range>& ranges, void* dst) {
   for (size_t i = 0; i < ranges.size(); i++) {
     const char* src = from[i] ? from[i]->buffer : staging_ + at;
     if (!from[i]) at += ranges[i].n;
-    last = ops_.from_host_async(out + total, src, ranges[i].n);
+    last = services_.from_host_async(out + total, src, ranges[i].n);
     total += ranges[i].n;
   }
-  ops_.wait_copy(last);
+  services_.wait_copy(last);
   for (size_t i = 0; i < ranges.size(); i++) {
     if (!from[i]) continue;
     read_ahead_bytes_ += ranges[i].n;
-    ops_.release_host(from[i]->buffer);
+    services_.release_host(from[i]->buffer);
     ahead_.erase(ranges[i].off);
   }
 }

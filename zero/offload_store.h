@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "model/device_services.h"
 #include "model/memory_ledger.h"
 #include "model/ops.h"
 #include "zero/zero_config.h"
@@ -54,8 +55,8 @@ class StoreUploader {
   struct Range {
     size_t off, n;
   };
-  StoreUploader(OffloadStore& store, Ops& ops, bool pinned, size_t max_ahead)
-      : store_(store), ops_(ops), pinned_(pinned), max_ahead_(max_ahead) {}
+  StoreUploader(OffloadStore& store, DeviceServices& services, bool pinned, size_t max_ahead)
+      : store_(store), services_(services), pinned_(pinned), max_ahead_(max_ahead) {}
   ~StoreUploader();
   StoreUploader(const StoreUploader&) = delete;
   StoreUploader& operator=(const StoreUploader&) = delete;
@@ -73,7 +74,7 @@ class StoreUploader {
   };
   void finish(Ahead& a);
   OffloadStore& store_;
-  Ops& ops_;
+  DeviceServices& services_;
   bool pinned_;
   size_t max_ahead_;
   char* staging_ = nullptr;

@@ -1,5 +1,5 @@
 // Block sizes of ZeRO++'s quantized collectives, as DeepSpeed 0.14.4 picks
-// them, and the int8 parameter all-gather (qwZ) built on Ops::quantize_blocks.
+// them, and the int8 parameter all-gather (qwZ) built on DeviceServices::quantize_blocks.
 #pragma once
 #include <cstddef>
 #include <vector>

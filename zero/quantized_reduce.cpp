@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "model/device_services.h"
+
 namespace zt {
 
 bool qgz_applies(const std::vector<int>& shape, int world, int local, QgzShape* out) {
@@ -62,7 +64,7 @@ void QuantizedReducer::reduce(const void* in, void* out, DType t, const QgzShape
     for (size_t k = 0; k < N; k++)
       ops_.copy(static_cast<char*>(swizzled) + (j * N + k) * part * es,
                 static_cast<const char*>(in) + (k * L + j) * part * es, part * es);
-  ops_.quantize_blocks(codes, scales, swizzled, t, s.n, block, 4);
+  ops_.services().quantize_blocks(codes, scales, swizzled, t, s.n, block, 4);
   const std::vector<QgzCall> calls = qgz_calls(s);
   // One level: codes and scales exchanged over `comm` (calls[first], then
   // first + 1), then the `parts` received parts of `len` elements summed in fp32.
@@ -71,14 +73,15 @@ void QuantizedReducer::reduce(const void* in, void* out, DType t, const QgzShape
     comm.all_to_all(scales, scales_in, calls[first + 1].count, DType::F32)->wait();
     ops_.memzero(sum, len * sizeof(float));
     for (size_t j = 0; j < parts; j++)
-      ops_.dequantize_blocks(sum, DType::F32, static_cast<const char*>(codes_in) + j * len / 2,
-                             scales_in + j * (len / block), len, block, 4, true);
+      ops_.services().dequantize_blocks(sum, DType::F32,
+                                        static_cast<const char*>(codes_in) + j * len / 2,
+                                        scales_in + j * (len / block), len, block, 4, true);
   };
   exchange_and_sum(node_, 0, L, chunk);
-  ops_.quantize_blocks(codes, scales, sum, DType::F32, chunk, block, 4);
+  ops_.services().quantize_blocks(codes, scales, sum, DType::F32, chunk, block, 4);
   exchange_and_sum(across_, 2, N, part);
   if (t == DType::F32) ops_.copy(out, sum, part * es);
-  else ops_.convert(out, t, sum, DType::F32, part);
+  else ops_.services().convert(out, t, sum, DType::F32, part);
   for (void* b : {swizzled, codes, codes_in, static_cast<void*>(scales),
                   static_cast<void*>(scales_in), static_cast<void*>(sum)})
     ops_.release(b);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "model/device_services.h"
 #include "model/host_floats.h"
 
 namespace zt {
@@ -93,7 +94,7 @@ uint64_t ShardOptimizer::put_params(const ParamOut& out, const OptimPiece& p, si
     return 0;
   }
   char* dst = static_cast<char*>(const_cast<void*>(at(out.buffer, out.where, p))) + from * es_;
-  if (async) return ops_.from_host_async(dst, host, n * es_);
+  if (async) return ops_.services().from_host_async(dst, host, n * es_);
   ops_.from_host(dst, host, n * es_);
   return 0;
 }
@@ -105,7 +106,8 @@ void ShardOptimizer::grads_final(const void* grads, Indexing where, size_t begin
     const size_t start = where == Indexing::Flat ? p.layout_offset : p.shard_offset;
     const size_t lo = std::max(begin, start), hi = std::min(begin + n, start + p.n);
     if (lo >= hi) continue;
-    grad_copies_ = ops_.to_host_async(offload_->host_grads() + (p.shard_offset + lo - start) * es_,
+    grad_copies_ =
+        ops_.services().to_host_async(offload_->host_grads() + (p.shard_offset + lo - start) * es_,
                                       static_cast<const char*>(grads) + lo * es_, (hi - lo) * es_);
     reported_[i] += hi - lo;
     reporting_.early += (hi - lo) * es_;
@@ -115,7 +117,7 @@ void ShardOptimizer::grads_final(const void* grads, Indexing where, size_t begin
 void ShardOptimizer::settle_copies() noexcept {
   if (!offload_) return;
   try {
-    ops_.wait_copy(grad_copies_);
+    ops_.services().wait_copy(grad_copies_);
   } catch (...) {  // a failing device: nothing left to protect
   }
 }
@@ -124,13 +126,13 @@ void ShardOptimizer::gather_host_grads(const void* grads, Indexing grads_at) {
   for (size_t i = 0; i < pieces_.size(); i++) {
     const OptimPiece& p = pieces_[i];
     if (reported_[i] != p.n) {  // not (wholly) reported: copied now, in full
-      grad_copies_ = ops_.to_host_async(offload_->host_grads() + p.shard_offset * es_,
-                                        at(grads, grads_at, p), p.n * es_);
+      grad_copies_ = ops_.services().to_host_async(offload_->host_grads() + p.shard_offset * es_,
+                                                   at(grads, grads_at, p), p.n * es_);
       reporting_.at_step += p.n * es_;
     }
     reported_[i] = 0;
   }
-  ops_.wait_copy(grad_copies_);
+  ops_.services().wait_copy(grad_copies_);
   grad_copy_bytes_ = reporting_;
   reporting_ = GradCopyBytes();
 }
@@ -221,7 +223,7 @@ void ShardOptimizer::step_offloaded(const void* grads, Indexing grads_at, const 
   offload_->for_each_chunk(
       OffloadedOptimizerState::kAll, OffloadedOptimizerState::kAll,
       [&](size_t c0, size_t n, float* master, float* m, float* v) {
-        ops_.wait_copy(uploads[b]);
+        ops_.services().wait_copy(uploads[b]);
         char* up = offload_->upload(b);
         overlaps(c0, n, [&](const OptimPiece& p, size_t first, size_t k) {
           const size_t rel = p.shard_offset + first - c0;
@@ -241,7 +243,7 @@ void ShardOptimizer::step_offloaded(const void* grads, Indexing grads_at, const 
         });
         b ^= 1;
       });
-  ops_.wait_copy(std::max(uploads[0], uploads[1]));
+  ops_.services().wait_copy(std::max(uploads[0], uploads[1]));
 }
 
 void ShardOptimizer::save_state(std::vector<float>& master, std::vector<float>& m,

@@ -8,6 +8,7 @@
 // overlap_comm two buckets alternate: one is reduced while the next fills.
 // On the last micro-step each added slice is final, and with offload_optimizer
 // its copy to the host starts there.
+#include "model/device_services.h"
 #include "zero/grad_staging.h"
 #include "zero/replicated_engine.h"
 #include "zero/stages.h"
@@ -24,7 +25,8 @@ class Stage2 : public ReplicatedEngine {
                    const size_t flat = schedule_.layout->offset(slice.param) + slice.param_offset;
                    const size_t off =
                        schedule_.layout->partition().shard_offset(comm_.rank(), flat);
-                   ops_.add_inplace(static_cast<char*>(shard_grads_) + off * es_, data, slice.n);
+                   ops_.services().add_inplace(static_cast<char*>(shard_grads_) + off * es_, data,
+                                               slice.n);
                    if (last_micro())
                      optimizer_.grads_final(shard_grads_, Indexing::Shard, off, slice.n);
                  }),

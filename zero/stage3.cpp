@@ -16,6 +16,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "model/device_services.h"
 #include "zero/bucket_reducer.h"
 #include "zero/grad_staging.h"
 #include "zero/offload_store.h"
@@ -42,7 +43,8 @@ class Stage3 : public ZeroEngine, private GatherBackend {
             schedule_.grads, ops, comm, schedule_.wire,
             [this](const BucketSlice& slice, const void* data) {
               const size_t at = layout_.shard_offset(slice.param);
-              ops_.add_inplace(static_cast<char*>(shard_grads_) + at * es_, data, slice.n);
+              ops_.services().add_inplace(static_cast<char*>(shard_grads_) + at * es_, data,
+                                          slice.n);
               if (last_micro_) optimizer_.grads_final(shard_grads_, Indexing::Shard, at, slice.n);
             },
             qgz_.reducer.get()),
@@ -59,7 +61,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
                                         comm.rank(), "param_shard.bin", layout_.shard_size() * es_,
                                         MemCategory::Params, ops);
       param_uploader_.reset(new StoreUploader(
-          *param_store_, ops, s.z.offload_param.pin_memory && ops.on_device(),
+          *param_store_, ops.services(), s.z.offload_param.pin_memory && ops.on_device(),
           static_cast<size_t>(std::max<int64_t>(1, s.z.offload_param.buffer_count))));
     } else {
       shard_params_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Params);
@@ -250,7 +252,7 @@ class Stage3 : public ZeroEngine, private GatherBackend {
           ops_.alloc(std::max<size_t>(1, c.q.blocks) * sizeof(float), MemCategory::CommBuffers));
       c.recv_s = static_cast<float*>(ops_.alloc(
           std::max<size_t>(1, c.q.blocks * c.ranks) * sizeof(float), MemCategory::CommBuffers));
-      ops_.quantize_blocks(c.send_q, c.send_s, c.send, dt_, c.per_rank, c.q.block, 8);
+      ops_.services().quantize_blocks(c.send_q, c.send_s, c.send, dt_, c.per_rank, c.q.block, 8);
       c.handles.push_back(over.all_gather(c.send_q, c.recv_q, c.per_rank, DType::I8));
       c.handles.push_back(over.all_gather(c.send_s, c.recv_s, c.q.blocks, DType::F32));
     } else {
@@ -265,9 +267,10 @@ class Stage3 : public ZeroEngine, private GatherBackend {
     for (Handle& h : c.handles) h->wait();
     if (c.send_q)
       for (int r = 0; r < c.ranks; r++)
-        ops_.dequantize_blocks(static_cast<char*>(c.recv) + r * c.per_rank * es_, dt_,
-                               static_cast<const char*>(c.recv_q) + r * c.per_rank,
-                               c.recv_s + r * c.q.blocks, c.per_rank, c.q.block, 8, false);
+        ops_.services().dequantize_blocks(static_cast<char*>(c.recv) + r * c.per_rank * es_, dt_,
+                                          static_cast<const char*>(c.recv_q) + r * c.per_rank,
+                                          c.recv_s + r * c.q.blocks, c.per_rank, c.q.block, 8,
+                                          false);
     size_t at = 0;
     for (int p : c.params) {
       const size_t numel = table_.params()[p].numel, piece = piece_of(c, p);

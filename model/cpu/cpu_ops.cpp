@@ -12,6 +12,7 @@
 
 #include "model/cpu/cpu_kernels.h"
 #include "model/cpu/cpu_quantize.h"
+#include "model/device_services.h"
 #include "model/host_floats.h"
 #include "model/ops.h"
 
@@ -49,7 +50,7 @@ void* aligned_zeroed(size_t bytes, MemCategory cat) {
   return p;
 }
 
-class CpuOps : public Ops {
+class CpuOps final : public Ops, public DeviceServices {
  public:
   std::string name() const override { return "cpu"; }
   DType dtype() const override { return DType::F32; }
@@ -67,17 +68,6 @@ class CpuOps : public Ops {
     ledger().on_free(p);
     std::free(p);
   }
-  // Host memory is the backend's own memory; pinning means nothing here.
-  void* alloc_host(size_t bytes, MemCategory cat, bool) override {
-    void* p = aligned_zeroed(bytes, cat);
-    host_ledger().on_alloc(p, bytes, cat);
-    return p;
-  }
-  void release_host(void* p) override {
-    if (!p) return;
-    host_ledger().on_free(p);
-    std::free(p);
-  }
   void memzero(void* p, size_t bytes) override { std::memset(p, 0, bytes); }
   void copy(void* dst, const void* src, size_t bytes) override { std::memcpy(dst, src, bytes); }
   void to_host(void* host_dst, const void* src, size_t bytes) override {
@@ -87,33 +77,12 @@ class CpuOps : public Ops {
     std::memcpy(dst, host_src, bytes);
   }
   void synchronize() override {}
-  uint64_t to_host_async(void* host_dst, const void* src, size_t bytes) override {
-    return defer(host_dst, src, bytes);
-  }
-  uint64_t from_host_async(void* dst, const void* host_src, size_t bytes) override {
-    return defer(dst, host_src, bytes);
-  }
-  void wait_copy(uint64_t ticket) override {
-    while (!deferred_.empty() && deferred_.front().ticket <= ticket) {
-      const DeferredCopy& c = deferred_.front();
-      std::memcpy(c.dst, c.src, c.bytes);
-      deferred_.pop_front();
-    }
-  }
 
   void to_f32(float* dst, const void* src, size_t n) override {
     std::memcpy(dst, src, n * sizeof(float));
   }
   void from_f32(void* dst, const float* src, size_t n) override {
     std::memcpy(dst, src, n * sizeof(float));
-  }
-  void convert(void* dst, DType dst_t, const void* src, DType src_t, size_t n) override {
-    for (size_t i = 0; i < n; ++i) store(dst, dst_t, i, load(src, src_t, i));
-  }
-  void add_inplace(void* dst, const void* src, size_t n) override {
-    float* d = f32(dst);
-    const float* s = f32(src);
-    for (size_t i = 0; i < n; ++i) d[i] += s[i];
   }
 
   void encoder_forward(void* out, const int* tokens, const void* wte, const void* wpe, int B, int T,
@@ -168,6 +137,47 @@ class CpuOps : public Ops {
     cpu::cross_entropy_forward(losses, f32(logits), targets, N, V);
   }
 
+  void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,
+             const AdamWArgs& a) override {
+    cpu::adamw(f32(param), master, f32(grad), m, v, n, a);
+  }
+  double sum_squares(const void* x, size_t n) override { return cpu::sum_squares(f32(x), n); }
+
+  // ---- DeviceServices ----
+  DeviceServices& services() override { return *this; }
+  // Host memory is the backend's own memory; pinning means nothing here.
+  void* alloc_host(size_t bytes, MemCategory cat, bool) override {
+    void* p = aligned_zeroed(bytes, cat);
+    host_ledger().on_alloc(p, bytes, cat);
+    return p;
+  }
+  void release_host(void* p) override {
+    if (!p) return;
+    host_ledger().on_free(p);
+    std::free(p);
+  }
+  uint64_t to_host_async(void* host_dst, const void* src, size_t bytes) override {
+    return defer(host_dst, src, bytes);
+  }
+  uint64_t from_host_async(void* dst, const void* host_src, size_t bytes) override {
+    return defer(dst, host_src, bytes);
+  }
+  void wait_copy(uint64_t ticket) override {
+    while (!deferred_.empty() && deferred_.front().ticket <= ticket) {
+      const DeferredCopy& c = deferred_.front();
+      std::memcpy(c.dst, c.src, c.bytes);
+      deferred_.pop_front();
+    }
+  }
+  void convert(void* dst, DType dst_t, const void* src, DType src_t, size_t n) override {
+    for (size_t i = 0; i < n; ++i) store(dst, dst_t, i, load(src, src_t, i));
+  }
+  void add_inplace(void* dst, const void* src, size_t n) override {
+    float* d = f32(dst);
+    const float* s = f32(src);
+    for (size_t i = 0; i < n; ++i) d[i] += s[i];
+  }
+
   // Blocks are quantized relative to where they start: with 4 bits a block
   // starts on a byte when block is even (checked), so block b's codes begin at
   // byte b * block / 2.
@@ -191,12 +201,6 @@ class CpuOps : public Ops {
       store(out, ot, i, accumulate ? load(out, ot, i) + v : v);
     }
   }
-
-  void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,
-             const AdamWArgs& a) override {
-    cpu::adamw(f32(param), master, f32(grad), m, v, n, a);
-  }
-  double sum_squares(const void* x, size_t n) override { return cpu::sum_squares(f32(x), n); }
 
  private:
   static void check_quant(size_t n, size_t block, int bits) {

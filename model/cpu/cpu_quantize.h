@@ -1,7 +1,7 @@
-// The CPU reference of Ops::quantize_blocks / dequantize_blocks (model/ops.h),
-// over fp32 values; the backend converts other dtypes around it. One thread,
-// fixed order: the CUDA kernels reproduce these codes and scales exactly (the
-// same fp32 division and rint).
+// The CPU reference of DeviceServices::quantize_blocks / dequantize_blocks
+// (model/device_services.h), over fp32 values; the backend converts other dtypes around it. One
+// thread, fixed order: the CUDA kernels reproduce these codes and scales exactly (the same fp32
+// division and rint).
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -53,9 +53,9 @@ void launch_add_inplace(CudaContext& ctx, bf16* dst, const bf16* src, size_t n);
 // Sum of squares, deterministic; waits for the stream and returns the value.
 double sum_squares_bf16(CudaContext& ctx, const bf16* x, size_t n);
 
-// quantize.cu: Ops::quantize_blocks / dequantize_blocks (model/ops.h) on device
-// buffers; x and out are F32, BF16 or F16, bits 8 or 4 (4 bits: n and block
-// even), block > 0, all checked by CudaOps.
+// quantize.cu: DeviceServices::quantize_blocks / dequantize_blocks (model/device_services.h) on
+// device buffers; x and out are F32, BF16 or F16, bits 8 or 4 (4 bits: n and block even), block >
+// 0, all checked by CudaOps.
 void launch_quantize_blocks(CudaContext& ctx, void* q, float* scales, const void* x, DType xt,
                             size_t n, size_t block, int bits);
 void launch_dequantize_blocks(CudaContext& ctx, void* out, DType ot, const void* q,

@@ -1,4 +1,4 @@
-// CudaOps: the bf16 CUDA backend of the Ops interface. It owns the device
+// CudaOps: the bf16 CUDA backend of the Ops and DeviceServices interfaces. It owns the device
 // selection, the one compute stream every op is enqueued on, device memory
 // (cudaMalloc, zeroed, counted in the ledger), the scratch buffer and the
 // cuBLASLt state; the kernels live in the other files of this folder.
@@ -17,6 +17,7 @@
 #include "model/cuda/cuda_stream.h"
 #include "model/cuda/matmul.cuh"
 #include "model/cuda/op_profiler.cuh"
+#include "model/device_services.h"
 
 namespace zt {
 namespace {
@@ -56,7 +57,7 @@ std::string device_problem(int device_index) {
   return "";
 }
 
-class CudaOps final : public Ops {
+class CudaOps final : public Ops, public DeviceServices {
  public:
   explicit CudaOps(int local_rank) {
     const std::string problem = device_problem(local_rank < 0 ? 0 : local_rank);
@@ -144,35 +145,6 @@ class CudaOps final : public Ops {
     cache_.insert({it->second, p});
     sizes_.erase(it);
   }
-  // Pinned: cudaHostAlloc (the copies then run at full PCIe/NVLink-C2C rate
-  // and can be asynchronous); otherwise ordinary pageable memory.
-  void* alloc_host(size_t bytes, MemCategory cat, bool pinned) override {
-    const size_t size = bytes == 0 ? 64 : bytes;
-    void* p = nullptr;
-    if (pinned) {
-      const cudaError_t err = cudaHostAlloc(&p, size, cudaHostAllocDefault);
-      if (err != cudaSuccess) {
-        cudaGetLastError();
-        throw std::runtime_error("cuda ops: pinning " + std::to_string(bytes) + " host bytes of " +
-                                 mem_category_name(cat) + " failed: " + cudaGetErrorString(err));
-      }
-      pinned_.insert(p);
-    } else {
-      p = std::aligned_alloc(64, (size + 63) / 64 * 64);
-      if (!p)
-        throw std::runtime_error("cuda ops: out of host memory allocating " +
-                                 std::to_string(bytes) + " bytes of " + mem_category_name(cat));
-    }
-    std::memset(p, 0, size);
-    host_ledger().on_alloc(p, bytes, cat);
-    return p;
-  }
-  void release_host(void* p) override {
-    if (!p) return;
-    host_ledger().on_free(p);
-    if (pinned_.erase(p)) cudaFreeHost(p);
-    else std::free(p);
-  }
   void memzero(void* p, size_t bytes) override {
     if (bytes) CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, ctx_.stream));
   }
@@ -191,36 +163,12 @@ class CudaOps final : public Ops {
     CUDA_CHECK(cudaStreamSynchronize(ctx_.stream));  // host_src may go away on return
   }
   void synchronize() override { CUDA_CHECK(cudaStreamSynchronize(ctx_.stream)); }
-  uint64_t to_host_async(void* host_dst, const void* src, size_t bytes) override {
-    return enqueue_copy(host_dst, src, bytes, cudaMemcpyDeviceToHost);
-  }
-  uint64_t from_host_async(void* dst, const void* host_src, size_t bytes) override {
-    return enqueue_copy(dst, host_src, bytes, cudaMemcpyHostToDevice);
-  }
-  // The copy stream runs its copies in order, so waiting for the last one up to
-  // `ticket` waits for all of them.
-  void wait_copy(uint64_t ticket) override {
-    size_t done = 0;
-    while (done < copies_.size() && copies_[done].ticket <= ticket) done++;
-    if (done == 0) return;
-    CUDA_CHECK(cudaEventSynchronize(copies_[done - 1].done));
-    for (size_t i = 0; i < done; i++) free_events_.push_back(copies_[i].done);
-    copies_.erase(copies_.begin(), copies_.begin() + static_cast<std::ptrdiff_t>(done));
-  }
 
   void to_f32(float* dst, const void* src, size_t n) override {
     launch_to_f32(ctx_, dst, bf(src), n);
   }
-  void convert(void* dst, DType dst_t, const void* src, DType src_t, size_t n) override {
-    require(dst_t != DType::F64 && src_t != DType::F64, "convert: fp64 buffers are not converted");
-    launch_convert(ctx_, dst, dst_t, src, src_t, n);
-  }
   void from_f32(void* dst, const float* src, size_t n) override {
     launch_from_f32(ctx_, bf(dst), src, n);
-  }
-  void add_inplace(void* dst, const void* src, size_t n) override {
-    OpProfiler::Scope timed(&profiler_, ctx_.stream, "add_inplace (ZeRO)");
-    launch_add_inplace(ctx_, bf(dst), bf(src), n);
   }
 
   void encoder_forward(void* out, const int* tokens, const void* wte, const void* wpe, int B, int T,
@@ -298,6 +246,68 @@ class CudaOps final : public Ops {
     require(N >= 0 && V > 0, dims("cross_entropy_forward", {{"N", N}, {"V", V}}));
     launch_cross_entropy_forward(ctx_, losses, bf(logits), targets, N, V);
   }
+  void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,
+             const AdamWArgs& a) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "adamw");
+    launch_adamw(ctx_, bf(param), master, bf(grad), m, v, n, a);
+  }
+  double sum_squares(const void* x, size_t n) override { return sum_squares_bf16(ctx_, bf(x), n); }
+
+  // ---- DeviceServices ----
+  DeviceServices& services() override { return *this; }
+  // Pinned: cudaHostAlloc (the copies then run at full PCIe/NVLink-C2C rate
+  // and can be asynchronous); otherwise ordinary pageable memory.
+  void* alloc_host(size_t bytes, MemCategory cat, bool pinned) override {
+    const size_t size = bytes == 0 ? 64 : bytes;
+    void* p = nullptr;
+    if (pinned) {
+      const cudaError_t err = cudaHostAlloc(&p, size, cudaHostAllocDefault);
+      if (err != cudaSuccess) {
+        cudaGetLastError();
+        throw std::runtime_error("cuda ops: pinning " + std::to_string(bytes) + " host bytes of " +
+                                 mem_category_name(cat) + " failed: " + cudaGetErrorString(err));
+      }
+      pinned_.insert(p);
+    } else {
+      p = std::aligned_alloc(64, (size + 63) / 64 * 64);
+      if (!p)
+        throw std::runtime_error("cuda ops: out of host memory allocating " +
+                                 std::to_string(bytes) + " bytes of " + mem_category_name(cat));
+    }
+    std::memset(p, 0, size);
+    host_ledger().on_alloc(p, bytes, cat);
+    return p;
+  }
+  void release_host(void* p) override {
+    if (!p) return;
+    host_ledger().on_free(p);
+    if (pinned_.erase(p)) cudaFreeHost(p);
+    else std::free(p);
+  }
+  uint64_t to_host_async(void* host_dst, const void* src, size_t bytes) override {
+    return enqueue_copy(host_dst, src, bytes, cudaMemcpyDeviceToHost);
+  }
+  uint64_t from_host_async(void* dst, const void* host_src, size_t bytes) override {
+    return enqueue_copy(dst, host_src, bytes, cudaMemcpyHostToDevice);
+  }
+  // The copy stream runs its copies in order, so waiting for the last one up to
+  // `ticket` waits for all of them.
+  void wait_copy(uint64_t ticket) override {
+    size_t done = 0;
+    while (done < copies_.size() && copies_[done].ticket <= ticket) done++;
+    if (done == 0) return;
+    CUDA_CHECK(cudaEventSynchronize(copies_[done - 1].done));
+    for (size_t i = 0; i < done; i++) free_events_.push_back(copies_[i].done);
+    copies_.erase(copies_.begin(), copies_.begin() + static_cast<std::ptrdiff_t>(done));
+  }
+  void convert(void* dst, DType dst_t, const void* src, DType src_t, size_t n) override {
+    require(dst_t != DType::F64 && src_t != DType::F64, "convert: fp64 buffers are not converted");
+    launch_convert(ctx_, dst, dst_t, src, src_t, n);
+  }
+  void add_inplace(void* dst, const void* src, size_t n) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "add_inplace (ZeRO)");
+    launch_add_inplace(ctx_, bf(dst), bf(src), n);
+  }
   void quantize_blocks(void* q, float* scales, const void* x, DType xt, size_t n, size_t block,
                        int bits) override {
     OpProfiler::Scope timed(&profiler_, ctx_.stream, "quantize_blocks (ZeRO)");
@@ -310,12 +320,6 @@ class CudaOps final : public Ops {
     check_quant(ot, n, block, bits);
     launch_dequantize_blocks(ctx_, out, ot, q, scales, n, block, bits, accumulate);
   }
-  void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,
-             const AdamWArgs& a) override {
-    OpProfiler::Scope timed(&profiler_, ctx_.stream, "adamw");
-    launch_adamw(ctx_, bf(param), master, bf(grad), m, v, n, a);
-  }
-  double sum_squares(const void* x, size_t n) override { return sum_squares_bf16(ctx_, bf(x), n); }
 
  private:
   static std::string shape_name(const char* op, int C, int OC, bool gelu) {

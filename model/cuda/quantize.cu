@@ -1,5 +1,5 @@
 // Blockwise symmetric quantization (ZeRO++'s qwZ weights and qgZ gradients):
-// the kernels behind Ops::quantize_blocks / dequantize_blocks (model/ops.h).
+// the kernels behind DeviceServices::quantize_blocks / dequantize_blocks (model/device_services.h).
 // Codes and scales equal the CPU reference (model/cpu/cpu_quantize.cpp) bit for
 // bit: the same fp32 division amax / qmax and x / scale, rintf (half to even),
 // the same clamp, no fast math; the max reduction is exact in any order.

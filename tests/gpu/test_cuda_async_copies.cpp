@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "model/device_services.h"
 #include "model/host_floats.h"
 #include "model/ops.h"
 #include "tests/catch.h"
@@ -27,33 +28,35 @@ std::vector<uint16_t> random_bf16(size_t n, std::mt19937_64& rng) {
 TEST_CASE("cuda async copies are ordered after the compute stream and before the wait", "[gpu]") {
   SKIP_WITHOUT_GPU();
   auto gpu = make_cuda_ops(0);
+  DeviceServices& services = gpu->services();
   std::mt19937_64 rng(test_seed());
   const size_t n = (size_t(1) << 20) + 37, pieces = 16, piece = n / pieces;
   for (bool pinned : {true, false}) {
     CAPTURE(pinned);
     const std::vector<uint16_t> values = random_bf16(n, rng);
-    auto* host = static_cast<uint16_t*>(gpu->alloc_host(n * 2, MemCategory::Optimizer, pinned));
+    auto* host = static_cast<uint16_t*>(services.alloc_host(n * 2, MemCategory::Optimizer, pinned));
     void* dev = gpu->alloc(n * 2, MemCategory::Grads);
     // Upload, then double on the compute stream (dev += dev, exact in bf16),
     // then copy down in pieces: every piece must show the doubled values.
     std::memcpy(host, values.data(), n * 2);
-    gpu->wait_copy(gpu->from_host_async(dev, host, n * 2));
-    gpu->add_inplace(dev, dev, n);
+    services.wait_copy(services.from_host_async(dev, host, n * 2));
+    services.add_inplace(dev, dev, n);
     std::memset(host, 0, n * 2);
     uint64_t last = 0;
     for (size_t p = 0; p < pieces; p++) {
       const size_t k = p + 1 == pieces ? n - p * piece : piece;
-      last = gpu->to_host_async(host + p * piece, static_cast<uint16_t*>(dev) + p * piece, k * 2);
+      last =
+          services.to_host_async(host + p * piece, static_cast<uint16_t*>(dev) + p * piece, k * 2);
     }
-    gpu->wait_copy(last);
+    services.wait_copy(last);
     size_t wrong = 0;
     for (size_t i = 0; i < n; i++)
       wrong += bf16_to_float(host[i]) != 2.0f * bf16_to_float(values[i]);
     CHECK(wrong == 0);
     // A copy up, waited for, is what the next kernel reads.
     for (size_t i = 0; i < n; i++) host[i] = values[i];
-    gpu->wait_copy(gpu->from_host_async(dev, host, n * 2));
-    gpu->add_inplace(dev, dev, n);
+    services.wait_copy(services.from_host_async(dev, host, n * 2));
+    services.add_inplace(dev, dev, n);
     std::vector<uint16_t> back(n);
     gpu->to_host(back.data(), dev, n * 2);
     wrong = 0;
@@ -61,7 +64,7 @@ TEST_CASE("cuda async copies are ordered after the compute stream and before the
       wrong += bf16_to_float(back[i]) != 2.0f * bf16_to_float(values[i]);
     CHECK(wrong == 0);
     gpu->release(dev);
-    gpu->release_host(host);
+    services.release_host(host);
   }
 }
 

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/device_services.h"
 #include "model/ops.h"
 #include "tests/catch.h"
 #include "tests/gpu/gpu_test_support.h"
@@ -216,15 +217,16 @@ TEST_CASE("cuda elementwise helpers", "[gpu]") {
 
     Vec a = rng.bf16_values(n, -2, 2), b = rng.bf16_values(n, -2, 2);
     Twin ta = twin(be, a), tb = twin(be, b);
-    be.cpu->add_inplace(ta.c.p, tb.c.p, n);
-    be.gpu->add_inplace(ta.g.p, tb.g.p, n);
+    be.cpu->services().add_inplace(ta.c.p, tb.c.p, n);
+    be.gpu->services().add_inplace(ta.g.p, tb.g.p, n);
     compare(be, ta, n, kRounding, "add_inplace");
   }
   // Misaligned (odd element offset) buffers take the scalar path.
   Vec a = rng.bf16_values(999, -2, 2), b = rng.bf16_values(999, -2, 2);
   Twin ta = twin(be, a), tb = twin(be, b);
-  be.cpu->add_inplace(ta.c.f() + 1, tb.c.f() + 3, 990);
-  be.gpu->add_inplace(static_cast<uint16_t*>(ta.g.p) + 1, static_cast<uint16_t*>(tb.g.p) + 3, 990);
+  be.cpu->services().add_inplace(ta.c.f() + 1, tb.c.f() + 3, 990);
+  be.gpu->services().add_inplace(static_cast<uint16_t*>(ta.g.p) + 1,
+                                 static_cast<uint16_t*>(tb.g.p) + 3, 990);
   compare(be, ta, 999, kRounding, "add_inplace misaligned");
 }
 

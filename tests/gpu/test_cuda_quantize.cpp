@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "model/device_services.h"
 #include "model/ops.h"
 #include "tests/catch.h"
 #include "tests/gpu/gpu_test_support.h"
@@ -97,12 +98,13 @@ void run_case(Ops& cpu, Ops& gpu, std::mt19937_64& gen, const Case& c, DType xt)
   const Bytes x = random_values(gen, xt, c.n);
   Bytes q_cpu(qbytes), q_gpu(qbytes);
   std::vector<float> s_cpu(nblocks), s_gpu(nblocks);
-  cpu.quantize_blocks(q_cpu.data(), s_cpu.data(), x.data(), xt, c.n, c.block, c.bits);
+  cpu.services().quantize_blocks(q_cpu.data(), s_cpu.data(), x.data(), xt, c.n, c.block, c.bits);
 
   DeviceBytes dx(gpu, x.size(), c.misalign * es), dq(gpu, qbytes, c.misalign),
       ds(gpu, nblocks * 4, 0);
   gpu.from_host(dx.at(), x.data(), x.size());
-  gpu.quantize_blocks(dq.at(), static_cast<float*>(ds.at()), dx.at(), xt, c.n, c.block, c.bits);
+  gpu.services().quantize_blocks(dq.at(), static_cast<float*>(ds.at()), dx.at(), xt, c.n, c.block,
+                                 c.bits);
   gpu.to_host(q_gpu.data(), dq.at(), qbytes);
   gpu.to_host(s_gpu.data(), ds.at(), nblocks * 4);
   CHECK(count_differing(q_gpu, q_cpu, 1) == 0);
@@ -118,10 +120,10 @@ void run_case(Ops& cpu, Ops& gpu, std::mt19937_64& gen, const Case& c, DType xt)
       Bytes out_cpu = random_values(gen, ot, c.n), out_gpu(out_cpu.size());
       DeviceBytes dout(gpu, out_cpu.size(), c.misalign * os);
       gpu.from_host(dout.at(), out_cpu.data(), out_cpu.size());
-      cpu.dequantize_blocks(out_cpu.data(), ot, q_cpu.data(), s_cpu.data(), c.n, c.block, c.bits,
-                            accumulate);
-      gpu.dequantize_blocks(dout.at(), ot, dq.at(), static_cast<const float*>(ds.at()), c.n,
-                            c.block, c.bits, accumulate);
+      cpu.services().dequantize_blocks(out_cpu.data(), ot, q_cpu.data(), s_cpu.data(), c.n, c.block,
+                                       c.bits, accumulate);
+      gpu.services().dequantize_blocks(dout.at(), ot, dq.at(), static_cast<const float*>(ds.at()),
+                                       c.n, c.block, c.bits, accumulate);
       gpu.to_host(out_gpu.data(), dout.at(), out_gpu.size());
       CHECK(count_differing(out_gpu, out_cpu, os) == 0);
     }
@@ -172,17 +174,19 @@ TEST_CASE("cuda quantize_blocks refuses what the cpu refuses", "[gpu]") {
   DeviceBytes buf(*gpu, 1024, 0);
   float* scales = static_cast<float*>(buf.at());
   for (const int bits : {0, 3, 16}) {
-    CHECK_THROWS_AS(gpu->quantize_blocks(buf.at(), scales, buf.at(), DType::F32, 16, 4, bits),
-                    std::logic_error);
     CHECK_THROWS_AS(
-        gpu->dequantize_blocks(buf.at(), DType::F32, buf.at(), scales, 16, 4, bits, false),
+        gpu->services().quantize_blocks(buf.at(), scales, buf.at(), DType::F32, 16, 4, bits),
         std::logic_error);
+    CHECK_THROWS_AS(gpu->services().dequantize_blocks(buf.at(), DType::F32, buf.at(), scales, 16, 4,
+                                                      bits, false),
+                    std::logic_error);
   }
-  CHECK_THROWS_AS(gpu->quantize_blocks(buf.at(), scales, buf.at(), DType::F32, 15, 4, 4),
+  CHECK_THROWS_AS(gpu->services().quantize_blocks(buf.at(), scales, buf.at(), DType::F32, 15, 4, 4),
                   std::logic_error);
-  CHECK_THROWS_AS(gpu->quantize_blocks(buf.at(), scales, buf.at(), DType::BF16, 16, 3, 4),
-                  std::logic_error);
-  CHECK_THROWS_AS(gpu->quantize_blocks(buf.at(), scales, buf.at(), DType::F32, 16, 0, 8),
+  CHECK_THROWS_AS(
+      gpu->services().quantize_blocks(buf.at(), scales, buf.at(), DType::BF16, 16, 3, 4),
+      std::logic_error);
+  CHECK_THROWS_AS(gpu->services().quantize_blocks(buf.at(), scales, buf.at(), DType::F32, 16, 0, 8),
                   std::logic_error);
 }
 

@@ -1,0 +1,86 @@
+// GPT::training_events, recorded from the model itself: one forward_backward
+// runs against a hook that records every event, so the order is written once,
+// in gpt.cpp. The events depend on the module tree alone (the layer count and
+// the recompute level), not on any width, so the model runs at the narrowest
+// shape with the same layers (one channel, one head, a one-token vocabulary,
+// one token) on the CPU backend, a few hundred flops per layer, whatever the
+// caller's model size or backend; the events are then named in the caller's
+// table. A dry backend that skips the arithmetic would save nothing measurable
+// and would be a second implementation of every op to keep in step.
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/gpt.h"
+
+namespace zt {
+namespace {
+
+// Records every event; parameters and gradients are one zeroed fp32 buffer
+// each in the flat layout (the CPU backend's memory is the host's).
+class EventRecorder : public ModuleHooks {
+ public:
+  explicit EventRecorder(const ParamTable& table)
+      : table_(table), params_(table.total()), grads_(table.total()) {
+    for (const ModuleInfo& m : table.modules()) {
+      module_params_.emplace_back();
+      for (int p : m.params) module_params_.back().push_back(&params_[table.params()[p].offset]);
+    }
+  }
+
+  const void* const* fetch(int module, bool backward) override {
+    events.push_back({ModuleEvent::Fetch, backward, module});
+    return module_params_[module].data();
+  }
+  void release(int module, bool backward) override {
+    events.push_back({ModuleEvent::Release, backward, module});
+  }
+  void* grad(int param) override { return &grads_[table_.params()[param].offset]; }
+  void grad_ready(int param) override { events.push_back({ModuleEvent::GradReady, true, param}); }
+
+  std::vector<ModuleEvent> events;
+
+ private:
+  const ParamTable& table_;
+  std::vector<float> params_, grads_;
+  std::vector<std::vector<const void*>> module_params_;
+};
+
+// Index of what `name` is in `table` (a module, or a parameter with `param`).
+int index_in(const ParamTable& table, const std::string& name, bool param) {
+  if (!param) {
+    const int m = table.module_index(name);
+    if (m >= 0) return m;
+  } else if (const ParamInfo* p = table.find(name)) {
+    return static_cast<int>(p - table.params().data());
+  }
+  throw std::logic_error("training_events: the recorded " +
+                         std::string(param ? "parameter " : "module ") + name +
+                         " is not in the model's table");
+}
+
+}  // namespace
+
+std::vector<ModuleEvent> GPT::training_events(const ParamTable& table, Recompute recompute) {
+  GPTConfig narrow;
+  narrow.n_layer = table.config().n_layer;
+  narrow.n_head = 1;
+  narrow.n_embd = 1;
+  narrow.vocab_size = 1;
+  narrow.seq_len = 1;
+  const ParamTable narrow_table(narrow);
+  const std::unique_ptr<Ops> ops = make_cpu_ops();
+  EventRecorder recorder(narrow_table);
+  GPT model(narrow_table, *ops, 1, 1, recompute);
+  const int token = 0;
+  model.forward_backward(&token, &token, 1.0f, recorder);
+  for (ModuleEvent& e : recorder.events) {
+    const bool param = e.kind == ModuleEvent::GradReady;
+    const std::string& name =
+        param ? narrow_table.params()[e.index].name : narrow_table.modules()[e.index].name;
+    e.index = index_in(table, name, param);
+  }
+  return recorder.events;
+}
+
+}  // namespace zt
