@@ -261,7 +261,7 @@ EOF
   # yields by itself when it sees a node oversubscribed.
   # The collectives: zerotrain issues non-blocking ones (MPI_I*), which Open
   # MPI's libnbc schedules, and libnbc's default choices waste the links
-  # (README, "The collectives on a link"). Measured at 100 Mbit/s, as the
+  # (docs/clusters.md, "The collectives on a link"). Measured at 100 Mbit/s, as the
   # share of the link the bus bandwidth reaches: an in-place iallreduce is a
   # binomial reduce plus broadcast (30%), Rabenseifner's (3) reaches 90% at
   # power-of-two world sizes and the ring (1) 80% elsewhere, where
