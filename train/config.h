@@ -1,5 +1,5 @@
 // The whole run configuration: YAML sections model, data, train, zero, system.
-// Defaults here are the documented defaults (README "Config keys").
+// Defaults here are the documented defaults (docs/config.md, generated from config_schema).
 #pragma once
 #include <cstdint>
 #include <stdexcept>

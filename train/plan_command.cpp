@@ -105,7 +105,7 @@ struct PredictedRow {
 void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel& net,
                        const ComputeTimes& compute, int A, const std::string& configured) {
   std::printf(
-      "\nstep-time model (a prediction, not a measurement; README, \"The step-time model\"):\n"
+      "\nstep-time model (a prediction, not a measurement; docs/step_time_model.md):\n"
       "  network: %s\n  compute: %s: %.3f ms per micro-step (forward 1/3, backward 2/3), "
       "optimizer %.3f ms over the whole model\n"
       "  comm = every call's predicted time added up; exposed = what the compute does not hide; "

@@ -29,6 +29,7 @@ const std::vector<GradPathRow>& grad_path_registry() {
        "engine.allreduce_gradients(bucket_size=MEMORY_OPT_ALLREDUCE_SIZE) -> "
        "buffered_allreduce_fallback -> allreduce_no_retain: one all-reduce per bucket of "
        "5e8 elements",
+       "one all-reduce of the bucket (model order)",
        Primitive::AllReduce,
        true,
        true},
@@ -42,6 +43,7 @@ const std::vector<GradPathRow>& grad_path_registry() {
        "contiguous_gradients: false (checked first, whatever reduce_scatter says)",
        "stage_1_and_2.py reduce_ipg_grads -> buffered_reduce_fallback: the bucket's "
        "gradients flattened and all-reduced",
+       "one all-reduce of the flattened bucket",
        Primitive::AllReduce,
        false,
        true},
@@ -55,6 +57,7 @@ const std::vector<GradPathRow>& grad_path_registry() {
        "reduce_scatter: false",
        "reduce_ipg_grads -> average_tensor -> gradient_reduction_w_predivide: one all-reduce "
        "of the whole bucket",
+       "one all-reduce of the whole bucket",
        Primitive::AllReduce,
        false,
        true},
@@ -68,6 +71,7 @@ const std::vector<GradPathRow>& grad_path_registry() {
        "reduce_scatter: true with use_multi_rank_bucket_allreduce: true (both defaults)",
        "reduce_ipg_grads -> average_tensor -> allreduce_and_scatter: the owners' slices "
        "all-reduced together, each rank keeps its own",
+       "the owners' slices packed and all-reduced in runs; each rank keeps its own",
        Primitive::AllReduce,
        true,
        true},
@@ -81,6 +85,7 @@ const std::vector<GradPathRow>& grad_path_registry() {
        "reduce_scatter: true with use_multi_rank_bucket_allreduce: false",
        "reduce_ipg_grads -> average_tensor -> allreduce_no_retain(rank=owner) -> dist.reduce: "
        "one rooted reduce per owner the bucket touches",
+       "one rooted reduce per run of each owner's slices",
        Primitive::Reduce,
        false,
        true},
@@ -94,6 +99,7 @@ const std::vector<GradPathRow>& grad_path_registry() {
        "native_reduce_scatter: true (zerotrain's switch, checked before DeepSpeed's)",
        "none in DeepSpeed: zerotrain's native_reduce_scatter (DeepSpeed's stages 1/2 never "
        "issue a reduce-scatter)",
+       "one reduce-scatter of the whole bucket (an aligned chunk of the layout)",
        Primitive::ReduceScatter,
        false,
        true},
@@ -107,6 +113,7 @@ const std::vector<GradPathRow>& grad_path_registry() {
        "stage 3 (reduce_scatter: true, the default)",
        "stage3.py __reduce_and_partition_ipg_grads -> __avg_scatter_grads -> "
        "reduce_scatter_coalesced: one reduce-scatter per bucket",
+       "one reduce-scatter of the bucket, each tensor padded to W pieces",
        Primitive::ReduceScatter,
        true,
        true},
@@ -122,6 +129,7 @@ const std::vector<GradPathRow>& grad_path_registry() {
        "stage3.py __reduce_and_partition_ipg_grads -> __avg_scatter_contiguous_grads: one "
        "all-reduce per bucket that fits (contiguous_gradients and reduce_scatter: false); a "
        "bucket over reduce_bucket_size still goes through reduce_scatter_coalesced",
+       "one all-reduce of a bucket that fits; a larger one reduce-scatters",
        Primitive::AllReduce,
        false,
        true},
@@ -136,6 +144,7 @@ const std::vector<GradPathRow>& grad_path_registry() {
        "contiguous bucket, so every bucket reduce-scatters)",
        "stage3.py __reduce_and_partition_ipg_grads -> __avg_scatter_grads -> "
        "reduce_scatter_coalesced: without contiguous_gradients every bucket reduce-scatters",
+       "one reduce-scatter of the bucket, each tensor padded to W pieces",
        Primitive::ReduceScatter,
        false,
        false},

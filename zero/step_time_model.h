@@ -2,7 +2,7 @@
 // cost per call and the compute time of a micro-step, the time of one
 // optimizer step and the part of its communication the compute does not hide.
 //
-// Assumptions (README, "The step-time model"):
+// Assumptions (docs/step_time_model.md):
 // - A call's time is the network's time for its primitive at its payload,
 //   alone on the network (a call over sub-groups, hpZ's and qgZ's, runs in
 //   every group at once: from link figures, or from figures fitted to the
