@@ -80,8 +80,6 @@ int run_eval_command(const std::vector<std::string>& args) {
   mpi_ranks(&rank, &world, &local_rank, &local_size);
   for (const std::string& note : apply_data_fallbacks(cfg.data, !hellaswag))
     if (rank == 0) std::printf("%s\n", note.c_str());
-  if (rank == 0 && !empty_config_note(cfg).empty())
-    std::printf("%s\n", empty_config_note(cfg).c_str());
   const int batches = static_cast<int>(f.get_int("--batches", cfg.train.eval_batches, 1, 1 << 30));
   std::unique_ptr<DataLoader> val;
   HellaswagSet examples;

@@ -191,7 +191,6 @@ int run_train(const TrainArgs& a) {
 
   RunOutputs out(a.run_dir, rank == 0);
   if (rank == 0) {
-    if (!empty_config_note(cfg).empty()) std::printf("%s\n", empty_config_note(cfg).c_str());
     for (const auto& w : ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
     for (const auto& note : data_notes) std::printf("%s\n", note.c_str());
     if (!rt.device_note.empty()) std::printf("%s\n", rt.device_note.c_str());
