@@ -1,4 +1,5 @@
-// The subcommands other than train.
+// The subcommands other than train (train/trainer.h), each registered in
+// train/command_registry.cpp with its options.
 #pragma once
 #include <string>
 #include <vector>

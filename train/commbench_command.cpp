@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "train/atomic_file.h"
-#include "train/cli_args.h"
 #include "train/cluster_description.h"
+#include "train/command_registry.h"
 #include "train/commands.h"
 #include "train/config.h"
 #include "train/json_writer.h"
@@ -34,12 +34,6 @@ int uniform_ranks_per_node(const NodeMap& m) {
     if (s != size[0]) return -1;
   return size[0];
 }
-
-const char* kUsage =
-    "usage: zerotrain commbench [--primitives LIST|all] [--dtype fp32,bf16|all] [--min-bytes N] "
-    "[--max-bytes N] [--warmup N] [--iters N] [--max-seconds S] [--root R] [--seed S] "
-    "[--device auto|cpu|cuda] [--communicator auto|mpi|nccl] [--host] [--host-nvme DIR] "
-    "[--out FILE.json]";
 
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
@@ -147,22 +141,7 @@ const char* bus_factor_formula(Primitive p) {
 }  // namespace
 
 int run_commbench_command(const std::vector<std::string>& args) {
-  const CliArgs f("commbench", kUsage,
-                  {{"--primitives"},
-                   {"--dtype"},
-                   {"--min-bytes"},
-                   {"--max-bytes"},
-                   {"--warmup"},
-                   {"--iters"},
-                   {"--max-seconds"},
-                   {"--root"},
-                   {"--seed"},
-                   {"--device"},
-                   {"--communicator"},
-                   {"--host", false},
-                   {"--host-nvme"},
-                   {"--out"}},
-                  args, 0, 0);
+  const CliArgs f = command_args("commbench", args);
   CommbenchSpec spec;
   const std::string prims = f.get("--primitives", "all");
   if (prims != "all") {

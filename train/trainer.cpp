@@ -24,8 +24,8 @@
 #include "model/activation_memory.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
-#include "train/cli_args.h"
 #include "train/cluster_description.h"
+#include "train/command_registry.h"
 #include "train/data_fallback.h"
 #include "train/deepspeed_import.h"
 #include "train/fault_inject.h"
@@ -77,12 +77,7 @@ double evaluate(GPT& model, ZeroEngine& engine, DataLoader& val, int batches, in
 }  // namespace
 
 TrainArgs parse_train_args(const std::vector<std::string>& args) {
-  const CliArgs c(
-      "train",
-      "usage: zerotrain train CONFIG [--set section.key=value ...] [--run-dir DIR] "
-      "[--resume] [--init-from MODEL.bin] [--deepspeed ds_config.json]",
-      {{"--set", true, true}, {"--run-dir"}, {"--resume", false}, {"--init-from"}, {"--deepspeed"}},
-      args, 1, 1);
+  const CliArgs c = command_args("train", args);
   TrainArgs a;
   a.config_path = c.positional()[0];
   a.overrides = c.all("--set");
