@@ -105,7 +105,7 @@ TEST_CASE("registry: every command's help and the overview list each of its opti
     }
   }
   for (const char* name : {"train", "prepare", "eval", "sample", "export", "plan", "explain",
-                           "report", "tokenize", "commbench"})
+                           "report", "tokenize", "commbench", "config-reference"})
     CHECK(find_command(name) != nullptr);
   CHECK(find_command("frobnicate") == nullptr);
 }
