@@ -82,8 +82,8 @@ std::mt19937_64 seeded_rng() {
 }  // namespace
 
 TEST_CASE("missing keys keep the struct defaults", "[config]") {
-  TempYaml empty("# nothing set\n");
-  require_same_config(load_config(empty.path(), {}), Config{});
+  TempYaml bare("model:\n");
+  require_same_config(load_config(bare.path(), {}), Config{});
 
   TempYaml partial("model:\n  n_layer: 7\nzero:\n");
   Config expected;
@@ -364,8 +364,7 @@ TEST_CASE("file-level errors name the file", "[config]") {
                 {scalar.path() + ":1: expected a map of sections", "got 'just text'"});
 }
 
-TEST_CASE("config files: only regular files, at most 1 MiB; an empty one is said to be",
-          "[config]") {
+TEST_CASE("config files: only regular files, at most 1 MiB, not empty", "[config]") {
   TestDir dir("zt_test_config");
   HangGuard guard(120);  // a FIFO read that blocks fails the run instead of hanging it
   REQUIRE(::mkfifo(dir.file("fifo.yaml").c_str(), 0644) == 0);
@@ -377,17 +376,21 @@ TEST_CASE("config files: only regular files, at most 1 MiB; an empty one is said
   require_parts(load_error(dir.file("huge.yaml")),
                 {dir.file("huge.yaml") + ": config file is", "more than the limit of 1048576"});
 
+  // A file that sets nothing is refused by name, even when --set would fill it.
   for (const std::string text : {"", "# only a comment\n", "{}\n", "---\n"}) {
     INFO("'" << text << "'");
     TempYaml empty(text);
-    const Config c = load_config(empty.path(), {"train.steps=3"});
-    CHECK(c.empty_file);
-    CHECK(empty_config_note(c) == empty.path() + " is empty: every key takes its built-in default");
-    CHECK(c.train.steps == 3);
+    std::string error;
+    try {
+      load_config(empty.path(), {"train.steps=3"});
+    } catch (const ConfigError& e) {
+      error = e.what();
+    }
+    CHECK(error ==
+          empty.path() + " is empty (no key set); write at least one, e.g. 'train: {steps: 200}'");
   }
   TempYaml section_only("model:\n");
-  CHECK_FALSE(load_config(section_only.path(), {}).empty_file);
-  CHECK(empty_config_note(load_config(section_only.path(), {})).empty());
+  require_same_config(load_config(section_only.path(), {}), Config{});
 }
 
 TEST_CASE("bad overrides give one-line errors naming the --set text", "[config]") {

@@ -7,15 +7,44 @@
 
 namespace zt {
 
-CliArgs::CliArgs(const std::string& command, const std::string& usage,
-                 const std::vector<CliOption>& options, const std::vector<std::string>& args,
-                 size_t min_positional, size_t max_positional)
-    : command_(command), usage_(usage) {
-  auto find = [&](const std::string& name) -> const CliOption* {
-    for (const CliOption& o : options)
-      if (o.name == name) return &o;
-    return nullptr;
-  };
+namespace {
+
+const CliOption* find_option(const CliSpec& spec, const std::string& name) {
+  for (const CliOption& o : spec.options)
+    if (o.name == name) return &o;
+  return nullptr;
+}
+
+}  // namespace
+
+std::vector<std::string> usage_parts(const CliSpec& spec) {
+  std::vector<std::string> parts = {"zerotrain", spec.command};
+  if (!spec.positionals.empty()) parts.push_back(spec.positionals);
+  for (const CliOption& o : spec.options) {
+    std::string text = o.name + (o.value.empty() ? "" : " " + o.value);
+    if (o.repeatable) text += " ...";
+    parts.push_back(o.required ? text : "[" + text + "]");
+  }
+  return parts;
+}
+
+std::string usage_line(const CliSpec& spec) {
+  std::string out = "usage:";
+  for (const std::string& part : usage_parts(spec)) out += " " + part;
+  return out;
+}
+
+bool asks_for_help(const CliSpec& spec, const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); i++) {
+    if (args[i] == "--help" || args[i] == "-h") return true;
+    const CliOption* o = find_option(spec, args[i]);
+    if (o && !o->value.empty()) i++;  // its value, which may itself read "-h"
+  }
+  return false;
+}
+
+CliArgs::CliArgs(const CliSpec& spec, const std::vector<std::string>& args)
+    : command_(spec.command), usage_(usage_line(spec)) {
   for (size_t i = 0; i < args.size(); i++) {
     const std::string& a = args[i];
     if (a.size() < 2 || a.compare(0, 2, "--") != 0) {
@@ -24,11 +53,11 @@ CliArgs::CliArgs(const std::string& command, const std::string& usage,
     }
     const size_t eq = a.find('=');
     const std::string name = a.substr(0, eq);
-    const CliOption* o = find(name);
+    const CliOption* o = find_option(spec, name);
     if (!o) fail("unknown option '" + name + "'");
     if (!o->repeatable && has(name)) fail(name + " given twice");
     std::string value;
-    if (o->takes_value) {
+    if (!o->value.empty()) {
       if (eq != std::string::npos) value = a.substr(eq + 1);
       else if (i + 1 < args.size()) value = args[++i];
       else fail(name + " needs a value");
@@ -37,11 +66,11 @@ CliArgs::CliArgs(const std::string& command, const std::string& usage,
     }
     values_.push_back({name, value});
   }
-  if (positional_.size() < min_positional || positional_.size() > max_positional) {
-    if (positional_.size() > max_positional)
-      fail("unexpected argument '" + positional_[max_positional] + "'");
-    fail("missing argument");
-  }
+  if (positional_.size() > spec.max_positional)
+    fail("unexpected argument '" + positional_[spec.max_positional] + "'");
+  if (positional_.size() < spec.min_positional) fail("missing argument");
+  for (const CliOption& o : spec.options)
+    if (o.required && !has(o.name)) fail(o.name + " " + o.value + " is required");
 }
 
 bool CliArgs::has(const std::string& name) const {
@@ -91,7 +120,6 @@ void CliArgs::fail(const std::string& what) const {
 }
 
 WorldLayout world_layout(const CliArgs& f) {
-  if (!f.has("--world")) f.fail("--world W is required");
   WorldLayout w;
   w.world = static_cast<int>(f.get_int("--world", 1, 1, 1 << 20));
   w.ranks_per_node = static_cast<int>(f.get_int("--ranks-per-node", w.world, 1, w.world));

@@ -10,7 +10,7 @@
 #include "data/tokenizer.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
-#include "train/cli_args.h"
+#include "train/command_registry.h"
 #include "train/config.h"
 #include "train/data_fallback.h"
 #include "train/hellaswag.h"
@@ -60,16 +60,7 @@ std::vector<float> checkpoint_weights(const std::string& ckpt, Config* cfg_out) 
 }  // namespace
 
 int run_eval_command(const std::vector<std::string>& args) {
-  const CliArgs f("eval",
-                  "usage: zerotrain eval CONFIG [--init-from F | --checkpoint CKPT] "
-                  "[--batches N | --hellaswag FILE [--limit N]] [--set k=v ...]",
-                  {{"--init-from"},
-                   {"--checkpoint"},
-                   {"--batches"},
-                   {"--hellaswag"},
-                   {"--limit"},
-                   {"--set", true, true}},
-                  args, 1, 1);
+  const CliArgs f = command_args("eval", args);
   if (f.has("--init-from") && f.has("--checkpoint"))
     f.fail("--init-from and --checkpoint exclude each other");
   const bool hellaswag = f.has("--hellaswag");
@@ -80,8 +71,6 @@ int run_eval_command(const std::vector<std::string>& args) {
   mpi_ranks(&rank, &world, &local_rank, &local_size);
   for (const std::string& note : apply_data_fallbacks(cfg.data, !hellaswag))
     if (rank == 0) std::printf("%s\n", note.c_str());
-  if (rank == 0 && !empty_config_note(cfg).empty())
-    std::printf("%s\n", empty_config_note(cfg).c_str());
   const int batches = static_cast<int>(f.get_int("--batches", cfg.train.eval_batches, 1, 1 << 30));
   std::unique_ptr<DataLoader> val;
   HellaswagSet examples;
@@ -134,13 +123,7 @@ int run_eval_command(const std::vector<std::string>& args) {
 }
 
 int run_sample_command(const std::vector<std::string>& args) {
-  const CliArgs f(
-      "sample",
-      "usage: zerotrain sample --checkpoint CKPT [--prompt TEXT] [--tokens N] "
-      "[--temperature X] [--top-k K] [--seed S]",
-      {{"--checkpoint"}, {"--prompt"}, {"--tokens"}, {"--temperature"}, {"--top-k"}, {"--seed"}},
-      args, 0, 0);
-  if (!f.has("--checkpoint")) f.fail("--checkpoint CKPT is required");
+  const CliArgs f = command_args("sample", args);
   Config cfg;
   std::vector<float> w = checkpoint_weights(f.get("--checkpoint"), &cfg);
   std::unique_ptr<Tokenizer> tok = make_tokenizer(cfg.data.tokenizer);
@@ -161,9 +144,7 @@ int run_sample_command(const std::vector<std::string>& args) {
 }
 
 int run_export_command(const std::vector<std::string>& args) {
-  const CliArgs f("export", "usage: zerotrain export --checkpoint CKPT --format llmc OUT.bin",
-                  {{"--checkpoint"}, {"--format"}}, args, 1, 1);
-  if (!f.has("--checkpoint")) f.fail("--checkpoint CKPT is required");
+  const CliArgs f = command_args("export", args);
   if (f.get("--format", "llmc") != "llmc")
     f.fail("--format '" + f.get("--format") + "' is not supported (expected llmc)");
   Config cfg;

@@ -1,4 +1,5 @@
-// The subcommands other than train.
+// The subcommands other than train (train/trainer.h), each registered in
+// train/command_registry.cpp with its options.
 #pragma once
 #include <string>
 #include <vector>
@@ -14,5 +15,6 @@ int run_report_command(const std::vector<std::string>& args);
 int run_prepare_command(const std::vector<std::string>& args);
 int run_tokenize_command(const std::vector<std::string>& args);
 int run_commbench_command(const std::vector<std::string>& args);
+int run_config_reference_command(const std::vector<std::string>& args);
 
 }  // namespace zt

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "train/atomic_file.h"
-#include "train/cli_args.h"
 #include "train/cluster_description.h"
+#include "train/command_registry.h"
 #include "train/commands.h"
 #include "train/config.h"
 #include "train/json_writer.h"
@@ -34,12 +34,6 @@ int uniform_ranks_per_node(const NodeMap& m) {
     if (s != size[0]) return -1;
   return size[0];
 }
-
-const char* kUsage =
-    "usage: zerotrain commbench [--primitives LIST|all] [--dtype fp32,bf16|all] [--min-bytes N] "
-    "[--max-bytes N] [--warmup N] [--iters N] [--max-seconds S] [--root R] [--seed S] "
-    "[--device auto|cpu|cuda] [--communicator auto|mpi|nccl] [--host] [--host-nvme DIR] "
-    "[--out FILE.json]";
 
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> out;
@@ -144,42 +138,37 @@ const char* bus_factor_formula(Primitive p) {
   }
 }
 
-}  // namespace
+// What the command line asks for, before any rank or device is known.
+struct CommbenchRequest {
+  CommbenchSpec spec;  // root and dtypes are filled in once the job is up
+  SystemConfig sys;
+  std::string out, host_nvme;
+  bool host = false;
+};
 
-int run_commbench_command(const std::vector<std::string>& args) {
-  const CliArgs f("commbench", kUsage,
-                  {{"--primitives"},
-                   {"--dtype"},
-                   {"--min-bytes"},
-                   {"--max-bytes"},
-                   {"--warmup"},
-                   {"--iters"},
-                   {"--max-seconds"},
-                   {"--root"},
-                   {"--seed"},
-                   {"--device"},
-                   {"--communicator"},
-                   {"--host", false},
-                   {"--host-nvme"},
-                   {"--out"}},
-                  args, 0, 0);
-  CommbenchSpec spec;
+std::vector<Primitive> parse_primitives(const CliArgs& f, std::vector<Primitive> fallback) {
   const std::string prims = f.get("--primitives", "all");
-  if (prims != "all") {
-    spec.primitives.clear();
-    for (const std::string& name : split_commas(prims)) {
-      bool known = false;
+  if (prims == "all") return fallback;
+  std::vector<Primitive> chosen;
+  for (const std::string& name : split_commas(prims)) {
+    bool known = false;
+    for (Primitive p : commbench_primitives())
+      if (name == primitive_name(p)) chosen.push_back(p), known = true;
+    if (!known) {
+      std::string list;
       for (Primitive p : commbench_primitives())
-        if (name == primitive_name(p)) spec.primitives.push_back(p), known = true;
-      if (!known) {
-        std::string list;
-        for (Primitive p : commbench_primitives())
-          list += (list.empty() ? "" : ", ") + std::string(primitive_name(p));
-        f.fail("--primitives: unknown primitive '" + name + "' (expected all or some of " + list +
-               ")");
-      }
+        list += (list.empty() ? "" : ", ") + std::string(primitive_name(p));
+      f.fail("--primitives: unknown primitive '" + name + "' (expected all or some of " + list +
+             ")");
     }
   }
+  return chosen;
+}
+
+CommbenchRequest parse_request(const CliArgs& f) {
+  CommbenchRequest r;
+  CommbenchSpec& spec = r.spec;
+  spec.primitives = parse_primitives(f, spec.primitives);
   spec.min_bytes = parse_bytes(f, "--min-bytes", spec.min_bytes);
   spec.max_bytes = parse_bytes(f, "--max-bytes", spec.max_bytes);
   if (spec.max_bytes < spec.min_bytes)
@@ -189,152 +178,208 @@ int run_commbench_command(const std::vector<std::string>& args) {
   spec.iters = static_cast<int>(f.get_int("--iters", spec.iters, 1, 1000000));
   spec.max_seconds = f.get_double("--max-seconds", spec.max_seconds, 0, 86400);
   spec.seed = static_cast<uint64_t>(f.get_int("--seed", 1, 0, INT64_MAX));
-  SystemConfig sys;
-  sys.device = one_of(f, "--device", "auto", {"auto", "cpu", "cuda"});
-  sys.communicator = one_of(f, "--communicator", "auto", {"auto", "mpi", "nccl"});
-  const std::string out = f.get("--out");
-  const std::string host_nvme = f.get("--host-nvme");
-  const bool host = f.has("--host") || !host_nvme.empty();
-  const ClusterDescription cluster = read_cluster_description();
+  r.sys.device = one_of(f, "--device", "auto", {"auto", "cpu", "cuda"});
+  r.sys.communicator = one_of(f, "--communicator", "auto", {"auto", "mpi", "nccl"});
+  r.out = f.get("--out");
+  r.host_nvme = f.get("--host-nvme");
+  r.host = f.has("--host") || !r.host_nvme.empty();
+  return r;
+}
 
-  Runtime rt = make_runtime(sys);
-  int rank = 0, world = 1, local_rank = 0, local_size = 1;
-  mpi_ranks(&rank, &world, &local_rank, &local_size);
-  // Before measuring (which can take minutes): can rank 0 write the JSON? Every
-  // rank learns the answer, so that all of them stop alike.
-  if (!out.empty()) {
+// Before measuring (which can take minutes): can rank 0 write the JSON, and
+// does every rank see a usable --host-nvme? Every rank learns the answers, so
+// that all of them stop alike.
+void check_destinations(const CliArgs& f, const CommbenchRequest& r, int rank) {
+  if (!r.out.empty()) {
     double cannot = 0;
     if (rank == 0) {
-      std::ofstream probe(out + ".tmp");
+      std::ofstream probe(r.out + ".tmp");
       cannot = probe ? 0 : 1;
       probe.close();
-      std::remove((out + ".tmp").c_str());
+      std::remove((r.out + ".tmp").c_str());
     }
-    if (sum_over_ranks(cannot) > 0) throw ConfigError("--out " + out + ": cannot write there");
+    if (sum_over_ranks(cannot) > 0) throw ConfigError("--out " + r.out + ": cannot write there");
   }
-  if (!host_nvme.empty()) {  // every rank checks its view; all stop alike
-    const std::string problem = first_error_over_ranks(nvme_path_problem(host_nvme));
+  if (!r.host_nvme.empty()) {
+    const std::string problem = first_error_over_ranks(nvme_path_problem(r.host_nvme));
     if (!problem.empty()) f.fail("--host-nvme: " + problem);
   }
-  spec.root = static_cast<int>(f.get_int("--root", 0, 0, world - 1));
-  const std::string dtypes = f.get("--dtype", dtype_name(rt.ops->dtype()));
-  spec.dtypes.clear();
+}
+
+std::vector<DType> parse_dtypes(const CliArgs& f, DType model_dtype) {
+  const std::string dtypes = f.get("--dtype", dtype_name(model_dtype));
+  std::vector<DType> out;
   for (const std::string& name : split_commas(dtypes == "all" ? "fp32,bf16" : dtypes)) {
-    if (name == "fp32") spec.dtypes.push_back(DType::F32);
-    else if (name == "bf16") spec.dtypes.push_back(DType::BF16);
+    if (name == "fp32") out.push_back(DType::F32);
+    else if (name == "bf16") out.push_back(DType::BF16);
     else f.fail("--dtype: expected fp32, bf16, both (fp32,bf16) or all, got '" + name + "'");
   }
-  const NodeMap node_map = job_nodes();
-  const int nodes = node_map.nodes();
-  const int rpn = uniform_ranks_per_node(node_map);  // -1: nodes differ in size
-  const bool writer = rank == 0;
-  Communicator& comm = *rt.comm;  // commbench's process only: its counts are never reported
+  return out;
+}
 
-  if (writer) {
-    if (!rt.device_note.empty()) std::printf("# %s\n", rt.device_note.c_str());
-    std::printf(
-        "# zerotrain commbench: communicator %s, W = %d on %d node%s x %s rank%s, device %s\n",
-        comm.name().c_str(), world, nodes, nodes == 1 ? "" : "s",
-        rpn > 0 ? std::to_string(rpn).c_str() : "uneven", rpn == 1 ? "" : "s",
-        rt.ops->name().c_str());
-    if (cluster.json.empty()) std::printf("# cluster: none (ZT_CLUSTER not set)\n");
-    else
-      std::printf("# cluster: %s: %d nodes x %d ranks per node, links of %.6g Mbit/s\n",
-                  cluster.path.c_str(), cluster.nodes, cluster.ranks_per_node,
-                  cluster.rate_bits_per_s / 1e6);
-    if (!cluster.json.empty() && (cluster.nodes != nodes || cluster.ranks_per_node != rpn))
-      std::printf("# warning: MPI sees %d nodes x %d ranks, the cluster file says %d x %d\n", nodes,
-                  rpn, cluster.nodes, cluster.ranks_per_node);
-    std::printf(
-        "# sizes %s to %s by powers of two; per size 1 checked call, up to %d warm-up and %d "
-        "timed calls",
-        human_bytes(spec.min_bytes).c_str(), human_bytes(spec.max_bytes).c_str(), spec.warmup,
-        spec.iters);
-    if (spec.max_seconds > 0)
-      std::printf(" (fewer where they would take over %g s)", spec.max_seconds);
-    std::printf(
-        "\n# size: payload bytes (all_reduce, reduce, broadcast: the buffer; reduce_scatter: its "
-        "input; all_gather: its output; all_to_all: its send buffer)\n"
-        "# time: mean per call, max over ranks; median: of the calls' durations (max over ranks)\n"
-        "# algbw = size / time; busbw = algbw x bus factor%s\n"
-        "# #wrong: elements off the exact result, over all ranks%s\n",
-        cluster.json.empty() ? "" : "; link%: busbw x 8 / link rate",
-        comm.name() == "mpi"
-            ? "; the MPI communicator widens bf16 to fp32 (2x the bytes on the wire)"
-            : "");
-    std::fflush(stdout);
+// The job the curves were measured on, as the tables and the JSON describe it.
+struct BenchJob {
+  int rank = 0, world = 1, nodes = 1;
+  int rpn = 1;  // ranks per node; -1: nodes differ in size
+  ClusterDescription cluster;
+  std::string communicator, device, device_note;
+  bool writer() const { return rank == 0; }
+  bool has_cluster() const { return !cluster.json.empty(); }
+  double link_percent(double busbw_GBps) const {
+    return busbw_GBps * 8e9 / cluster.rate_bits_per_s * 100;
   }
-  auto print_point = [&](const CommbenchCurve& c, const CommbenchPoint& pt) {
-    if (!writer) return;
-    if (&pt == &c.points.front())
-      std::printf(
-          "#\n# %s %s (bus factor %s = %.4g)\n# %14s %12s %6s %6s %12s %12s %12s %12s%s %7s\n",
-          primitive_name(c.primitive), dtype_name(c.dtype), bus_factor_formula(c.primitive),
-          bus_factor(c.primitive, world), "size(B)", "count", "type", "calls", "time(us)",
-          "median(us)", "algbw(GB/s)", "busbw(GB/s)", cluster.json.empty() ? "" : "   link%",
-          "#wrong");
-    std::printf("  %14llu %12llu %6s %6d %12.1f %12.1f %12.5f %12.5f",
-                static_cast<unsigned long long>(pt.bytes),
-                static_cast<unsigned long long>(pt.count), dtype_name(c.dtype), pt.iters,
-                pt.time_us, pt.median_us, pt.algbw_GBps, pt.busbw_GBps);
-    if (!cluster.json.empty())
-      std::printf(" %7.1f", pt.busbw_GBps * 8e9 / cluster.rate_bits_per_s * 100);
-    std::printf(" %7llu\n", static_cast<unsigned long long>(pt.wrong));
-    std::fflush(stdout);
-  };
-  const std::vector<CommbenchCurve> curves = run_commbench(comm, *rt.ops, spec, print_point);
+};
 
-  uint64_t wrong = 0;
+void print_header(const BenchJob& job, const CommbenchSpec& spec) {
+  if (!job.device_note.empty()) std::printf("# %s\n", job.device_note.c_str());
+  std::printf(
+      "# zerotrain commbench: communicator %s, W = %d on %d node%s x %s rank%s, device %s\n",
+      job.communicator.c_str(), job.world, job.nodes, job.nodes == 1 ? "" : "s",
+      job.rpn > 0 ? std::to_string(job.rpn).c_str() : "uneven", job.rpn == 1 ? "" : "s",
+      job.device.c_str());
+  const ClusterDescription& cluster = job.cluster;
+  if (!job.has_cluster()) std::printf("# cluster: none (ZT_CLUSTER not set)\n");
+  else
+    std::printf("# cluster: %s: %d nodes x %d ranks per node, links of %.6g Mbit/s\n",
+                cluster.path.c_str(), cluster.nodes, cluster.ranks_per_node,
+                cluster.rate_bits_per_s / 1e6);
+  if (job.has_cluster() && (cluster.nodes != job.nodes || cluster.ranks_per_node != job.rpn))
+    std::printf("# warning: MPI sees %d nodes x %d ranks, the cluster file says %d x %d\n",
+                job.nodes, job.rpn, cluster.nodes, cluster.ranks_per_node);
+  std::printf(
+      "# sizes %s to %s by powers of two; per size 1 checked call, up to %d warm-up and %d "
+      "timed calls",
+      human_bytes(spec.min_bytes).c_str(), human_bytes(spec.max_bytes).c_str(), spec.warmup,
+      spec.iters);
+  if (spec.max_seconds > 0)
+    std::printf(" (fewer where they would take over %g s)", spec.max_seconds);
+  std::printf(
+      "\n# size: payload bytes (all_reduce, reduce, broadcast: the buffer; reduce_scatter: its "
+      "input; all_gather: its output; all_to_all: its send buffer)\n"
+      "# time: mean per call, max over ranks; median: of the calls' durations (max over ranks)\n"
+      "# algbw = size / time; busbw = algbw x bus factor%s\n"
+      "# #wrong: elements off the exact result, over all ranks%s\n",
+      job.has_cluster() ? "; link%: busbw x 8 / link rate" : "",
+      job.communicator == "mpi"
+          ? "; the MPI communicator widens bf16 to fp32 (2x the bytes on the wire)"
+          : "");
+  std::fflush(stdout);
+}
+
+// One table row as the point is measured (a curve's first point opens its table).
+void print_point(const BenchJob& job, const CommbenchCurve& c, const CommbenchPoint& pt) {
+  if (&pt == &c.points.front())
+    std::printf(
+        "#\n# %s %s (bus factor %s = %.4g)\n# %14s %12s %6s %6s %12s %12s %12s %12s%s %7s\n",
+        primitive_name(c.primitive), dtype_name(c.dtype), bus_factor_formula(c.primitive),
+        bus_factor(c.primitive, job.world), "size(B)", "count", "type", "calls", "time(us)",
+        "median(us)", "algbw(GB/s)", "busbw(GB/s)", job.has_cluster() ? "   link%" : "", "#wrong");
+  std::printf("  %14llu %12llu %6s %6d %12.1f %12.1f %12.5f %12.5f",
+              static_cast<unsigned long long>(pt.bytes), static_cast<unsigned long long>(pt.count),
+              dtype_name(c.dtype), pt.iters, pt.time_us, pt.median_us, pt.algbw_GBps,
+              pt.busbw_GBps);
+  if (job.has_cluster()) std::printf(" %7.1f", job.link_percent(pt.busbw_GBps));
+  std::printf(" %7llu\n", static_cast<unsigned long long>(pt.wrong));
+  std::fflush(stdout);
+}
+
+std::string curve_json(const CommbenchCurve& c, int world) {
+  std::string points = "[";
+  for (const CommbenchPoint& pt : c.points) {
+    JsonObject o;
+    o.add("bytes", pt.bytes).add("count", pt.count).add("iters", pt.iters);
+    o.add("time_us", pt.time_us)
+        .add("median_us", pt.median_us)
+        .add("algbw_GBps", pt.algbw_GBps)
+        .add("busbw_GBps", pt.busbw_GBps);
+    o.add("check", pt.wrong == 0 ? "ok" : "wrong").add("wrong", pt.wrong);
+    points += (points.size() > 1 ? "," : "") + o.str();
+  }
+  JsonObject cj;
+  cj.add("primitive", primitive_name(c.primitive)).add("dtype", dtype_name(c.dtype));
+  cj.add("bus_factor", bus_factor(c.primitive, world));
+  cj.raw("points", points + "]");
+  return cj.str();
+}
+
+// The --out document, less the host figures.
+JsonObject curves_document(const BenchJob& job, const CommbenchSpec& spec,
+                           const std::vector<CommbenchCurve>& curves) {
   JsonObject doc;
-  doc.add("communicator", comm.name()).add("world", world).add("nodes", nodes);
-  doc.raw("ranks_per_node", rpn > 0 ? std::to_string(rpn) : "null");
-  doc.raw("cluster", cluster.json.empty() ? "null" : cluster.json);
-  doc.add("device", rt.ops->name()).add("warmup", spec.warmup).add("iters", spec.iters);
+  doc.add("communicator", job.communicator).add("world", job.world).add("nodes", job.nodes);
+  doc.raw("ranks_per_node", job.rpn > 0 ? std::to_string(job.rpn) : "null");
+  doc.raw("cluster", job.has_cluster() ? job.cluster.json : "null");
+  doc.add("device", job.device).add("warmup", spec.warmup).add("iters", spec.iters);
   doc.add("max_seconds", spec.max_seconds).add("root", spec.root);
   std::string curves_json = "[";
-  for (const CommbenchCurve& c : curves) {
-    std::string points = "[";
-    for (const CommbenchPoint& pt : c.points) {
-      wrong += pt.wrong;
-      JsonObject o;
-      o.add("bytes", pt.bytes).add("count", pt.count).add("iters", pt.iters);
-      o.add("time_us", pt.time_us)
-          .add("median_us", pt.median_us)
-          .add("algbw_GBps", pt.algbw_GBps)
-          .add("busbw_GBps", pt.busbw_GBps);
-      o.add("check", pt.wrong == 0 ? "ok" : "wrong").add("wrong", pt.wrong);
-      points += (points.size() > 1 ? "," : "") + o.str();
-    }
-    JsonObject cj;
-    cj.add("primitive", primitive_name(c.primitive)).add("dtype", dtype_name(c.dtype));
-    cj.add("bus_factor", bus_factor(c.primitive, world));
-    cj.raw("points", points + "]");
-    curves_json += (curves_json.size() > 1 ? ",\n " : "\n ") + cj.str();
-  }
+  for (const CommbenchCurve& c : curves)
+    curves_json += (curves_json.size() > 1 ? ",\n " : "\n ") + curve_json(c, job.world);
   doc.raw("curves", curves_json + "]");
-  if (host) doc.raw("host", measure_host(*rt.ops, host_nvme, rank, world, writer));
-  if (writer) {
-    // The largest size's bus bandwidth, from the mean and from the median call.
-    for (const CommbenchCurve& c : curves) {
-      const CommbenchPoint& big = c.points.back();
-      const double median_busbw =
-          big.bytes / (big.median_us * 1e-6) / 1e9 * bus_factor(c.primitive, world);
-      std::printf("# %s %s at %s: busbw %.5f GB/s", primitive_name(c.primitive),
-                  dtype_name(c.dtype), human_bytes(big.bytes).c_str(), big.busbw_GBps);
-      if (!cluster.json.empty())
-        std::printf(" = %.1f%% of the %.6g Mbit/s link",
-                    big.busbw_GBps * 8e9 / cluster.rate_bits_per_s * 100,
-                    cluster.rate_bits_per_s / 1e6);
-      if (std::isfinite(median_busbw)) {
-        std::printf("; median call %.5f GB/s", median_busbw);
-        if (!cluster.json.empty())
-          std::printf(" = %.1f%%", median_busbw * 8e9 / cluster.rate_bits_per_s * 100);
-      }
-      std::printf("\n");
+  return doc;
+}
+
+// The largest size's bus bandwidth, from the mean and from the median call.
+void print_largest_sizes(const BenchJob& job, const std::vector<CommbenchCurve>& curves) {
+  for (const CommbenchCurve& c : curves) {
+    const CommbenchPoint& big = c.points.back();
+    const double median_busbw =
+        big.bytes / (big.median_us * 1e-6) / 1e9 * bus_factor(c.primitive, job.world);
+    std::printf("# %s %s at %s: busbw %.5f GB/s", primitive_name(c.primitive), dtype_name(c.dtype),
+                human_bytes(big.bytes).c_str(), big.busbw_GBps);
+    if (job.has_cluster())
+      std::printf(" = %.1f%% of the %.6g Mbit/s link", job.link_percent(big.busbw_GBps),
+                  job.cluster.rate_bits_per_s / 1e6);
+    if (std::isfinite(median_busbw)) {
+      std::printf("; median call %.5f GB/s", median_busbw);
+      if (job.has_cluster()) std::printf(" = %.1f%%", job.link_percent(median_busbw));
     }
-    if (!out.empty()) {
-      write_file_atomic(out, doc.str() + "\n");
-      std::printf("# wrote %s\n", out.c_str());
+    std::printf("\n");
+  }
+}
+
+uint64_t wrong_elements(const std::vector<CommbenchCurve>& curves) {
+  uint64_t wrong = 0;
+  for (const CommbenchCurve& c : curves)
+    for (const CommbenchPoint& pt : c.points) wrong += pt.wrong;
+  return wrong;
+}
+
+}  // namespace
+
+int run_commbench_command(const std::vector<std::string>& args) {
+  const CliArgs f = command_args("commbench", args);
+  CommbenchRequest request = parse_request(f);
+  CommbenchSpec& spec = request.spec;
+  BenchJob job;
+  job.cluster = read_cluster_description();
+  Runtime rt = make_runtime(request.sys);
+  int local_rank = 0, local_size = 1;
+  mpi_ranks(&job.rank, &job.world, &local_rank, &local_size);
+  check_destinations(f, request, job.rank);
+  spec.root = static_cast<int>(f.get_int("--root", 0, 0, job.world - 1));
+  spec.dtypes = parse_dtypes(f, rt.ops->dtype());
+  const NodeMap node_map = job_nodes();
+  job.nodes = node_map.nodes();
+  job.rpn = uniform_ranks_per_node(node_map);
+  Communicator& comm = *rt.comm;  // commbench's process only: its counts are never reported
+  job.communicator = comm.name();
+  job.device = rt.ops->name();
+  job.device_note = rt.device_note;
+
+  if (job.writer()) print_header(job, spec);
+  const std::vector<CommbenchCurve> curves =
+      run_commbench(comm, *rt.ops, spec, [&](const CommbenchCurve& c, const CommbenchPoint& pt) {
+        if (job.writer()) print_point(job, c, pt);
+      });
+  JsonObject doc = curves_document(job, spec, curves);
+  if (request.host)
+    doc.raw("host", measure_host(*rt.ops, request.host_nvme, job.rank, job.world, job.writer()));
+  const uint64_t wrong = wrong_elements(curves);
+  if (job.writer()) {
+    print_largest_sizes(job, curves);
+    if (!request.out.empty()) {
+      write_file_atomic(request.out, doc.str() + "\n");
+      std::printf("# wrote %s\n", request.out.c_str());
     }
     if (wrong > 0)
       std::fprintf(stderr, "zerotrain: commbench: %llu elements differ from the exact result\n",

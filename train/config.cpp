@@ -94,10 +94,10 @@ void ConfigLoader::load_file() {
   } catch (const YAML::Exception& e) {
     fail(file_line(path, e.mark) + ": YAML syntax error: " + e.msg);
   }
-  if (root.IsNull() || (root.IsMap() && root.size() == 0)) {
-    config_.empty_file = true;  // every key takes its default; the commands say so
-    return;
-  }
+  // A file that sets nothing is more likely a wrong or truncated file than a
+  // wish for every default.
+  if (root.IsNull() || (root.IsMap() && root.size() == 0))
+    fail(path + " is empty (no key set); write at least one, e.g. 'train: {steps: 200}'");
   if (!root.IsMap())
     fail(file_line(path, root.Mark()) + ": expected a map of sections (" + join(config_sections()) +
          ") at the top level, got " + describe_node(root));
@@ -329,10 +329,6 @@ std::string yaml_to_json(const YAML::Node& n) {
 }  // namespace
 
 std::string config_to_json(const Config& c) { return yaml_to_json(YAML::Load(config_to_yaml(c))); }
-
-std::string empty_config_note(const Config& c) {
-  return c.empty_file ? c.source + " is empty: every key takes its built-in default" : "";
-}
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   ConfigLoader loader(path);

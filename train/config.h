@@ -74,8 +74,7 @@ struct Config {
   TrainConfig train;
   ZeroConfig zero;
   SystemConfig system;
-  std::string source;       // file the config came from (for messages)
-  bool empty_file = false;  // the file set nothing (empty, only comments, or {})
+  std::string source;  // file the config came from (for messages)
 };
 
 // Config files are read whole, and only up to this size.
@@ -94,9 +93,6 @@ void validate_for_world(const Config& c, int world_size);
 std::string config_to_yaml(const Config& c);
 // The same as a JSON object, scalars typed (summary.json, checkpoint metadata).
 std::string config_to_json(const Config& c);
-// "FILE is empty: every key takes its built-in default" for a config file that
-// set nothing, otherwise ""; the commands print it.
-std::string empty_config_note(const Config& c);
 // Micro-steps per optimizer step for a world size.
 int grad_accum_steps(const Config& c, int world_size);
 // train.recompute as the model's level (validated: a bad name throws ConfigError).

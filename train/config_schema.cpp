@@ -40,85 +40,151 @@ Range between(double lo, double hi, bool hi_inclusive) {
 
 // The key name is the field name, spelled once.
 // clang-format off
-#define ZT_KEY(section, name, range) \
-  ConfigKey{#section, #name, [](Config& c) -> FieldRef { return &c.section.name; }, range}
+#define ZT_KEY(section, name, range, meaning) \
+  ConfigKey{#section, #name, [](Config& c) -> FieldRef { return &c.section.name; }, range, meaning}
 // clang-format on
 
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = {
-      ZT_KEY(model, n_layer, at_least(1)),
-      ZT_KEY(model, n_head, at_least(1)),
-      ZT_KEY(model, n_embd, at_least(1)),
-      ZT_KEY(model, vocab_size, between(2, 2147483648.0, false)),
-      ZT_KEY(model, seq_len, at_least(1)),
-      ZT_KEY(data, train, any_value()),
-      ZT_KEY(data, val, any_value()),
-      ZT_KEY(data, tokenizer, any_value()),
-      ZT_KEY(data, train_fallback, any_value()),
-      ZT_KEY(data, val_fallback, any_value()),
-      ZT_KEY(train, steps, at_least(1)),
-      ZT_KEY(train, micro_batch, at_least(1)),
-      ZT_KEY(train, global_batch_tokens, at_least(1)),
-      ZT_KEY(train, lr, above(0)),
-      ZT_KEY(train, min_lr, at_least(0)),
-      ZT_KEY(train, warmup_steps, at_least(0)),
-      ZT_KEY(train, weight_decay, at_least(0)),
-      ZT_KEY(train, grad_clip, at_least(0)),
-      ZT_KEY(train, beta1, between(0, 1, false)),
-      ZT_KEY(train, beta2, between(0, 1, false)),
-      ZT_KEY(train, eps, above(0)),
-      ZT_KEY(train, eval_every, at_least(0)),
-      ZT_KEY(train, eval_batches, at_least(1)),
-      ZT_KEY(train, sample_every, at_least(0)),
-      ZT_KEY(train, sample_tokens, at_least(0)),
-      ZT_KEY(train, temperature, above(0)),
-      ZT_KEY(train, top_k, at_least(0)),
-      ZT_KEY(train, checkpoint_every, at_least(0)),
-      ZT_KEY(train, keep_checkpoints, at_least(1)),
-      ZT_KEY(train, seed, any_value()),
-      ZT_KEY(train, log_every, at_least(0)),
-      ZT_KEY(train, hellaswag_every, at_least(0)),
-      ZT_KEY(train, hellaswag_file, any_value()),
-      ZT_KEY(train, param_groups, any_value()),
-      ZT_KEY(train, lr_schedule, any_value()),
-      ZT_KEY(train, warmup_type, any_value()),
-      ZT_KEY(train, warmup_start_lr, at_least(0)),
-      ZT_KEY(train, deepspeed_auto, any_value()),
-      ZT_KEY(train, recompute, any_value()),
-      ZT_KEY(zero, stage, between(0, 3, true)),
-      ZT_KEY(zero, reduce_bucket_size, at_least(1)),
-      ZT_KEY(zero, allgather_bucket_size, at_least(1)),
-      ZT_KEY(zero, reduce_scatter, any_value()),
-      ZT_KEY(zero, use_multi_rank_bucket_allreduce, any_value()),
-      ZT_KEY(zero, contiguous_gradients, any_value()),
-      ZT_KEY(zero, overlap_comm, any_value()),
-      ZT_KEY(zero, stage3_prefetch_bucket_size, at_least(0)),
-      ZT_KEY(zero, stage3_param_persistence_threshold, at_least(0)),
-      ZT_KEY(zero, stage3_max_live_parameters, at_least(0)),
-      ZT_KEY(zero, stage3_max_reuse_distance, at_least(0)),
-      ZT_KEY(zero, stage3_model_persistence_threshold, at_least(0)),
-      ZT_KEY(zero, sub_group_size, at_least(1)),
-      ZT_KEY(zero, communication_data_type, any_value()),
-      ZT_KEY(zero, round_robin_gradients, any_value()),
-      ZT_KEY(zero, native_reduce_scatter, any_value()),
-      ZT_KEY(zero, allgather_bucketed, any_value()),
-      ZT_KEY(zero, stage3_block_gathers, any_value()),
-      ZT_KEY(zero, zero_hpz_partition_size, at_least(1)),
-      ZT_KEY(zero, zero_quantized_weights, any_value()),
-      ZT_KEY(zero, zero_quantized_gradients, any_value()),
-      ZT_KEY(zero, offload_optimizer.device, any_value()),
-      ZT_KEY(zero, offload_optimizer.nvme_path, any_value()),
-      ZT_KEY(zero, offload_optimizer.pin_memory, any_value()),
-      ZT_KEY(zero, offload_optimizer.buffer_count, between(1, 1024, true)),
-      ZT_KEY(zero, offload_param.device, any_value()),
-      ZT_KEY(zero, offload_param.nvme_path, any_value()),
-      ZT_KEY(zero, offload_param.pin_memory, any_value()),
-      ZT_KEY(zero, offload_param.buffer_count, between(1, 1024, true)),
-      ZT_KEY(system, device, any_value()),
-      ZT_KEY(system, communicator, any_value()),
-      ZT_KEY(system, deterministic, any_value()),
-      ZT_KEY(system, comm_trace, any_value()),
-      ZT_KEY(system, fault_inject, any_value()),
+      ZT_KEY(model, n_layer, at_least(1), "transformer blocks"),
+      ZT_KEY(model, n_head, at_least(1), "attention heads; n_embd must be a multiple of it"),
+      ZT_KEY(model, n_embd, at_least(1), "width of the residual stream"),
+      ZT_KEY(model, vocab_size, between(2, 2147483648.0, false),
+             "rows of the token embedding (may be padded above the tokenizer's vocabulary); every "
+             "token in the shards must be below it"),
+      ZT_KEY(model, seq_len, at_least(1), "sequence length T, also the sampling window"),
+      ZT_KEY(data, train, any_value(),
+             "training shards: a file or a glob, matches read in sorted order as one token stream"),
+      ZT_KEY(data, val, any_value(), "validation shards, read in file order"),
+      ZT_KEY(data, tokenizer, any_value(),
+             "byte, gpt2, a .tiktoken file or a sentencepiece .model file; encodes prompts and "
+             "HellaSwag, decodes samples"),
+      ZT_KEY(data, train_fallback, any_value(),
+             "shards read instead of data.train, with a notice, while data.train matches no file"),
+      ZT_KEY(data, val_fallback, any_value(),
+             "the same for data.val, consulted only when validation runs"),
+      ZT_KEY(train, steps, at_least(1), "optimizer steps in the run; the LR schedule spans them"),
+      ZT_KEY(train, micro_batch, at_least(1), "B: sequences per micro-step per rank"),
+      ZT_KEY(train, global_batch_tokens, at_least(1),
+             "tokens per optimizer step over all ranks; a multiple of micro_batch x seq_len x W, "
+             "the quotient being the micro-steps (gradient accumulation)"),
+      ZT_KEY(train, lr, above(0), "peak learning rate"),
+      ZT_KEY(train, min_lr, at_least(0), "learning rate at the last step; at most lr"),
+      ZT_KEY(train, warmup_steps, at_least(0), "warm-up steps of the LR schedule"),
+      ZT_KEY(train, weight_decay, at_least(0),
+             "AdamW decoupled weight decay, on 2-D matmul and embedding weights only"),
+      ZT_KEY(train, grad_clip, at_least(0),
+             "clip to this global gradient norm; 0 disables clipping"),
+      ZT_KEY(train, beta1, between(0, 1, false), "AdamW beta1"),
+      ZT_KEY(train, beta2, between(0, 1, false), "AdamW beta2"),
+      ZT_KEY(train, eps, above(0), "AdamW epsilon"),
+      ZT_KEY(train, eval_every, at_least(0),
+             "validation every N steps, at the last step and once before a fresh start; 0 disables "
+             "it"),
+      ZT_KEY(train, eval_batches, at_least(1), "validation micro-batches per rank per evaluation"),
+      ZT_KEY(train, sample_every, at_least(0),
+             "print a sample every N steps and at the last step; 0 disables sampling"),
+      ZT_KEY(train, sample_tokens, at_least(0), "tokens generated per sample"),
+      ZT_KEY(train, temperature, above(0), "sampling temperature"),
+      ZT_KEY(train, top_k, at_least(0),
+             "sample from the k most likely tokens; 0 means the whole vocabulary"),
+      ZT_KEY(train, checkpoint_every, at_least(0),
+             "checkpoint every N steps and at the last step; 0 disables checkpoints"),
+      ZT_KEY(train, keep_checkpoints, at_least(1), "complete checkpoints kept, the newest"),
+      ZT_KEY(train, seed, any_value(), "seed of weight initialisation, data shuffling and samples"),
+      ZT_KEY(train, log_every, at_least(0),
+             "progress line every N steps (0: only the first, last and evaluating steps); "
+             "metrics.jsonl gets every step"),
+      ZT_KEY(train, hellaswag_every, at_least(0),
+             "HellaSwag accuracy every N steps and at the last step; 0 disables it"),
+      ZT_KEY(train, hellaswag_file, any_value(),
+             "the HellaSwag JSONL file; required when hellaswag_every > 0"),
+      ZT_KEY(train, param_groups, any_value(),
+             "optimizer parameter groups as ZeRO partitions them: two (decayed weights apart from "
+             "biases and norms, as the HF Trainer) or one"),
+      ZT_KEY(train, lr_schedule, any_value(),
+             "cosine (warm-up, then cosine to min_lr), constant, or DeepSpeed's warmup_lr, "
+             "warmup_decay_lr, warmup_cosine_lr"),
+      ZT_KEY(train, warmup_type, any_value(),
+             "warm-up curve of the DeepSpeed schedules: linear or log"),
+      ZT_KEY(train, warmup_start_lr, at_least(0), "where warmup_cosine_lr warms up from"),
+      ZT_KEY(train, deepspeed_auto, any_value(),
+             "how --deepspeed reads \"auto\": deepspeed (as DeepSpeed does) or hf (as the HF "
+             "Trainer fills it in)"),
+      ZT_KEY(train, recompute, any_value(),
+             "activations recomputed in the backward instead of kept: none, attn, mlp or block"),
+      ZT_KEY(zero, stage, between(0, 3, true), "ZeRO stage"),
+      ZT_KEY(zero, reduce_bucket_size, at_least(1),
+             "gradient bucket size in elements (stage 0: all-reduce chunk size)"),
+      ZT_KEY(zero, allgather_bucket_size, at_least(1),
+             "elements per chunked parameter all-gather; used only with allgather_bucketed"),
+      ZT_KEY(zero, reduce_scatter, any_value(),
+             "DeepSpeed's switch: false gives a plain all-reduce per bucket (stages 1-3)"),
+      ZT_KEY(zero, use_multi_rank_bucket_allreduce, any_value(),
+             "DeepSpeed's switch: with reduce_scatter, true gives the packed all-reduce and false "
+             "per-owner reduces (stages 1/2)"),
+      ZT_KEY(zero, contiguous_gradients, any_value(),
+             "DeepSpeed's switch: false gives the buffered all-reduce fallback (stages 1/2)"),
+      ZT_KEY(zero, overlap_comm, any_value(),
+             "overlap collectives with compute (stage 3 also prefetches); true for stage 3 when "
+             "not set"),
+      ZT_KEY(zero, stage3_prefetch_bucket_size, at_least(0),
+             "elements of upcoming units prefetched (with overlap_comm)"),
+      ZT_KEY(zero, stage3_param_persistence_threshold, at_least(0),
+             "tensors with at most this many elements stay whole on every rank"),
+      ZT_KEY(zero, stage3_max_live_parameters, at_least(0),
+             "a unit stays gathered after use only while at most this many elements are gathered"),
+      ZT_KEY(zero, stage3_max_reuse_distance, at_least(0),
+             "a unit stays gathered if used again within this many elements of other units"),
+      ZT_KEY(zero, stage3_model_persistence_threshold, at_least(0),
+             "persistent tensors stop once their total would exceed this many elements"),
+      ZT_KEY(zero, sub_group_size, at_least(1),
+             "stage 3 steps, and takes one norm, per sub-group of this many partitioned elements"),
+      ZT_KEY(zero, communication_data_type, any_value(),
+             "dtype of every gradient reduction: auto (the model's), fp32, bf16 or fp16"),
+      ZT_KEY(zero, round_robin_gradients, any_value(),
+             "stages 1/2: deal each group's tensors round-robin over the owners before building "
+             "its buffer"),
+      ZT_KEY(zero, native_reduce_scatter, any_value(),
+             "zerotrain's own: one true reduce-scatter per bucket in stages 1/2 (overrides the "
+             "three DeepSpeed switches)"),
+      ZT_KEY(zero, allgather_bucketed, any_value(),
+             "zerotrain's own: chunk the stage-1/2 parameter all-gather by allgather_bucket_size"),
+      ZT_KEY(zero, stage3_block_gathers, any_value(),
+             "zerotrain's own: stage 3 gathers each transformer block whole in one call"),
+      ZT_KEY(zero, zero_hpz_partition_size, at_least(1),
+             "stage 3, hpZ: secondary partition over groups of this many ranks (1: off)"),
+      ZT_KEY(zero, zero_quantized_weights, any_value(), "stage 3, qwZ: int8 parameter all-gathers"),
+      ZT_KEY(zero, zero_quantized_gradients, any_value(),
+             "stage 3, qgZ: hierarchical int4 all-to-all gradient reduction"),
+      ZT_KEY(zero, offload_optimizer.device, any_value(),
+             "where the optimizer state lives: none, cpu or nvme"),
+      ZT_KEY(zero, offload_optimizer.nvme_path, any_value(),
+             "directory of the optimizer state's files with device nvme"),
+      ZT_KEY(zero, offload_optimizer.pin_memory, any_value(),
+             "pinned host buffers for the optimizer offload"),
+      ZT_KEY(zero, offload_optimizer.buffer_count, between(1, 1024, true),
+             "host buffers the optimizer offload streams through"),
+      ZT_KEY(zero, offload_param.device, any_value(),
+             "stage 3: where the parameter shard lives: none, cpu or nvme"),
+      ZT_KEY(zero, offload_param.nvme_path, any_value(),
+             "directory of the parameter shard's files with device nvme"),
+      ZT_KEY(zero, offload_param.pin_memory, any_value(),
+             "pinned host buffers for the parameter offload"),
+      ZT_KEY(zero, offload_param.buffer_count, between(1, 1024, true),
+             "host buffers the parameter offload streams through"),
+      ZT_KEY(system, device, any_value(),
+             "backend: auto (a usable GPU, otherwise the CPU), cpu or cuda"),
+      ZT_KEY(system, communicator, any_value(),
+             "auto (NCCL on GPUs when W > 1, else MPI), mpi or nccl"),
+      ZT_KEY(
+          system, deterministic, any_value(),
+          "deterministic kernels; zerotrain has no faster variant, so false only prints a notice"),
+      ZT_KEY(system, comm_trace, any_value(),
+             "write one JSON line per collective to RUN/comm_trace_rank<R>.jsonl"),
+      ZT_KEY(system, fault_inject, any_value(),
+             "RANK:STEP:exit|throw makes one rank fail at the start of a step (tests only); empty: "
+             "off"),
   };
   return keys;
 }
@@ -357,12 +423,15 @@ std::string check_range(const ConfigKey& key, Config& c) {
   bool low_ok = !r.has_min || (r.min_inclusive ? v >= r.min : v > r.min);
   bool high_ok = !r.has_max || (r.max_inclusive ? v <= r.max : v < r.max);
   if (low_ok && high_ok) return "";
-  std::string expected;
+  return std::string("expected ") + type_name(field) + " " + range_text(r) + ", got " + text;
+}
+
+std::string range_text(const Range& r) {
+  if (!r.has_min) return "";
   if (r.has_max)
-    expected = "in " + std::string(r.min_inclusive ? "[" : "(") + format_double(r.min) + ", " +
-               format_double(r.max) + (r.max_inclusive ? "]" : ")");
-  else expected = std::string(r.min_inclusive ? ">= " : "> ") + format_double(r.min);
-  return std::string("expected ") + type_name(field) + " " + expected + ", got " + text;
+    return "in " + std::string(r.min_inclusive ? "[" : "(") + format_double(r.min) + ", " +
+           format_double(r.max) + (r.max_inclusive ? "]" : ")");
+  return std::string(r.min_inclusive ? ">= " : "> ") + format_double(r.min);
 }
 
 std::string format_double(double v) {

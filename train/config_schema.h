@@ -2,7 +2,7 @@
 // loader (train/config.cpp) and the DeepSpeed import (train/deepspeed_import.cpp).
 //
 // Every key is one row: section, name (= the struct field's name), a typed
-// pointer into a Config and the allowed range. Loading, overrides, validation
+// pointer into a Config, the allowed range and what it means. Loading, overrides, validation
 // and printing all walk this one table, so a key cannot be known to one and
 // missing from another.
 #pragma once
@@ -34,6 +34,7 @@ struct ConfigKey {
   const char* name;
   FieldRef (*field)(Config&);
   Range range;
+  const char* meaning;  // one line, for the generated config reference
   std::string path() const { return std::string(section) + "." + name; }
 };
 
@@ -64,6 +65,9 @@ std::string assign_from_yaml(const ConfigKey& key, Config& c, const YAML::Node& 
 std::string describe_node(const YAML::Node& value);
 // "expected an integer >= 1, got 0" when the field is outside key.range, else "".
 std::string check_range(const ConfigKey& key, Config& c);
+
+// "in [0, 1)", ">= 1", "> 0"; "" for an unbounded range.
+std::string range_text(const Range& r);
 
 // Shortest decimal text that reads back to exactly `v`.
 std::string format_double(double v);

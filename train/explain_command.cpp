@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "train/cli_args.h"
+#include "train/command_registry.h"
 #include "train/commands.h"
 #include "train/config.h"
 #include "train/deepspeed_import.h"
@@ -26,10 +26,6 @@
 
 namespace zt {
 namespace {
-
-const char* kUsage =
-    "usage: zerotrain explain DS_CONFIG.json --world W [--ranks-per-node G] "
-    "[--config CONFIG.yaml | --model tiny|gpt2|gpt2-medium|gpt2-large|gpt2-xl] [--set k=v ...]";
 
 // The buckets of one pass listed one per line up to this many; more are summarised.
 constexpr size_t kBucketLines = 16;
@@ -246,10 +242,7 @@ void print_notes(const Config& cfg, const ZeroSetup& s, const ParamTable& table,
 }  // namespace
 
 int run_explain_command(const std::vector<std::string>& args) {
-  const CliArgs f(
-      "explain", kUsage,
-      {{"--world"}, {"--ranks-per-node"}, {"--config"}, {"--model"}, {"--set", true, true}}, args,
-      1, 1);
+  const CliArgs f = command_args("explain", args);
   const WorldLayout layout = world_layout(f);
   const int world = layout.world, per_node = layout.ranks_per_node;
   if (f.has("--config") && f.has("--model")) f.fail("give --config or --model, not both");

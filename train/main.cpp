@@ -12,56 +12,39 @@
 #include <vector>
 
 #include "data/shard.h"
-#include "train/commands.h"
+#include "train/command_registry.h"
 #include "train/config.h"
 #include "train/runtime.h"
-#include "train/trainer.h"
 
 namespace {
 
-const char* kUsage =
-    "usage: zerotrain COMMAND ...\n"
-    "  train CONFIG [--set k=v ...] [--run-dir DIR] [--resume] [--init-from F] [--deepspeed J]\n"
-    "  prepare --input FILE|DIR|GLOB --out DIR --tokenizer byte|bpe|gpt2|FILE.tiktoken\n"
-    "          [--vocab N] [--documents file|paragraphs] [--threads N] [--val-fraction F]\n"
-    "          [--shard-tokens N]\n"
-    "  eval CONFIG [--init-from F | --checkpoint CKPT] [--batches N] [--set k=v ...]\n"
-    "  sample --checkpoint CKPT [--prompt TEXT] [--tokens N] [--temperature X] [--top-k K]\n"
-    "          [--seed S]\n"
-    "  export --checkpoint CKPT --format llmc OUT.bin\n"
-    "  plan CONFIG --world W [--ranks-per-node G] [--set k=v ...] [--deepspeed DS.json]\n"
-    "          [--calls] [--network NET.json (--compute-from SUMMARY.json | --compute-ms M,O)]\n"
-    "  explain DS_CONFIG.json --world W [--ranks-per-node G] [--config CONFIG | --model NAME]\n"
-    "          [--set k=v ...]\n"
-    "  report RUNS_DIR [--out DIR] [--no-plots]\n"
-    "  tokenize --tokenizer byte|gpt2|FILE.tiktoken|MODEL.model [--decode] [--eot] [--pieces]\n"
-    "  commbench [--primitives LIST|all] [--dtype fp32,bf16|all] [--min-bytes N] [--max-bytes N]\n"
-    "          [--warmup N] [--iters N] [--max-seconds S] [--root R] [--seed S]\n"
-    "          [--device auto|cpu|cuda] [--communicator auto|mpi|nccl] [--host]\n"
-    "          [--host-nvme DIR] [--out FILE.json]\n";
-
-int dispatch(const std::string& cmd, const std::vector<std::string>& args) {
-  if (cmd == "train") return zt::run_train(zt::parse_train_args(args));
-  if (cmd == "prepare") return zt::run_prepare_command(args);
-  if (cmd == "eval") return zt::run_eval_command(args);
-  if (cmd == "sample") return zt::run_sample_command(args);
-  if (cmd == "export") return zt::run_export_command(args);
-  if (cmd == "plan") return zt::run_plan_command(args);
-  if (cmd == "explain") return zt::run_explain_command(args);
-  if (cmd == "report") return zt::run_report_command(args);
-  if (cmd == "tokenize") return zt::run_tokenize_command(args);
-  if (cmd == "commbench") return zt::run_commbench_command(args);
-  std::fprintf(stderr, "zerotrain: unknown command '%s'\n%s", cmd.c_str(), kUsage);
-  return 2;
+// Answers what needs no MPI: the overview, a command's help and an unknown
+// command. Returns the exit status, or -1 to run the command.
+int answer_without_mpi(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    std::fputs(zt::commands_overview().c_str(), argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const zt::Command* command = zt::find_command(argv[1]);
+  if (!command) {
+    std::string names;
+    for (const zt::Command& c : zt::commands())
+      names += (names.empty() ? "" : ", ") + c.cli.command;
+    std::fprintf(stderr, "zerotrain: unknown command '%s' (commands: %s; zerotrain --help)\n",
+                 argv[1], names.c_str());
+    return 2;
+  }
+  if (zt::asks_for_help(command->cli, std::vector<std::string>(argv + 2, argv + argc))) {
+    std::fputs(zt::command_help(*command).c_str(), stdout);
+    return 0;
+  }
+  return -1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
-    std::fputs(kUsage, argc < 2 ? stderr : stdout);
-    return argc < 2 ? 2 : 0;
-  }
+  if (const int rc = answer_without_mpi(argc, argv); rc >= 0) return rc;
   // A file-size limit (ulimit -f) then fails the write with EFBIG, which every
   // writer reports as a failed write naming the file, instead of killing us.
   std::signal(SIGXFSZ, SIG_IGN);
@@ -70,8 +53,8 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  const std::string cmd = argv[1];
-  const std::vector<std::string> args(argv + 2, argv + argc);
+  const zt::Command& command = *zt::find_command(argv[1]);
+  const std::string cmd = command.cli.command;
   // What was printed goes out before the error line.
   auto report = [rank](const char* what) {
     std::fflush(stdout);
@@ -79,7 +62,7 @@ int main(int argc, char** argv) {
   };
   int rc = 0;
   try {
-    rc = dispatch(cmd, args);
+    rc = command.run(std::vector<std::string>(argv + 2, argv + argc));
   } catch (const zt::ConfigError& e) {
     report(e.what());
     rc = 2;

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/activation_memory.h"
-#include "train/cli_args.h"
+#include "train/command_registry.h"
 #include "train/commands.h"
 #include "train/config.h"
 #include "train/deepspeed_import.h"
@@ -136,20 +136,7 @@ void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel
 }  // namespace
 
 int run_plan_command(const std::vector<std::string>& args) {
-  const CliArgs f("plan",
-                  "usage: zerotrain plan CONFIG --world W [--ranks-per-node G] [--set k=v ...] "
-                  "[--deepspeed ds_config.json] [--calls] [--network FILE.json --compute-from "
-                  "SUMMARY.json | --compute-ms "
-                  "MICRO,OPT]",
-                  {{"--world"},
-                   {"--ranks-per-node"},
-                   {"--set", true, true},
-                   {"--deepspeed"},
-                   {"--calls", false},
-                   {"--network"},
-                   {"--compute-from"},
-                   {"--compute-ms"}},
-                  args, 1, 1);
+  const CliArgs f = command_args("plan", args);
   const WorldLayout layout = world_layout(f);
   const int world = layout.world, per_node = layout.ranks_per_node;
   const NodeMap nodes = NodeMap::uniform(world, per_node);

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "data/prepare.h"
-#include "train/cli_args.h"
+#include "train/command_registry.h"
 #include "train/commands.h"
 
 namespace zt {
@@ -20,21 +20,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 }  // namespace
 
 int run_prepare_command(const std::vector<std::string>& args) {
-  const CliArgs f(
-      "prepare",
-      "usage: zerotrain prepare --input FILE|DIR|GLOB --out DIR "
-      "--tokenizer byte|bpe|gpt2|FILE.tiktoken [--vocab N (bpe)] "
-      "[--documents file|paragraphs (gpt2; default file)] [--threads N (gpt2; default: all "
-      "cores)] [--val-fraction F (default 0.05)] [--shard-tokens N (default 1e8)]",
-      {{"--input"},
-       {"--out"},
-       {"--tokenizer"},
-       {"--vocab"},
-       {"--documents"},
-       {"--threads"},
-       {"--val-fraction"},
-       {"--shard-tokens"}},
-      args, 0, 0);
+  const CliArgs f = command_args("prepare", args);
   PrepareOptions o;
   o.input = f.get("--input");
   o.out = f.get("--out");

@@ -14,7 +14,7 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "train/cli_args.h"
+#include "train/command_registry.h"
 #include "train/commands.h"
 #include "train/config.h"
 #include "train/network_file.h"
@@ -37,9 +37,7 @@ struct ReportArgs {
 };
 
 ReportArgs parse_report_args(const std::vector<std::string>& args) {
-  const CliArgs f("report",
-                  "usage: zerotrain report RUNS_DIR [--out DIR] [--no-plots] [--network FILE.json]",
-                  {{"--out"}, {"--no-plots", false}, {"--network"}}, args, 1, 1);
+  const CliArgs f = command_args("report", args);
   ReportArgs a;
   a.runs_dir = f.positional()[0];
   a.out_dir = f.get("--out", a.runs_dir);

@@ -103,12 +103,16 @@ void RunOutputs::sample(int64_t step, const std::string& text) {
   std::fflush(stdout);
 }
 
-void RunOutputs::summary(const RunSummary& s) {
-  if (!writer_) return;
+namespace {
+
+double median_step_ms(const RunSummary& s) {
   std::vector<double> ms = s.step_ms;
   std::sort(ms.begin(), ms.end());
-  const double median = ms.empty() ? 0 : ms[ms.size() / 2];
+  return ms.empty() ? 0 : ms[ms.size() / 2];
+}
 
+// summary.json's "comm": run totals per primitive, per step, and per step by purpose.
+JsonObject comm_json(const RunSummary& s) {
   JsonObject comm, per_step, by_purpose;
   const int64_t n = std::max<int64_t>(1, s.steps_this_run);
   auto per_step_of = [&](const PrimitiveStats& c) {
@@ -143,7 +147,24 @@ void RunOutputs::summary(const RunSummary& s) {
   comm.add("note",
            "bytes per rank; inter_node_bus_bytes averaged over the ranks: the bus bytes a ring "
            "in rank order sends to another node");
+  return comm;
+}
 
+// Off the device (zero.offload_optimizer / offload_param): host memory and NVMe files.
+JsonObject off_device_json(const MemoryLedger& l, const StateBytes& formula) {
+  JsonObject o;
+  const uint64_t states = l.current(MemCategory::Params) + l.current(MemCategory::Grads) +
+                          l.current(MemCategory::Optimizer);
+  o.add("params", l.current(MemCategory::Params))
+      .add("optimizer", l.current(MemCategory::Optimizer))
+      .add("comm_buffers", l.peak(MemCategory::CommBuffers))
+      .add("model_states", states)
+      .add("model_states_formula", formula.total());
+  return o;
+}
+
+// summary.json's "memory": the allocator's bytes per rank beside the formulas.
+JsonObject memory_json(const RunSummary& s) {
   JsonObject mem;
   const MemoryLedger& L = *s.ledger;
   ZeroConfig z = s.zero;
@@ -151,21 +172,9 @@ void RunOutputs::summary(const RunSummary& s) {
   const ModelStatesPlacement where =
       model_states_placement(z, s.padded_params, s.world,
                              s.dtype_bytes == 4 ? DType::F32 : DType::BF16, s.persistent_bytes);
-  // Off the device (zero.offload_optimizer / offload_param): host memory and NVMe files.
-  auto off_device = [](const MemoryLedger& l, const StateBytes& formula) {
-    JsonObject o;
-    const uint64_t states = l.current(MemCategory::Params) + l.current(MemCategory::Grads) +
-                            l.current(MemCategory::Optimizer);
-    o.add("params", l.current(MemCategory::Params))
-        .add("optimizer", l.current(MemCategory::Optimizer))
-        .add("comm_buffers", l.peak(MemCategory::CommBuffers))
-        .add("model_states", states)
-        .add("model_states_formula", formula.total());
-    return o;
-  };
   static const MemoryLedger no_host;
-  JsonObject host = off_device(s.host_ledger ? *s.host_ledger : no_host, where.host);
-  JsonObject nvme = off_device(nvme_ledger(), where.nvme);
+  JsonObject host = off_device_json(s.host_ledger ? *s.host_ledger : no_host, where.host);
+  JsonObject nvme = off_device_json(nvme_ledger(), where.nvme);
   const uint64_t states = L.current(MemCategory::Params) + L.current(MemCategory::Grads) +
                           L.current(MemCategory::Optimizer);
   mem.add("params", L.current(MemCategory::Params))
@@ -199,7 +208,10 @@ void RunOutputs::summary(const RunSummary& s) {
            "host as the engine reported them final (overlapping backward) and at the step; "
            "offload_param_read_ahead_bytes: parameter pieces the gathers found read ahead from "
            "NVMe, over the run");
+  return mem;
+}
 
+JsonObject zero_json(const RunSummary& s) {
   JsonObject zero;
   zero.add("stage", s.stage)
       .add("grad_path", s.grad_path)
@@ -207,7 +219,10 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("allgather_bucket_size", static_cast<int64_t>(s.zero.allgather_bucket_size))
       .add("overlap_comm", s.zero.overlap_comm)
       .add("allgather_bucketed", s.zero.allgather_bucketed);
+  return zero;
+}
 
+JsonObject timing_json(const RunSummary& s) {
   JsonObject timing;
   timing.add("micro_steps", s.micro_steps)
       .add("compute_ms_per_micro_step", s.compute.micro_step_ms)
@@ -216,6 +231,14 @@ void RunOutputs::summary(const RunSummary& s) {
            "compute = wall time less the time blocked waiting for collectives; per step the "
            "slowest rank's, the median over the steps after the first; per micro-step: forward + "
            "backward");
+  return timing;
+}
+
+}  // namespace
+
+void RunOutputs::summary(const RunSummary& s) {
+  if (!writer_) return;
+  const double median = median_step_ms(s);
   JsonObject o;
   o.add("world_size", s.world)
       .add("steps", s.steps_done)
@@ -231,10 +254,10 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("padded_params", static_cast<uint64_t>(s.padded_params))
       .add("device", s.device)
       .raw("config", s.config_json)
-      .add("zero", zero)
-      .add("comm", comm)
-      .add("memory", mem)
-      .add("timing", timing);
+      .add("zero", zero_json(s))
+      .add("comm", comm_json(s))
+      .add("memory", memory_json(s))
+      .add("timing", timing_json(s));
   if (s.cluster_text.empty()) o.raw("cluster", "null");
   else o.raw("cluster", s.cluster_text);
   const std::string path = dir_ + "/summary.json";

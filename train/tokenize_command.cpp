@@ -8,7 +8,7 @@
 
 #include "data/shard.h"
 #include "data/tokenizer.h"
-#include "train/cli_args.h"
+#include "train/command_registry.h"
 #include "train/commands.h"
 
 namespace zt {
@@ -63,12 +63,7 @@ void write_stdout(const std::string& bytes) {
 }  // namespace
 
 int run_tokenize_command(const std::vector<std::string>& args) {
-  const CliArgs f("tokenize",
-                  "usage: zerotrain tokenize --tokenizer byte|gpt2|FILE.tiktoken|MODEL.model "
-                  "[--decode] [--eot] [--pieces] < input",
-                  {{"--tokenizer"}, {"--decode", false}, {"--eot", false}, {"--pieces", false}},
-                  args, 0, 0);
-  if (!f.has("--tokenizer")) f.fail("--tokenizer is required");
+  const CliArgs f = command_args("tokenize", args);
   if (f.has("--decode") && (f.has("--eot") || f.has("--pieces")))
     f.fail("--decode reads ids; --eot and --pieces apply to encoding");
   std::unique_ptr<Tokenizer> tokenizer = make_tokenizer(f.get("--tokenizer"));

@@ -25,8 +25,8 @@
 #include "model/device_services.h"
 #include "model/gpt.h"
 #include "train/checkpoint.h"
-#include "train/cli_args.h"
 #include "train/cluster_description.h"
+#include "train/command_registry.h"
 #include "train/data_fallback.h"
 #include "train/deepspeed_import.h"
 #include "train/fault_inject.h"
@@ -78,12 +78,7 @@ double evaluate(GPT& model, ZeroEngine& engine, DataLoader& val, int batches, in
 }  // namespace
 
 TrainArgs parse_train_args(const std::vector<std::string>& args) {
-  const CliArgs c(
-      "train",
-      "usage: zerotrain train CONFIG [--set section.key=value ...] [--run-dir DIR] "
-      "[--resume] [--init-from MODEL.bin] [--deepspeed ds_config.json]",
-      {{"--set", true, true}, {"--run-dir"}, {"--resume", false}, {"--init-from"}, {"--deepspeed"}},
-      args, 1, 1);
+  const CliArgs c = command_args("train", args);
   TrainArgs a;
   a.config_path = c.positional()[0];
   a.overrides = c.all("--set");
@@ -127,282 +122,378 @@ CommStats with_job_mean_inter_node(CommStats c, int world) {
   return c;
 }
 
-int run_train(const TrainArgs& a) {
-  int rank = 0, world = 1, local_rank = 0, local_size = 1;
-  mpi_ranks(&rank, &world, &local_rank, &local_size);
+namespace {
 
-  // 1. Configuration, complete and checked before anything is printed or done.
-  Config cfg = load_config(a.config_path, a.overrides);
-  std::vector<std::string> ds_warnings;
+// 1. The configuration, complete and checked before anything is printed or done.
+struct RunSettings {
+  Config cfg;
+  std::vector<std::string> ds_warnings, data_notes;
+  FaultInjection fault;
+  std::string cluster, config_yaml;
+  int accum = 1, B = 1, T = 1;
+};
+
+RunSettings load_run_settings(const TrainArgs& a, int world) {
+  RunSettings r;
+  r.cfg = load_config(a.config_path, a.overrides);
+  Config& cfg = r.cfg;
   if (!a.deepspeed.empty()) {
-    apply_deepspeed_config(a.deepspeed, cfg, ds_warnings, world);
+    apply_deepspeed_config(a.deepspeed, cfg, r.ds_warnings, world);
     validate_config(cfg);
   }
   validate_for_world(cfg, world);
-  const std::vector<std::string> data_notes =
-      apply_data_fallbacks(cfg.data, cfg.train.eval_every > 0);
-  const FaultInjection fault = parse_fault_injection(cfg.system.fault_inject);
-  const std::string cluster = read_cluster_description().json;
-  const std::string config_yaml = config_to_yaml(cfg);
-  const int accum = grad_accum_steps(cfg, world);
-  const int B = cfg.train.micro_batch, T = cfg.model.seq_len;
+  r.data_notes = apply_data_fallbacks(cfg.data, cfg.train.eval_every > 0);
+  r.fault = parse_fault_injection(cfg.system.fault_inject);
+  r.cluster = read_cluster_description().json;
+  r.config_yaml = config_to_yaml(cfg);
+  r.accum = grad_accum_steps(cfg, world);
+  r.B = cfg.train.micro_batch;
+  r.T = cfg.model.seq_len;
+  return r;
+}
 
-  // 2. Data: shards are validated (header, size, every token) before anything else.
-  DataLoader train_data(cfg.data.train, cfg.model.vocab_size, B, T, rank, world, accum,
-                        cfg.train.seed, true);
-  std::unique_ptr<DataLoader> val_data;
-  if (cfg.train.eval_every > 0)
-    val_data.reset(new DataLoader(cfg.data.val, cfg.model.vocab_size, B, T, rank, world, 1,
-                                  cfg.train.seed, false));
+// 2. Data: shards are validated (header, size, every token) before anything else.
+struct RunData {
+  std::unique_ptr<DataLoader> train, val;
   std::unique_ptr<Tokenizer> tokenizer;
+  HellaswagSet hellaswag;
+};
+
+RunData load_run_data(const RunSettings& r, int rank, int world) {
+  const Config& cfg = r.cfg;
+  RunData d;
+  d.train.reset(new DataLoader(cfg.data.train, cfg.model.vocab_size, r.B, r.T, rank, world, r.accum,
+                               cfg.train.seed, true));
+  if (cfg.train.eval_every > 0)
+    d.val.reset(new DataLoader(cfg.data.val, cfg.model.vocab_size, r.B, r.T, rank, world, 1,
+                               cfg.train.seed, false));
   if (cfg.train.sample_every > 0 || cfg.train.hellaswag_every > 0) {
-    tokenizer = make_tokenizer(cfg.data.tokenizer);
-    if (tokenizer->vocab_size() > cfg.model.vocab_size)
+    d.tokenizer = make_tokenizer(cfg.data.tokenizer);
+    if (d.tokenizer->vocab_size() > cfg.model.vocab_size)
       throw ConfigError("data.tokenizer " + cfg.data.tokenizer + " has " +
-                        std::to_string(tokenizer->vocab_size()) +
+                        std::to_string(d.tokenizer->vocab_size()) +
                         " tokens, more than model.vocab_size " +
                         std::to_string(cfg.model.vocab_size));
   }
-  HellaswagSet hellaswag;
   if (cfg.train.hellaswag_every > 0)
-    hellaswag = tokenize_hellaswag(read_hellaswag(cfg.train.hellaswag_file), *tokenizer,
-                                   cfg.model.vocab_size, cfg.train.hellaswag_file);
+    d.hellaswag = tokenize_hellaswag(read_hellaswag(cfg.train.hellaswag_file), *d.tokenizer,
+                                     cfg.model.vocab_size, cfg.train.hellaswag_file);
+  return d;
+}
 
-  // 3. Backend, communicator, model, ZeRO.
-  Runtime rt = make_runtime(cfg.system);
-  Ops& ops = *rt.ops;
-  ParamTable table(cfg.model);
-  check_offload_paths(cfg.zero);
-  std::unique_ptr<ZeroEngine> engine = make_zero_engine(
-      zero_setup(cfg, table, rt.comm->nodes().ranks_per_node()), table, ops, *rt.comm);
-  const Recompute recompute = recompute_level(cfg);
-  // The training model's activations, measured: it allocates them all here,
-  // and its passes allocate nothing more (tests/test_recompute.cpp).
-  const uint64_t activations_before = ops.ledger().current(MemCategory::Activations);
-  GPT model(table, ops, B, T, recompute);
-  const uint64_t model_activations =
-      ops.ledger().current(MemCategory::Activations) - activations_before;
-  // Forward-only models keep nothing for a backward: block's layout is the smallest.
-  std::unique_ptr<GPT> sampler_model;
-  if (cfg.train.sample_every > 0) sampler_model.reset(new GPT(table, ops, 1, T, Recompute::Block));
-  std::unique_ptr<GPT> hellaswag_model;
-  if (cfg.train.hellaswag_every > 0)
-    hellaswag_model.reset(
-        new GPT(table, ops, B, hellaswag_positions(hellaswag, T), Recompute::Block));
-
-  RunOutputs out(a.run_dir, rank == 0);
-  if (rank == 0) {
-    if (!empty_config_note(cfg).empty()) std::printf("%s\n", empty_config_note(cfg).c_str());
-    for (const auto& w : ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
-    for (const auto& note : data_notes) std::printf("%s\n", note.c_str());
-    if (!rt.device_note.empty()) std::printf("%s\n", rt.device_note.c_str());
-    if (!cfg.system.deterministic)
-      std::printf(
-          "system.deterministic: false: zerotrain has no faster non-deterministic kernels, "
-          "so the run is deterministic anyway\n");
-    std::printf("# effective config (%s)\n%s", a.config_path.c_str(), config_yaml.c_str());
-    std::printf("%s\n", engine->describe().c_str());
-    std::printf(
-        "model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
-        "of %d x %d per rank per step\n",
-        table.total(), engine->padded_params(), world, dtype_name(ops.dtype()), ops.name().c_str(),
-        world, accum, B, T);
-    std::printf(
-        "activations: %llu bytes per micro-batch measured, %llu by activation_bytes() "
-        "(train.recompute: %s)\n",
-        static_cast<unsigned long long>(model_activations),
-        static_cast<unsigned long long>(activation_bytes(cfg.model, B, T, recompute, ops.dtype())),
-        recompute_name(recompute));
-    std::fflush(stdout);
+// 3. Backend, communicator, ZeRO and the models (members in construction order).
+struct RunModels {
+  RunModels(const RunSettings& r, const RunData& d)
+      : rt(make_runtime(r.cfg.system)), table(r.cfg.model) {
+    const Config& cfg = r.cfg;
+    Ops& ops = *rt.ops;
+    check_offload_paths(cfg.zero);
+    engine = make_zero_engine(zero_setup(cfg, table, rt.comm->nodes().ranks_per_node()), table, ops,
+                              *rt.comm);
+    recompute = recompute_level(cfg);
+    // The training model's activations, measured: it allocates them all here,
+    // and its passes allocate nothing more (tests/test_recompute.cpp).
+    const uint64_t activations_before = ops.ledger().current(MemCategory::Activations);
+    model.reset(new GPT(table, ops, r.B, r.T, recompute));
+    model_activations = ops.ledger().current(MemCategory::Activations) - activations_before;
+    // Forward-only models keep nothing for a backward: block's layout is the smallest.
+    if (cfg.train.sample_every > 0) sampler.reset(new GPT(table, ops, 1, r.T, Recompute::Block));
+    if (cfg.train.hellaswag_every > 0)
+      hellaswag.reset(
+          new GPT(table, ops, r.B, hellaswag_positions(d.hellaswag, r.T), Recompute::Block));
   }
+  Runtime rt;
+  ParamTable table;
+  std::unique_ptr<ZeroEngine> engine;
+  Recompute recompute = Recompute::None;
+  uint64_t model_activations = 0;
+  std::unique_ptr<GPT> model, sampler, hellaswag;
+};
 
-  // 4. Initial state: a checkpoint, an llm.c model file, or GPT-2 initialisation;
-  // before anything is written, so that a checkpoint that does not verify or
-  // does not fit this config leaves the run directory as it was.
+void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels& m, int world) {
+  const Config& cfg = r.cfg;
+  Ops& ops = *m.rt.ops;
+  for (const auto& w : r.ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
+  for (const auto& note : r.data_notes) std::printf("%s\n", note.c_str());
+  if (!m.rt.device_note.empty()) std::printf("%s\n", m.rt.device_note.c_str());
+  if (!cfg.system.deterministic)
+    std::printf(
+        "system.deterministic: false: zerotrain has no faster non-deterministic kernels, "
+        "so the run is deterministic anyway\n");
+  std::printf("# effective config (%s)\n%s", a.config_path.c_str(), r.config_yaml.c_str());
+  std::printf("%s\n", m.engine->describe().c_str());
+  std::printf(
+      "model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
+      "of %d x %d per rank per step\n",
+      m.table.total(), m.engine->padded_params(), world, dtype_name(ops.dtype()),
+      ops.name().c_str(), world, r.accum, r.B, r.T);
+  std::printf(
+      "activations: %llu bytes per micro-batch measured, %llu by activation_bytes() "
+      "(train.recompute: %s)\n",
+      static_cast<unsigned long long>(m.model_activations),
+      static_cast<unsigned long long>(
+          activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype())),
+      recompute_name(m.recompute));
+  std::fflush(stdout);
+}
+
+CheckpointContext checkpoint_context(const TrainArgs& a, const RunSettings& r, Ops& ops) {
   CheckpointContext ckpt;
   ckpt.run_dir = a.run_dir;
-  ckpt.model = cfg.model;
-  ckpt.keep = cfg.train.keep_checkpoints;
-  ckpt.config_yaml = config_yaml;
-  ckpt.config_json = config_to_json(cfg);
-  ckpt.tokenizer = tokenizer_identity(cfg.data.tokenizer);
+  ckpt.model = r.cfg.model;
+  ckpt.keep = r.cfg.train.keep_checkpoints;
+  ckpt.config_yaml = r.config_yaml;
+  ckpt.config_json = config_to_json(r.cfg);
+  ckpt.tokenizer = tokenizer_identity(r.cfg.data.tokenizer);
   ckpt.model_dtype = dtype_name(ops.dtype());
   ckpt.device = ops.name();
-  int64_t start_step = 0;
+  return ckpt;
+}
+
+// 4. Initial state: a checkpoint, an llm.c model file, or GPT-2 initialisation;
+// before anything is written, so that a checkpoint that does not verify or
+// does not fit this config leaves the run directory as it was. Returns the
+// first step to run.
+int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
+                           const TokenizerIdentity& tokenizer, RunModels& m, int rank) {
   ResumePoint resumed;
   if (a.resume) {
     resumed = resume_from_checkpoint(
-        a.run_dir, cfg.model, ckpt.tokenizer, *engine, [&](const std::string& why) {
+        a.run_dir, r.cfg.model, tokenizer, *m.engine, [&](const std::string& why) {
           if (rank != 0) return;
           std::fprintf(stderr, "zerotrain: --resume: rejected %s\n", why.c_str());
           std::fflush(stderr);
         });
   }
   if (!resumed.dir.empty()) {
-    start_step = resumed.meta.step;
     if (rank == 0) {
       std::printf("resumed from %s (step %lld, saved by %d ranks at stage %d", resumed.dir.c_str(),
-                  static_cast<long long>(start_step), resumed.meta.world, resumed.meta.stage);
+                  static_cast<long long>(resumed.meta.step), resumed.meta.world,
+                  resumed.meta.stage);
       if (resumed.rejected > 0)
         std::printf("; %d newer checkpoint%s rejected", resumed.rejected,
                     resumed.rejected == 1 ? "" : "s");
       std::printf(")\n");
       std::fflush(stdout);
     }
-  } else {
-    std::vector<float> w;
-    if (!a.init_from.empty()) w = read_llmc_model(a.init_from, table);
-    else {
-      w.resize(table.total());
-      init_gpt2_weights(table, cfg.train.seed, w.data());
-    }
-    engine->init_weights(w.data());
-    if (rank == 0 && a.resume) {
-      std::printf("--resume: no complete checkpoint in %s, starting fresh\n", a.run_dir.c_str());
-      std::fflush(stdout);
-    }
+    return resumed.meta.step;
   }
+  std::vector<float> w;
+  if (!a.init_from.empty()) w = read_llmc_model(a.init_from, m.table);
+  else {
+    w.resize(m.table.total());
+    init_gpt2_weights(m.table, r.cfg.train.seed, w.data());
+  }
+  m.engine->init_weights(w.data());
+  if (rank == 0 && a.resume) {
+    std::printf("--resume: no complete checkpoint in %s, starting fresh\n", a.run_dir.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
 
-  // 5. Outputs.
+// 5. Outputs: the run directory, its config, the comm traces and the metrics log.
+void open_run_outputs(const TrainArgs& a, const RunSettings& r, RunModels& m, RunOutputs& out,
+                      int64_t start_step, int rank) {
   if (rank == 0) {
     make_dirs(a.run_dir);
-    out.write_config(config_yaml);
+    out.write_config(r.config_yaml);
   }
-  if (cfg.system.comm_trace) {
+  if (r.cfg.system.comm_trace) {
     char name[64];
     std::snprintf(name, sizeof name, "/comm_trace_rank%d.jsonl", rank);
     barrier_all();
-    rt.comm->open_trace(a.run_dir + name);
+    m.rt.comm->open_trace(a.run_dir + name);
   }
   out.open_metrics(start_step);
+}
 
-  std::signal(SIGTERM, on_stop_signal);
-  std::signal(SIGINT, on_stop_signal);
-
-  // 5. The loop.
-  std::vector<int> in(static_cast<size_t>(B) * T), tgt(in.size());
-  const double global_tokens = static_cast<double>(cfg.train.global_batch_tokens);
+// What the loop measured, for the summary.
+struct LoopTotals {
+  int64_t start_step = 0, step = 0;  // step: optimizer steps completed
   std::vector<double> step_ms;
   std::vector<ComputeSample> compute_ms;
-  double last_loss = 0, last_val = -1, timed_seconds = 0;
+  double last_loss = 0, last_val = -1, initial_val = -1, timed_seconds = 0;
   int64_t timed_tokens = 0;
+  CommStats comm_at_start;  // before the first training step: the summary counts steps only
+};
+
+struct StepResult {
+  double loss = 0, norm = 0, ms = 0;
+  ComputeSample compute{};
+};
+
+// One optimizer step: the micro-steps' forward/backward into ZeRO, then its step.
+StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data, int64_t step,
+                      double lr, std::vector<int>& in, std::vector<int>& tgt) {
+  const Config& cfg = r.cfg;
+  Ops& ops = *m.rt.ops;
+  const double global_tokens = static_cast<double>(cfg.train.global_batch_tokens);
+  const auto t0 = Clock::now();
+  double loss_sum = 0;
+  const double exposed_at_start = m.rt.comm->stats().exposed_seconds;
+  for (int micro = 0; micro < r.accum; micro++) {
+    train_data.micro_batch(step, micro, in.data(), tgt.data());
+    m.engine->begin_micro_step(micro, r.accum);
+    loss_sum += m.model->forward_backward(in.data(), tgt.data(),
+                                          static_cast<float>(1.0 / global_tokens), *m.engine);
+    m.engine->end_micro_step();
+  }
+  ops.synchronize();
+  const auto t_opt = Clock::now();
+  const double exposed_at_opt = m.rt.comm->stats().exposed_seconds;
+  OptimSettings os{static_cast<float>(lr), static_cast<float>(cfg.train.beta1),
+                   static_cast<float>(cfg.train.beta2), static_cast<float>(cfg.train.eps),
+                   static_cast<float>(cfg.train.weight_decay)};
+  StepResult res;
+  res.norm = m.engine->step(os, static_cast<int>(step) + 1);
+  ops.synchronize();
+  // Compute = wall time less the time blocked in the communicator's wait().
+  const double exposed_now = m.rt.comm->stats().exposed_seconds;
+  res.compute = {
+      (std::chrono::duration<double>(t_opt - t0).count() - (exposed_at_opt - exposed_at_start)) *
+          1e3 / r.accum,
+      (seconds_since(t_opt) - (exposed_now - exposed_at_opt)) * 1e3};
+  res.loss = sum_over_ranks(loss_sum) / global_tokens;
+  res.ms = seconds_since(t0) * 1e3;
+  return res;
+}
+
+// After a step: validation, HellaSwag, the progress line and metrics record,
+// a sample and a checkpoint, each when due.
+void finish_step(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
+                 const CheckpointContext& ckpt, LoopTotals& t, StepRecord rec, double run_seconds,
+                 int rank, int world) {
+  const Config& cfg = r.cfg;
+  const int64_t step = t.step;
+  const bool last = step + 1 == cfg.train.steps;
+  if (d.val && ((step + 1) % cfg.train.eval_every == 0 || last))
+    rec.val_loss = t.last_val =
+        evaluate(*m.model, *m.engine, *d.val, cfg.train.eval_batches, r.B, r.T, world);
+  const bool score = m.hellaswag && ((step + 1) % cfg.train.hellaswag_every == 0 || last);
+  HellaswagResult h;
+  if (score) {
+    h = score_hellaswag(*m.hellaswag, *m.engine, d.hellaswag, rank, world, sum_over_ranks);
+    rec.hellaswag_examples = h.examples;
+    rec.hellaswag_correct = h.correct;
+    rec.hellaswag_correct_norm = h.correct_norm;
+  }
+  out.step(rec, cfg.train.steps,
+           static_cast<double>(cfg.train.global_batch_tokens) / (rec.ms / 1e3), run_seconds,
+           static_cast<int>(step + 1 - t.start_step), cfg.train.log_every);
+  if (score && rank == 0)
+    std::printf("step %5lld | %s\n", static_cast<long long>(step + 1),
+                describe_hellaswag(h, cfg.train.hellaswag_file).c_str());
+  if (m.sampler && ((step + 1) % cfg.train.sample_every == 0 || last)) {
+    SampleSettings ss{cfg.train.sample_tokens, cfg.train.temperature, cfg.train.top_k,
+                      cfg.train.seed + static_cast<uint64_t>(step), d.tokenizer->vocab_size()};
+    std::vector<int> toks =
+        sample_tokens(*m.sampler, *m.engine, sample_prompt(*d.tokenizer, ""), ss);
+    if (rank == 0) out.sample(step + 1, sample_text(*d.tokenizer, toks));
+  }
+  if (cfg.train.checkpoint_every > 0 && ((step + 1) % cfg.train.checkpoint_every == 0 || last))
+    save_checkpoint(ckpt, step + 1, *m.engine, rank, world);
+}
+
+// 6. The loop, from t.start_step until the last step or a stop signal.
+void run_steps(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
+               const CheckpointContext& ckpt, LoopTotals& t, int rank, int world) {
+  const Config& cfg = r.cfg;
+  std::vector<int> in(static_cast<size_t>(r.B) * r.T), tgt(in.size());
   const auto run_t0 = Clock::now();
   // Like llm.c, evaluate the untrained model too: the curve starts at step 0.
-  double initial_val = -1;
-  if (val_data && start_step == 0) {
-    initial_val = evaluate(model, *engine, *val_data, cfg.train.eval_batches, B, T, world);
+  if (d.val && t.start_step == 0) {
+    t.initial_val = evaluate(*m.model, *m.engine, *d.val, cfg.train.eval_batches, r.B, r.T, world);
     if (rank == 0)
-      std::printf("step     0/%d | val %.4f (before training)\n", cfg.train.steps, initial_val);
+      std::printf("step     0/%d | val %.4f (before training)\n", cfg.train.steps, t.initial_val);
   }
-  const CommStats comm_at_start = rt.comm->stats();  // training steps only
-  int64_t step = start_step;
-  for (; step < cfg.train.steps; step++) {
+  t.comm_at_start = m.rt.comm->stats();
+  for (t.step = t.start_step; t.step < cfg.train.steps; t.step++) {
     if (sum_over_ranks(g_stop_signal != 0 ? 1.0 : 0.0) > 0) break;
-    fault.maybe_fail(rank, step);
-    rt.comm->set_step(step);
-    const auto t0 = Clock::now();
-    const double lr = learning_rate(cfg.train, static_cast<int>(step));
-    double loss_sum = 0;
-    const double exposed_at_start = rt.comm->stats().exposed_seconds;
-    for (int micro = 0; micro < accum; micro++) {
-      train_data.micro_batch(step, micro, in.data(), tgt.data());
-      engine->begin_micro_step(micro, accum);
-      loss_sum += model.forward_backward(in.data(), tgt.data(),
-                                         static_cast<float>(1.0 / global_tokens), *engine);
-      engine->end_micro_step();
+    r.fault.maybe_fail(rank, t.step);
+    m.rt.comm->set_step(t.step);
+    const double lr = learning_rate(cfg.train, static_cast<int>(t.step));
+    const StepResult s = train_step(r, m, *d.train, t.step, lr, in, tgt);
+    t.compute_ms.push_back(s.compute);
+    t.last_loss = s.loss;
+    t.step_ms.push_back(s.ms);
+    if (t.step > t.start_step || cfg.train.steps - t.start_step == 1) {
+      t.timed_seconds += s.ms / 1e3;
+      t.timed_tokens += cfg.train.global_batch_tokens;
     }
-    ops.synchronize();
-    const auto t_opt = Clock::now();
-    const double exposed_at_opt = rt.comm->stats().exposed_seconds;
-    OptimSettings os{static_cast<float>(lr), static_cast<float>(cfg.train.beta1),
-                     static_cast<float>(cfg.train.beta2), static_cast<float>(cfg.train.eps),
-                     static_cast<float>(cfg.train.weight_decay)};
-    const double norm = engine->step(os, static_cast<int>(step) + 1);
-    ops.synchronize();
-    // Compute = wall time less the time blocked in the communicator's wait().
-    const double exposed_now = rt.comm->stats().exposed_seconds;
-    compute_ms.push_back(
-        {(std::chrono::duration<double>(t_opt - t0).count() - (exposed_at_opt - exposed_at_start)) *
-             1e3 / accum,
-         (seconds_since(t_opt) - (exposed_now - exposed_at_opt)) * 1e3});
-    last_loss = sum_over_ranks(loss_sum) / global_tokens;
-    const double ms = seconds_since(t0) * 1e3;
-    step_ms.push_back(ms);
-    if (step > start_step || cfg.train.steps - start_step == 1) {
-      timed_seconds += ms / 1e3;
-      timed_tokens += cfg.train.global_batch_tokens;
-    }
-
-    StepRecord rec{step + 1, last_loss, lr, norm, ms, -1};
-    const bool last = step + 1 == cfg.train.steps;
-    if (val_data && ((step + 1) % cfg.train.eval_every == 0 || last)) {
-      rec.val_loss = last_val =
-          evaluate(model, *engine, *val_data, cfg.train.eval_batches, B, T, world);
-    }
-    const bool score = hellaswag_model && ((step + 1) % cfg.train.hellaswag_every == 0 || last);
-    HellaswagResult h;
-    if (score) {
-      h = score_hellaswag(*hellaswag_model, *engine, hellaswag, rank, world, sum_over_ranks);
-      rec.hellaswag_examples = h.examples;
-      rec.hellaswag_correct = h.correct;
-      rec.hellaswag_correct_norm = h.correct_norm;
-    }
-    out.step(rec, cfg.train.steps, global_tokens / (ms / 1e3), seconds_since(run_t0),
-             static_cast<int>(step + 1 - start_step), cfg.train.log_every);
-    if (score && rank == 0)
-      std::printf("step %5lld | %s\n", static_cast<long long>(step + 1),
-                  describe_hellaswag(h, cfg.train.hellaswag_file).c_str());
-    if (sampler_model && ((step + 1) % cfg.train.sample_every == 0 || last)) {
-      SampleSettings ss{cfg.train.sample_tokens, cfg.train.temperature, cfg.train.top_k,
-                        cfg.train.seed + static_cast<uint64_t>(step), tokenizer->vocab_size()};
-      std::vector<int> toks =
-          sample_tokens(*sampler_model, *engine, sample_prompt(*tokenizer, ""), ss);
-      if (rank == 0) out.sample(step + 1, sample_text(*tokenizer, toks));
-    }
-    if (cfg.train.checkpoint_every > 0 && ((step + 1) % cfg.train.checkpoint_every == 0 || last))
-      save_checkpoint(ckpt, step + 1, *engine, rank, world);
+    finish_step(r, m, d, out, ckpt, t, StepRecord{t.step + 1, s.loss, lr, s.norm, s.ms, -1},
+                seconds_since(run_t0), rank, world);
   }
+}
 
-  // 6. Summary.
-  const CommStats comm = with_job_mean_inter_node(rt.comm->stats().minus(comm_at_start), world);
+// 7. The summary's figures; `comm` holds the training steps' counts only.
+RunSummary run_summary(const RunSettings& r, const RunModels& m, const LoopTotals& t,
+                       const CommStats& comm, const std::string& config_json, int world) {
+  const Config& cfg = r.cfg;
+  Ops& ops = *m.rt.ops;
+  ZeroEngine& engine = *m.engine;
   RunSummary s;
   s.world = world;
-  s.steps_done = step;
-  s.steps_this_run = step - start_step;
-  s.final_train_loss = last_loss;
-  s.final_val_loss = last_val;
-  s.initial_val_loss = initial_val;
-  s.tokens_per_second = timed_seconds > 0 ? timed_tokens / timed_seconds : 0;
-  s.step_ms = step_ms;
-  s.compute = compute_medians(compute_ms);
-  s.micro_steps = accum;
-  s.params = table.total();
-  s.padded_params = engine->padded_params();
-  s.config_json = ckpt.config_json;
-  s.stage = engine->stage();
-  s.grad_path = engine->grad_path_key();
+  s.steps_done = t.step;
+  s.steps_this_run = t.step - t.start_step;
+  s.final_train_loss = t.last_loss;
+  s.final_val_loss = t.last_val;
+  s.initial_val_loss = t.initial_val;
+  s.tokens_per_second = t.timed_seconds > 0 ? t.timed_tokens / t.timed_seconds : 0;
+  s.step_ms = t.step_ms;
+  s.compute = compute_medians(t.compute_ms);
+  s.micro_steps = r.accum;
+  s.params = m.table.total();
+  s.padded_params = engine.padded_params();
+  s.config_json = config_json;
+  s.stage = engine.stage();
+  s.grad_path = engine.grad_path_key();
   s.zero = cfg.zero;
   s.comm = comm;
   s.ledger = &ops.ledger();
   s.host_ledger = &ops.services().host_ledger();
-  s.offload_grad_bytes_early = engine->optimizer().grad_copy_bytes().early;
-  s.offload_grad_bytes_at_step = engine->optimizer().grad_copy_bytes().at_step;
-  s.offload_param_read_ahead_bytes = engine->param_read_ahead_bytes();
+  s.offload_grad_bytes_early = engine.optimizer().grad_copy_bytes().early;
+  s.offload_grad_bytes_at_step = engine.optimizer().grad_copy_bytes().at_step;
+  s.offload_param_read_ahead_bytes = engine.param_read_ahead_bytes();
   s.dtype_bytes = static_cast<int>(dtype_size(ops.dtype()));
   s.device = ops.name();
-  s.persistent_bytes = engine->persistent_param_bytes();
-  s.live_params_peak_bytes = engine->live_params_peak_bytes();
-  s.recompute = recompute_name(recompute);
-  s.activations_per_micro_batch = model_activations;
-  s.activations_per_micro_batch_formula = activation_bytes(cfg.model, B, T, recompute, ops.dtype());
-  s.nodes = rt.comm->nodes().nodes();
-  s.ranks_per_node = rt.comm->nodes().ranks_per_node();
-  s.cluster_text = cluster;
-  out.summary(s);
+  s.persistent_bytes = engine.persistent_param_bytes();
+  s.live_params_peak_bytes = engine.live_params_peak_bytes();
+  s.recompute = recompute_name(m.recompute);
+  s.activations_per_micro_batch = m.model_activations;
+  s.activations_per_micro_batch_formula =
+      activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype());
+  s.nodes = m.rt.comm->nodes().nodes();
+  s.ranks_per_node = m.rt.comm->nodes().ranks_per_node();
+  s.cluster_text = r.cluster;
+  return s;
+}
+
+}  // namespace
+
+int run_train(const TrainArgs& a) {
+  int rank = 0, world = 1, local_rank = 0, local_size = 1;
+  mpi_ranks(&rank, &world, &local_rank, &local_size);
+  const RunSettings settings = load_run_settings(a, world);
+  RunData data = load_run_data(settings, rank, world);
+  RunModels models(settings, data);
+  RunOutputs out(a.run_dir, rank == 0);
+  if (rank == 0) print_run_header(a, settings, models, world);
+  const CheckpointContext ckpt = checkpoint_context(a, settings, *models.rt.ops);
+  LoopTotals totals;
+  totals.start_step = load_initial_state(a, settings, ckpt.tokenizer, models, rank);
+  open_run_outputs(a, settings, models, out, totals.start_step, rank);
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGINT, on_stop_signal);
+
+  run_steps(settings, models, data, out, ckpt, totals, rank, world);
+  const CommStats comm =
+      with_job_mean_inter_node(models.rt.comm->stats().minus(totals.comm_at_start), world);
+  out.summary(run_summary(settings, models, totals, comm, ckpt.config_json, world));
   if (g_stop_signal != 0) {
     if (rank == 0)
       std::fprintf(stderr, "zerotrain: stopped by signal %d after step %lld\n",
-                   static_cast<int>(g_stop_signal), static_cast<long long>(step));
+                   static_cast<int>(g_stop_signal), static_cast<long long>(totals.step));
     return 128 + static_cast<int>(g_stop_signal);
   }
   return 0;

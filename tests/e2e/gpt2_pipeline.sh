@@ -20,7 +20,7 @@ cmp -s "$WORK/bytes" "$WORK/bytes.back" || fail "byte tokenizer round trip diffe
 out=$(printf '1 2 x' | "$ZT_BIN" tokenize --tokenizer byte --decode 2>&1); [ $? -eq 2 ] || fail "bad id: $out"
 printf '%s' "$out" | grep -qF "standard input word 3 ('x') is not a token id" || fail "bad id message: $out"
 fails_with "the byte tokenizer has no end-of-text token" tok --tokenizer byte --eot
-fails_with "--tokenizer is required" tok
+fails_with "--tokenizer byte|gpt2|FILE.tiktoken|MODEL.model is required" tok
 fails_with "--decode reads ids" tok --tokenizer byte --decode --pieces
 
 if ! out=$(printf 'Hello world' | tok --tokenizer gpt2 2>&1); then
