@@ -149,7 +149,12 @@ std::vector<Command> build_commands() {
          option("--out", "FILE.json", "also write the curves as JSON")}},
        "time each collective over a range of sizes, as nccl-tests does",
        run_commbench_command},
-      {{"config-reference", "", 0, 0, {}},
+      {{"config-reference",
+        "",
+        0,
+        0,
+        {flag("--grad-paths",
+              "print the gradient-path table instead (docs/zero.md, from the registry)")}},
        "print every config key (type, default, range, meaning) as Markdown",
        run_config_reference_command},
   };

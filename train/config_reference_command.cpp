@@ -9,6 +9,7 @@
 #include "train/commands.h"
 #include "train/config.h"
 #include "train/config_schema.h"
+#include "train/grad_path_table.h"
 
 namespace zt {
 namespace {
@@ -66,8 +67,9 @@ std::string config_reference() {
 }  // namespace
 
 int run_config_reference_command(const std::vector<std::string>& args) {
-  command_args("config-reference", args);
-  std::fputs(config_reference().c_str(), stdout);
+  const CliArgs f = command_args("config-reference", args);
+  std::fputs((f.has("--grad-paths") ? grad_path_table_markdown() : config_reference()).c_str(),
+             stdout);
   return 0;
 }
 

@@ -39,9 +39,9 @@ std::string grad_path_table_markdown() {
       if (r.first_stage != stage) continue;
       out += "| " + stages(r) + " | `" + r.key + "`" +
              (r.deepspeed_default ? " (DeepSpeed's default)" : "") + " | " + switches(r) + " | " +
-             r.chosen_by + " | " + r.deepspeed_code + " | `" + r.describe + "` | " +
-             r.on_the_wire + " | `" + primitive_name(r.primitive) + "` | " +
-             bus_factor_formula(r.primitive) + " |\n";
+             r.chosen_by + " | " + r.deepspeed_code + " | `" + r.describe + "` | " + r.on_the_wire +
+             " | `" + primitive_name(r.primitive) + "` | " + bus_factor_formula(r.primitive) +
+             " |\n";
     }
   return out;
 }

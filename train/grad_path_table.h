@@ -1,5 +1,5 @@
 // The gradient-path table of docs/zero.md, generated from the registry
-// (zero/grad_path_registry.h) by `zerotrain explain --paths`; a test fails
+// (zero/grad_path_registry.h) by `zerotrain config-reference --grad-paths`; a test fails
 // when the page and the registry disagree.
 #pragma once
 #include <string>

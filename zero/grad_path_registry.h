@@ -36,6 +36,7 @@ struct GradPathRow {
   std::string describe;                  // the words rank 0 prints at start
   std::string chosen_by;                 // which switch (and value) chose it
   std::string deepspeed_code;            // DeepSpeed's functions (0.14.4 names), or "none"
+  std::string on_the_wire;               // what one bucket sends
   Primitive primitive;                   // what a bucket is reduced with
   bool deepspeed_default;                // DeepSpeed's switches at their defaults select it
   bool listed;  // one of plan's rows (false: a second route to a listed key)
