@@ -5,6 +5,9 @@ step, stacked by primitive: the gradient all-reduce, reduce and
 reduce-scatter, and the parameter all-gather) and, when the report has the
 step-time model's predictions, OUT/predicted_vs_measured.png (predicted
 against measured step time, one point per run, on the diagonal when equal).
+The throughput bars and the predicted points are coloured by ZeRO stage, with
+a key of the stages present; each bar's note is the speed-up (tokens/s), the
+CSV's speedup_vs_ds_default.
 
     /usr/bin/python3 scripts/plot_report.py REPORT_CSV OUT_DIR
 
@@ -53,6 +56,19 @@ def unit_for(max_bytes):
     return 1.0, "B"
 
 
+def stage_color(row):
+    return STAGE_COLORS[int(row["stage"]) % len(STAGE_COLORS)]
+
+
+def stage_patches(rows):
+    """The colour key: one patch per ZeRO stage present, in stage order."""
+    from matplotlib.patches import Patch
+
+    row_of_stage = {int(r["stage"]): r for r in rows}
+    return [Patch(color=stage_color(r), label=f"ZeRO stage {s}")
+            for s, r in sorted(row_of_stage.items())]
+
+
 def bar_figure(plt, n_rows):
     height = max(2.5, 0.32 * n_rows + 1.3)
     fig, ax = plt.subplots(figsize=(10, height))
@@ -62,28 +78,28 @@ def bar_figure(plt, n_rows):
     return fig, ax
 
 
-def plot_throughput(plt, rows, out_path):
+def throughput_figure(plt, rows):
     fig, ax = bar_figure(plt, len(rows))
     labels = [r["run"] for r in rows]
     values = [float(r["tokens_per_second"]) for r in rows]
-    colors = [STAGE_COLORS[int(r["stage"]) % len(STAGE_COLORS)] for r in rows]
-    ax.barh(range(len(rows)), values, color=colors)
+    ax.barh(range(len(rows)), values, color=[stage_color(r) for r in rows])
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels(labels, fontsize=8)
     for i, r in enumerate(rows):
         note = f"{values[i]:,.0f}"
         if r["speedup_vs_ds_default"]:
-            note += f"  ({float(r['speedup_vs_ds_default']):.2f}x DS default)"
+            note += f"  ({float(r['speedup_vs_ds_default']):.2f}x DS default, tokens/s)"
         ax.text(values[i], i, " " + note, va="center", fontsize=7)
-    ax.set_xlim(0, max(values) * 1.35 if max(values) > 0 else 1)
-    ax.set_xlabel("tokens per second (global batch, first step excluded)")
-    ax.set_title("Throughput per configuration (bar colour: ZeRO stage 0/1/2/3)")
-    fig.tight_layout()
-    fig.savefig(out_path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    ax.set_xlim(0, max(values) * 1.5 if max(values) > 0 else 1)
+    ax.set_xlabel("tokens per second (global batch, first step excluded); "
+                  "in brackets: speed-up (tokens/s) vs DS default")
+    ax.set_title("Throughput per configuration (bar colour: ZeRO stage)")
+    ax.legend(handles=stage_patches(rows), fontsize=8, loc="upper left",
+              bbox_to_anchor=(1.01, 1.0))
+    return fig
 
 
-def plot_bytes(plt, rows, out_path):
+def bytes_figure(plt, rows):
     fig, ax = bar_figure(plt, len(rows))
     series = [[float(r[column]) for r in rows] for column, _, _ in PRIMITIVES]
     totals = [sum(values) for values in zip(*series)]
@@ -98,30 +114,33 @@ def plot_bytes(plt, rows, out_path):
     ax.set_xlabel(f"bus bytes per rank per optimizer step ({unit}; norm all-reduce excluded)")
     ax.set_title("Communication volume per primitive")
     ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    fig.tight_layout()
-    fig.savefig(out_path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
+    return fig
 
 
-def plot_predicted(plt, rows, out_path):
+def predicted_figure(plt, rows):
     points = [r for r in rows if r.get("predicted_step_ms")]
     measured = [float(r["step_ms"]) for r in points]
     predicted = [float(r["predicted_step_ms"]) for r in points]
     fig, ax = plt.subplots(figsize=(7, 6))
     top = max(measured + predicted) * 1.1
-    ax.plot([0, top], [0, top], color="#7f7f7f", lw=1, label="predicted = measured")
-    ax.fill_between([0, top], [0, top * 0.85], [0, top * 1.15], color="#7f7f7f", alpha=0.12,
-                    label="within 15%")
+    diagonal = ax.plot([0, top], [0, top], color="#7f7f7f", lw=1, label="predicted = measured")
+    band = ax.fill_between([0, top], [0, top * 0.85], [0, top * 1.15], color="#7f7f7f",
+                           alpha=0.12, label="within 15%")
     for r, m, p in zip(points, measured, predicted):
-        color = STAGE_COLORS[int(r["stage"]) % len(STAGE_COLORS)]
-        ax.scatter([m], [p], color=color, s=24)
+        ax.scatter([m], [p], color=stage_color(r), s=24)
         ax.annotate(r["run"], (m, p), fontsize=6, xytext=(3, 2), textcoords="offset points")
     ax.set_xlim(0, top)
     ax.set_ylim(0, top)
     ax.set_xlabel("measured step ms (median)")
     ax.set_ylabel("predicted step ms (the step-time model)")
     ax.set_title("Step time: the model against the runs (colour: ZeRO stage)")
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(handles=diagonal + [band] + stage_patches(points), fontsize=8, loc="upper left")
+    return fig
+
+
+# The *_figure functions return the figure rather than save it, so that
+# tests/e2e/sweep_e2e.sh can read its keys and notes back.
+def save(plt, fig, out_path):
     fig.tight_layout()
     fig.savefig(out_path, dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -140,10 +159,10 @@ def main(argv):
         fail(f"matplotlib is not importable ({e})")
     rows = read_rows(argv[1])
     try:
-        plot_throughput(plt, rows, f"{argv[2]}/throughput.png")
-        plot_bytes(plt, rows, f"{argv[2]}/bytes_per_primitive.png")
+        save(plt, throughput_figure(plt, rows), f"{argv[2]}/throughput.png")
+        save(plt, bytes_figure(plt, rows), f"{argv[2]}/bytes_per_primitive.png")
         if any(r.get("predicted_step_ms") for r in rows):
-            plot_predicted(plt, rows, f"{argv[2]}/predicted_vs_measured.png")
+            save(plt, predicted_figure(plt, rows), f"{argv[2]}/predicted_vs_measured.png")
     except ValueError as e:
         fail(f"{argv[1]}: a number did not parse ({e})")
     except OSError as e:

@@ -1,7 +1,8 @@
 // `zerotrain report`: a temporary RUNS_DIR of hand-made summary.json files with
 // random numbers, checked through the CSV (configuration columns, TFLOP/s,
 // gradient bytes without the norm all-reduce, speed-ups and their baselines),
-// the Markdown table, the command's files, and the one-line errors.
+// the Markdown table and the labels that say which speed-up each column shows,
+// the command's files, and the one-line errors.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -245,6 +246,36 @@ TEST_CASE("report rows: configuration, throughput, gradient bytes and speed-ups"
           (run == "b-s1-ds" || run == "f-s2-ds" || run == "h-s3-rs"));
   }
   CHECK(table_rows == int(runs.size()));
+}
+
+TEST_CASE("report labels say which speed-up each column shows", "[report]") {
+  std::mt19937_64 rng = test_rng(505);
+  TestDir dir("zt_test_report");
+  for (const FakeRun& r : make_runs(rng)) write_run(dir.path, r);
+  std::vector<ReportRow> rows = load_runs_dir(dir.path).rows;
+
+  const std::string md = report_markdown_table(rows);
+  CHECK(md.rfind("| run ", 0) == 0);
+  CHECK(md.substr(0, md.find('\n')).find("| speed-up (tokens/s) vs DS default |") !=
+        std::string::npos);
+  const std::string caption = report_caption();
+  CHECK(caption.find("**speed-up (tokens/s)**: tok/s over the run") != std::string::npos);
+  CHECK(caption.find("**speed-up (median step)**") != std::string::npos);
+
+  // The step-time model's table divides median steps, measured and predicted.
+  ReportRow& owner = rows.at(2);
+  REQUIRE(owner.run == "c-s1-owner");
+  owner.has_prediction = true;
+  owner.predicted_step_ms = 2 * owner.step_ms;
+  owner.step_speedup = 1.25;
+  owner.predicted_speedup = 1.5;
+  const std::string predicted = report_prediction_table(rows);
+  const std::string header = predicted.substr(0, predicted.find('\n'));
+  CHECK(header.find("| speed-up (median step) measured | speed-up (median step) predicted |") !=
+        std::string::npos);
+  CHECK(header.find("tokens/s") == std::string::npos);
+  CHECK(predicted.find("| c-s1-owner | 1 | per_owner_reduce |") != std::string::npos);
+  CHECK(predicted.find("| 1.25x | 1.50x |") != std::string::npos);
 }
 
 TEST_CASE("report command writes report.md and report.csv", "[report]") {

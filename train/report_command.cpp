@@ -110,12 +110,15 @@ std::string plots_section(const ReportArgs& a, const fs::path& csv) {
            " (its message went to stderr). report.csv holds every number.\n";
   }
   return md +
-         "Tokens per second per configuration:\n\n![tok/s per configuration](throughput.png)\n\n" +
+         "Tokens per second per configuration (bar colour: ZeRO stage, keyed beside the plot; in "
+         "brackets: speed-up (tokens/s) vs DS default):\n\n"
+         "![tok/s per configuration](throughput.png)\n\n" +
          "Bus bytes per rank per step, stacked by primitive (gradients, and the parameter "
          "all-gather; norm all-reduce excluded):\n\n"
          "![bus bytes per primitive per configuration](bytes_per_primitive.png)\n" +
          (fs::exists(fs::path(a.out_dir) / "predicted_vs_measured.png")
-              ? "\nStep time predicted by the step-time model against measured, per run:\n\n"
+              ? "\nStep time predicted by the step-time model against measured, per run "
+                "(colour: ZeRO stage, keyed in the plot):\n\n"
                 "![predicted against measured step time](predicted_vs_measured.png)\n"
               : "");
 }
@@ -140,8 +143,10 @@ std::string markdown_document(const ReportArgs& a, const RunsDir& runs, const st
         "network: " +
         (a.network.empty() ? std::string("each run's recorded emulated cluster (its link)")
                            : "`" + a.network + "`") +
-        ". Speed-ups here are the DeepSpeed-default run's median step over this run's, measured "
-        "and predicted alike (the table above divides tok/s, which a stalled step moves).\n\n" +
+        ". Speed-ups here are speed-ups (median step): the DeepSpeed-default run's median step "
+        "over this run's, measured and predicted alike, because the model predicts one typical "
+        "step. The table above shows speed-ups (tokens/s), which a stalled step lowers, so the "
+        "two can differ for the same pair of runs.\n\n" +
         report_prediction_table(runs.rows) + "\n";
   }
   if (!runs.without_summary.empty()) {

@@ -11,8 +11,9 @@
 
 namespace zt {
 
-// Fills predicted_step_ms (and the predicted speed-up over the same baseline
-// as the measured one). Throws std::runtime_error naming the run's file.
+// Fills predicted_step_ms and, over the same baseline as the speed-up
+// (tokens/s), the speed-ups (median step) measured and predicted. Throws
+// std::runtime_error naming the run's file.
 void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel* network);
 
 }  // namespace zt

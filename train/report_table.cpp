@@ -312,6 +312,10 @@ RunsDir load_runs_dir(const std::string& runs_dir) {
   return out;
 }
 
+// Column names stay as they were, since scripts and committed reports read
+// them: speedup_vs_ds_default is the speed-up (tokens/s);
+// step_speedup_vs_ds_default and predicted_speedup_vs_ds_default are speed-ups
+// (median step), measured and predicted (docs/commands/report.md).
 std::string report_csv(const std::vector<ReportRow>& rows) {
   std::string s =
       "run,device,stage,grad_path,reduce_bucket_size,overlap_comm,micro_batch,accum_steps,world,"
@@ -370,7 +374,7 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
       "| run | stage | grad path | bucket | overlap | micro-batch | accum | world | tok/s | "
       "TFLOP/s per GPU | step ms | exposed comm ms/step | grad all_reduce | grad reduce | "
       "grad reduce_scatter | grad all_to_all | param all_gather | of which inter-node | model "
-      "states | peak total | speed-up vs DS default |\n"
+      "states | peak total | speed-up (tokens/s) vs DS default |\n"
       "| --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | "
       "---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const ReportRow& r : rows) {
@@ -405,9 +409,9 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
 std::string report_prediction_table(const std::vector<ReportRow>& rows) {
   std::string s =
       "| run | stage | grad path | step ms measured | step ms predicted | predicted / measured | "
-      "exposed comm ms measured | exposed comm ms predicted | speed-up measured (median steps) | "
-      "speed-up predicted |\n| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-      "|\n";
+      "exposed comm ms measured | exposed comm ms predicted | speed-up (median step) measured | "
+      "speed-up (median step) predicted |\n"
+      "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
   for (const ReportRow& r : rows) {
     if (!r.has_prediction) continue;
     const std::vector<std::string> f = {
@@ -442,10 +446,12 @@ std::string report_caption() {
          "mean over the ranks; 0 on one node), the rest stays inside a node. report.csv has "
          "the payload bytes as well. "
          "**model states**: parameters, gradients and optimizer state held per rank; **peak "
-         "total**: the allocator's peak of everything. **speed-up**: tok/s over the run with "
-         "DeepSpeed's default path of the same stage, bucket, overlap, micro-batch, accumulation, "
-         "world and model (stages 1/2: multi_rank_allreduce; stage 3: reduce_scatter true; "
-         "stage 0: its only path); — where no such run is in the directory.";
+         "total**: the allocator's peak of everything. **speed-up (tokens/s)**: tok/s over the "
+         "run with DeepSpeed's default path of the same stage, bucket, overlap, micro-batch, "
+         "accumulation, world and model (stages 1/2: multi_rank_allreduce; stage 3: "
+         "reduce_scatter true; stage 0: its only path); — where no such run is in the "
+         "directory. The step-time model's table, when there is one, shows **speed-up (median "
+         "step)** instead: the same baseline's median step over the run's.";
 }
 
 }  // namespace zt

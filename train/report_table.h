@@ -43,15 +43,21 @@ struct ReportRow {
       param_all_gather;
   double model_states_bytes = 0, peak_total_bytes = 0;
 
+  // Two speed-ups over the same baseline, kept apart because they answer two
+  // questions: tokens_per_second covers every step after the first, so a
+  // stalled step lowers it (what a user gets from the run); the median step
+  // ignores stalls and is what the step-time model predicts (one typical step).
+  // Labels say which: "speed-up (tokens/s)" and "speed-up (median step)".
   bool has_baseline = false;  // a DeepSpeed-default run with the same settings exists
-  double speedup = 0;         // tokens_per_second over the baseline's
+  double speedup = 0;         // speed-up (tokens/s): tokens_per_second over the baseline's
   std::string baseline_run;
 
   // The step-time model's (train/report_prediction.h), when a network is known.
   bool has_prediction = false;
   double predicted_step_ms = 0, predicted_exposed_ms = 0;
-  double predicted_speedup = 0;  // the baseline's predicted step over this one's; 0: none
-  double step_speedup = 0;       // the baseline's measured median step over this one's
+  // Speed-ups (median step): the baseline's step over this one's; 0: none.
+  double predicted_speedup = 0;  // predicted steps
+  double step_speedup = 0;       // measured median steps
   std::string network;           // where the network figures came from
 };
 
@@ -73,10 +79,10 @@ ReportRow read_summary(const std::string& path, const std::string& run_name);
 // summary, or one summary cannot be read.
 RunsDir load_runs_dir(const std::string& runs_dir);
 
-// The speed-up column: each row against the DeepSpeed-default run of the same
-// stage, bucket, overlap, micro-batch, accumulation, world, model and device
-// (ReportRow::deepspeed_default). The first such run in row order is the
-// baseline.
+// The speed-up (tokens/s) column: each row against the DeepSpeed-default run
+// of the same stage, bucket, overlap, micro-batch, accumulation, world, model
+// and device (ReportRow::deepspeed_default). The first such run in row order
+// is the baseline.
 void fill_speedups(std::vector<ReportRow>& rows);
 
 std::string report_csv(const std::vector<ReportRow>& rows);

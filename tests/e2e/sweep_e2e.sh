@@ -5,8 +5,9 @@
 # `zerotrain report`. Checks that each path's gradient bytes land under its
 # primitive with the exact volume and bus factor, that the broken point is
 # recorded and fails the sweep without stopping it, that a rerun skips the
-# finished points, and that the report has its speed-ups and plots (or says
-# why not). Prints "PASS sweep_e2e" or "FAIL sweep_e2e: reason".
+# finished points, and that the report has its speed-ups, labelled by what
+# they divide, and plots with a key of the stage colours (or says why not).
+# Prints "PASS sweep_e2e" or "FAIL sweep_e2e: reason".
 # ZT_BIN: the zerotrain binary (default build/zerotrain); ZT_DATA_DIR: the
 # byte-level corpus (default build/data/kjv). Run from anywhere.
 set -u
@@ -112,12 +113,35 @@ if rs["speedup_vs_ds_default"] != "" or rs["baseline_run"] != "":
 md = open(os.path.join(report, "report.md")).read()
 if md.count("| s1-") + md.count("| s2-") != 3 or "| — |" not in md:
     fail("report.md lacks the three table rows or the '—' of the row without baseline")
+if "| speed-up (tokens/s) vs DS default |" not in md:
+    fail("report.md's table does not say its speed-up divides tokens/s")
 if "`broken`" not in md:
     fail("report.md does not list the directory without summary.json")
 if "![tok/s per configuration](throughput.png)" in md:
     for png in ("throughput.png", "bytes_per_primitive.png"):
         if os.path.getsize(os.path.join(report, png)) < 1000:
             fail(f"{png} is missing or empty")
+    # The figures as plot_report.py draws them, read back for their keys and notes.
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    sys.path.insert(0, "scripts")
+    import plot_report
+    table = list(csv.DictReader(open(os.path.join(report, "report.csv"))))
+    stages = ["ZeRO stage 1", "ZeRO stage 2"]
+    ax = plot_report.throughput_figure(plt, table).axes[0]
+    keys = [t.get_text() for t in ax.get_legend().get_texts()]
+    if keys != stages:
+        fail(f"throughput.png's colour key is {keys}, expected {stages}")
+    notes = [t.get_text() for t in ax.texts if "DS default" in t.get_text()]
+    if len(notes) != 2 or not all(n.endswith("x DS default, tokens/s)") for n in notes):
+        fail(f"throughput.png's speed-up notes do not say tokens/s: {notes}")
+    for r in table:
+        r["predicted_step_ms"] = r["step_ms"]
+    ax = plot_report.predicted_figure(plt, table).axes[0]
+    keys = [t.get_text() for t in ax.get_legend().get_texts()]
+    if keys[-2:] != stages:
+        fail(f"predicted_vs_measured.png's key is {keys}, expected it to end with {stages}")
 elif "Plots skipped:" not in md:
     fail("report.md neither embeds the plots nor says why they were skipped")
 EOF
