@@ -138,7 +138,7 @@ std::string markdown_document(const ReportArgs& a, const RunsDir& runs, const st
   if (predicted) {
     md +=
         "## Measured against the step-time model\n\n"
-        "Predicted by the step-time model (README, \"The step-time model\") from each run's "
+        "Predicted by the step-time model (docs/step_time_model.md) from each run's "
         "own config, node layout and measured compute (summary.json's timing) and the "
         "network: " +
         (a.network.empty() ? std::string("each run's recorded emulated cluster (its link)")
