@@ -41,9 +41,9 @@ test: all
 
 # CPU-only build with AddressSanitizer and UBSan, into build-asan/. Open MPI's
 # components stay loaded and stacks are fully unwound so that its own lifetime
-# allocations can be named in tests/lsan.supp; anything else that leaks fails.
+# allocations can be named in tests/support/lsan.supp; anything else that leaks fails.
 ASAN_ENV = OMPI_MCA_mca_base_component_disable_dlclose=1 ASAN_OPTIONS=fast_unwind_on_malloc=0 \
-  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0 \
+  LSAN_OPTIONS=suppressions=$(CURDIR)/tests/support/lsan.supp:print_suppressions=0:fast_unwind_on_malloc=0 \
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 test-asan: deps
 	@$(MAKE) --no-print-directory -f build.mk BUILD=build-asan SANITIZE=1 NO_CUDA=1 -j$(JOBS) build-asan/zerotrain build-asan/tests

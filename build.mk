@@ -50,13 +50,14 @@ ifneq ($(wildcard /usr/include/catch2/catch_all.hpp /usr/local/include/catch2/ca
   TEST_LIBS := $(shell pkg-config --libs catch2 2>/dev/null || echo -lCatch2)
 endif
 
-SRC := $(wildcard model/*.cpp model/cpu/*.cpp data/*.cpp zero/*.cpp train/*.cpp)
-MAIN_SRC := train/main.cpp
-TEST_SRC := $(wildcard tests/*.cpp tests/gpu/*.cpp)
+# Every source below the top-level folders, found recursively.
+SRC := $(shell find model data zero train -name '*.cpp' | sort)
+MAIN_SRC := train/cli/main.cpp
+TEST_SRC := $(shell find tests -name '*.cpp' | sort)
 
 ifneq ($(NVCC),)
   CUDA_HOME := $(patsubst %/bin/nvcc,%,$(NVCC))
-  CU_SRC := $(wildcard model/cuda/*.cu zero/*.cu)
+  CU_SRC := $(shell find model zero -name '*.cu' | sort)
   CXXFLAGS += -DZT_HAVE_CUDA -I$(CUDA_HOME)/include
   NVCCFLAGS := -std=c++17 -O3 -I. -MMD -MP --expt-relaxed-constexpr -lineinfo \
     -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90a,code=sm_90a \
@@ -86,7 +87,7 @@ $(BUILD)/obj/%.o: %.cpp
 
 # The host AdamW: vector sqrt needs -fno-math-errno, and no FMA contraction
 # keeps its results bit-identical to cpu::adamw's.
-$(BUILD)/obj/zero/host_adamw.o: CXXFLAGS += -O3 -fno-math-errno -ffp-contract=off
+$(BUILD)/obj/zero/optim/host_adamw.o: CXXFLAGS += -O3 -fno-math-errno -ffp-contract=off
 
 $(BUILD)/obj/%.o: %.cu
 	@mkdir -p $(dir $@)

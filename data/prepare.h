@@ -1,4 +1,4 @@
-// `zerotrain prepare` (the command line is train/prepare_command.cpp): text to
+// `zerotrain prepare` (the command line is train/commands/prepare_command.cpp): text to
 // train/val token shards in llm.c's format, uint16 when the vocab fits.
 //
 // byte, bpe: one text file, split by lines into blocks; a fraction F of the

@@ -11,7 +11,7 @@
 #  5. A resume into another model shape or vocabulary fails in one line naming
 #     the key and both values, and leaves config.yaml and metrics.jsonl as they were.
 #  6. A resumed job that aborts has printed its "resumed from" line.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 FAST=("${SMALL[@]}" --set train.global_batch_tokens=256)
 ARGS=("${FAST[@]}" --set train.steps=24 --set train.checkpoint_every=1 --set train.keep_checkpoints=3)
 train() { "$ZT_BIN" train configs/tiny.yaml "${ARGS[@]}" "$@"; }

@@ -1,5 +1,5 @@
 # Bad input from the command line: one line naming the problem, exit 2, no run.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 out=$("$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/r" --set zero.stagee=2 2>&1); rc=$?
 [ "$rc" -eq 2 ] || fail "misspelled key: exit $rc"
 [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "misspelled key: not one line: $out"

@@ -1,6 +1,6 @@
 # The generated usage: `zerotrain` alone, `zerotrain --help` and every
 # command's --help; a bad option answers with the command's usage line.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 overview=$("$ZT_BIN" 2>&1 >/dev/null); rc=$?
 [ "$rc" -eq 2 ] || fail "zerotrain alone: exit $rc (expected 2)"
 printf '%s\n' "$overview" | head -1 | grep -q '^usage: zerotrain COMMAND' || fail "no overview: $overview"

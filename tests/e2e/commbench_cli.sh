@@ -6,7 +6,7 @@
 # anything is measured); --host-nvme's host block (copies, host AdamW, files),
 # read back by plan's step-time model for an offloaded optimizer. About 5 s.
 here=$(cd "$(dirname "$0")/../.." && pwd)
-source "$here/tests/e2e_lib.sh"
+source "$here/tests/support/e2e_lib.sh"
 cat >"$WORK/cluster.json" <<'JSON'
 {"prefix": "zt-", "nodes": 1, "ranks_per_node": 2, "world": 2,
  "link": {"spec": "100mbit", "rate_bits_per_s": 100000000, "delay_us": null, "jitter_us": null}}

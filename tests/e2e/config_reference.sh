@@ -1,6 +1,6 @@
 # docs/config.md is `zerotrain config-reference`'s output, and it names every
 # key the config loader accepts (each key of the effective config train prints).
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 "$ZT_BIN" config-reference >"$WORK/config.md" || fail "config-reference: exit $?"
 diff -u docs/config.md "$WORK/config.md" >"$WORK/diff" ||
   fail "docs/config.md is stale; regenerate it with: $ZT_BIN config-reference > docs/config.md

@@ -1,4 +1,4 @@
-# DeepSpeed itself against zerotrain, call for call: four variants of tests/deepspeed/
+# DeepSpeed itself against zerotrain, call for call: four variants of tests/reference/deepspeed/
 # (stage 1 with a tensor larger than the bucket, stage 2's default at W = 3, stage 2's
 # per-owner reduces, stage 3) run on real DeepSpeed 0.14.4 over CPU ranks and on zerotrain
 # (`train --deepspeed`, the same ds_config); any difference in calls, dtypes or bytes per
@@ -6,7 +6,7 @@
 # installed or imported. DeepSpeed's traces are kept in $BUILD/deepspeed-ref-e2e and reused
 # while the variant is unchanged (zerotrain always runs again): about 4 minutes the first
 # time on a loaded 2-core machine, 10 s after.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 BUILD_DIR=$(dirname "$ZT_BIN")
 SITE=${ZT_DEEPSPEED_SITE:-$BUILD_DIR/deepspeed-site}
 OUT=$BUILD_DIR/deepspeed-ref-e2e
@@ -22,7 +22,7 @@ clean_shm() {
 trap clean_shm EXIT
 
 # Without a network pip fails fast instead of retrying for minutes.
-out=$(PIP_DEFAULT_TIMEOUT=20 PIP_RETRIES=1 /usr/bin/python3 tests/deepspeed/reference.py \
+out=$(PIP_DEFAULT_TIMEOUT=20 PIP_RETRIES=1 /usr/bin/python3 tests/reference/deepspeed/reference.py \
       "${VARIANTS[@]}" --reuse --out "$OUT" --site "$SITE" 2>&1)
 rc=$?
 printf '%s\n' "$out"

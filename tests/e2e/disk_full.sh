@@ -3,7 +3,7 @@
 # is out, metrics.jsonl ends with a whole record, and no temporary file or
 # directory is left. On a tiny tmpfs when this user can mount one (ENOSPC), and
 # always under a file-size limit, `ulimit -f` (EFBIG), which needs no mount.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 MNT=$WORK/mnt
 mkdir -p "$MNT"
 mounted=0

@@ -1,7 +1,7 @@
 # `zerotrain explain`: the path and the switch that chose it, the smallest change reaching the
 # paper's volume, the same calls and bytes as `plan --calls` for the same settings, and bad input
 # refused with one line and exit 2. About 10 s.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 MODEL=(--config configs/pmbs/cpu_base.yaml)
 ds() {  # FILE ZERO_OPTIMIZATION_JSON [TOP_LEVEL_JSON]
   printf '{"train_micro_batch_size_per_gpu": 4, "gradient_accumulation_steps": 3,%s

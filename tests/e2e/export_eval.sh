@@ -1,7 +1,7 @@
 # Weights move out and back in: a checkpoint exported to llm.c's format and
 # loaded with --init-from gives exactly the loss `eval --checkpoint` gives, and
 # `sample` decodes text from the checkpoint.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/run" "${SMALL[@]}" --set train.steps=4 \
   --set train.checkpoint_every=4 >/dev/null 2>&1 || fail "train"
 ck="$WORK/run/checkpoints/step_00000004"

@@ -1,5 +1,5 @@
 # A rank that dies or throws takes the whole job down within 10 s, with a message.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 for mode in exit throw; do
   start=$(date +%s)
   timeout 60 mpirun -np 3 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/$mode" "${SMALL[@]}" \

@@ -2,7 +2,7 @@
 # bytes), prepare --tokenizer gpt2 on a folder, a tiny model trained on those
 # shards samples GPT-2 text, and the GPT-2 preset falls back to the KJV's
 # GPT-2 shards. Without the vocabulary or PCRE2 the GPT-2 parts say SKIPPED.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 tok() { "$ZT_BIN" tokenize "$@"; }
 # Runs a command that must fail with exit 2 and one line containing $1.
 fails_with() {

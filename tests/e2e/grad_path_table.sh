@@ -1,8 +1,8 @@
 # docs/zero.md's gradient-path table is generated from the registry
-# (zero/grad_path_registry.h) by `zerotrain config-reference --grad-paths`: the page must
+# (zero/schedule/grad_path_registry.h) by `zerotrain config-reference --grad-paths`: the page must
 # hold exactly what the command prints, and the command must list every key
 # the engines report. About 1 s.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 page=docs/zero.md
 "$ZT_BIN" config-reference --grad-paths >"$WORK/table.md" || fail "config-reference --grad-paths exited $?"
 sed -n '/<!-- grad-paths:begin -->/,/<!-- grad-paths:end -->/p' "$page" | sed '1d;$d' >"$WORK/page.md"

@@ -4,7 +4,7 @@
 # example right by both criteria (the untrained one cannot); the scores during
 # training agree at W = 1 and at W = 2 under ZeRO stage 3; a malformed line
 # stops the run before it starts, naming the line.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 /usr/bin/python3 - "$ZT_DATA_DIR/kjv.txt" "$WORK/hs.jsonl" <<'PY'
 import json, random, sys
 verses = open(sys.argv[1], encoding="utf-8").read().split("\n")

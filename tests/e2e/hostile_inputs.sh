@@ -4,7 +4,7 @@
 # directory created; the empty config trains and says that every key takes its
 # default. Every command runs under `timeout 300` (far above a normal run even
 # on a loaded machine), so a read that blocks fails the test instead of hanging it.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 FAST=("${SMALL[@]}" --set train.global_batch_tokens=256 --set train.steps=1)
 mkfifo "$WORK/fifo.yaml" "$WORK/fifo.bin" "$WORK/fifo.json"
 mkdir "$WORK/dir.yaml" "$WORK/shards"

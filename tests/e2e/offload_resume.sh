@@ -3,7 +3,7 @@
 # step; one rank killed with kill -9 mid-run, then --resume:
 # the losses after resume equal an uninterrupted run's; a normal exit leaves
 # nvme_path empty; a bad nvme_path is one line naming the key, exit 2.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 mkdir -p "$WORK/nvme"
 BASE=("${SMALL[@]}" --set train.steps=16 --set train.checkpoint_every=2 --set zero.stage=2
       --set zero.sub_group_size=20000)

@@ -3,7 +3,7 @@
 # sees the recomputed forward inside the backward); summary.json's
 # activations per micro-batch equals the formula, shrinks level by level, and
 # `plan` prints the same number; a bad level is a one-line config error.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 run() {  # LEVEL
   mpirun -np 2 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/$1" "${SMALL[@]}" \
     --set train.steps=4 --set zero.stage=3 --set zero.stage3_param_persistence_threshold=0 \

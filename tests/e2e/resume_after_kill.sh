@@ -1,7 +1,7 @@
 # kill -9 in the middle of a run, then --resume: the losses are exactly those of
 # an uninterrupted run (W = 1), and likewise at W = 2 with stage 2; a W = 2
 # checkpoint also loads at W = 3 (re-sharded) and trains on.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 ARGS=("${SMALL[@]}" --set train.steps=8 --set train.checkpoint_every=2)
 
 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/full" "${ARGS[@]}" >/dev/null 2>&1 || fail "full run"

@@ -17,7 +17,7 @@
 #    (losses 1e-7, grad_norm 5e-6, weights 1e-6 relative L2 and 1e-5 per
 #    element) leave about 100x margin, while a re-shard that drops or misplaces
 #    optimizer state (m, v or master) moves them by far more.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 ARGS=("${SMALL[@]}" --set train.steps=6 --set train.checkpoint_every=3 --set train.keep_checkpoints=2
       --set zero.stage=2 --set zero.reduce_bucket_size=20000)
 

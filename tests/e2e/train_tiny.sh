@@ -1,6 +1,6 @@
 # A short run of the default config: the loss falls, the outputs have their
 # fields, a sample is printed and summary.json is complete.
-. "$(dirname "$0")/../e2e_lib.sh"
+. "$(dirname "$0")/../support/e2e_lib.sh"
 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/run" "${SMALL[@]}" --set train.steps=20 \
   --set train.eval_every=10 --set train.eval_batches=2 --set train.sample_every=20 \
   --set train.sample_tokens=40 --set train.warmup_steps=2 >"$WORK/out.txt" 2>&1 || { cat "$WORK/out.txt"; fail "train exited $?"; }

@@ -10,7 +10,7 @@
 # - the quantized runs' losses stay within 2% of plain stage 3 at every step.
 # Without root, network namespaces or tc's tbf it prints a SKIPPED line and passes.
 here=$(cd "$(dirname "$0")/../.." && pwd)
-source "$here/tests/e2e_lib.sh"
+source "$here/tests/support/e2e_lib.sh"
 cd "$here" || fail "cannot enter the repository root"
 P=zte2z-
 C=(scripts/cluster.sh --prefix "$P")

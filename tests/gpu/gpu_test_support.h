@@ -5,7 +5,7 @@
 #include <string>
 
 #include "model/ops.h"
-#include "tests/catch.h"
+#include "tests/support/catch.h"
 
 namespace zt {
 

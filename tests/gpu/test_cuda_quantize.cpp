@@ -18,9 +18,9 @@
 
 #include "model/device_services.h"
 #include "model/ops.h"
-#include "tests/catch.h"
+#include "tests/support/catch.h"
 #include "tests/gpu/gpu_test_support.h"
-#include "tests/test_support.h"
+#include "tests/support/test_support.h"
 
 namespace zt {
 namespace {

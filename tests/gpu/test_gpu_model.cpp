@@ -9,14 +9,14 @@
 
 #include "model/activation_memory.h"
 #include "model/gpt.h"
-#include "tests/catch.h"
-#include "tests/flat_hooks.h"
+#include "tests/support/catch.h"
+#include "tests/support/flat_hooks.h"
 #include "tests/gpu/gpu_test_support.h"
-#include "tests/zero_harness.h"
-#include "train/init_weights.h"
-#include "zero/memory_formula.h"
-#include "zero/nccl_factory.h"
-#include "zero/plan.h"
+#include "tests/support/zero_harness.h"
+#include "train/loop/init_weights.h"
+#include "zero/analysis/memory_formula.h"
+#include "zero/comm/nccl_factory.h"
+#include "zero/analysis/plan.h"
 
 namespace zt {
 namespace {

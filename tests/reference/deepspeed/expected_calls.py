@@ -1,0 +1,282 @@
+#!/usr/bin/python3
+"""DeepSpeed's recorded collectives as test data, and zerotrain's plan checked against them.
+
+  expected_calls.py record [VARIANT ...] [--traces DIR] [--expected DIR]
+  expected_calls.py check  [VARIANT ...] [--expected DIR] [--bin ZEROTRAIN]
+
+record: turns DeepSpeed's traces (reference.py's --out folder, default build/deepspeed-ref,
+DIR/<variant>/ds/trace_rank<R>.jsonl) into one compact file per variant,
+tests/reference/deepspeed/expected/<variant>.calls: the variant's spec (world, parameter groups, model
+shape, ds_config) and the steady step's calls of every rank. Without names it records every
+variant whose traces are complete.
+
+check: for every expected file, runs `zerotrain plan configs/pmbs/cpu_base.yaml --world W
+--deepspeed ds_config.json --set model.*=... --set train.param_groups=G --calls` and compares
+its steady-step list with DeepSpeed's, rank by rank: the ordered sequence of (phase, micro, op,
+dtype, count, root), exactly. A file whose spec differs from variants.py's is stale (re-trace
+and record). Needs no DeepSpeed and never skips; about a second for all variants.
+
+File format (one call a line, identical consecutive calls folded into "xN"):
+  spec {json}
+  ranks R [R ...]               the ranks whose sequence follows (identical on each)
+  PHASE MICRO OP DTYPE COUNT ROOT [xN]
+COUNT is in zerotrain's convention (reduce-scatter: per-rank receive count; all-gather: per-rank
+send count), ROOT -1 for unrooted calls. Exit status: 0 when everything matches, 1 on a
+difference, 2 on bad input.
+"""
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+sys.path.insert(0, HERE)
+
+from variants import VARIANTS  # noqa: E402
+
+STEADY_STEP = 1  # the second of three optimizer steps: the first one past stage 3's trace
+EXPECTED = os.path.join(HERE, "expected")
+HEADER = """\
+# {name}: DeepSpeed 0.14.4's collectives in the steady step (the second of three optimizer
+# steps), recorded on CPU ranks over gloo by tests/reference/deepspeed/reference.py and written by
+# `tests/reference/deepspeed/expected_calls.py record`. make test checks zerotrain's plan against it
+# (`expected_calls.py check`). Recorded data: regenerate, do not edit.
+"""
+
+
+class InputError(Exception):
+    pass
+
+
+def fold(calls):
+    """[(call, repeat)] with identical consecutive calls folded."""
+    out = []
+    for c in calls:
+        if out and out[-1][0] == c:
+            out[-1][1] += 1
+        else:
+            out.append([c, 1])
+    return out
+
+
+def call_line(call, repeat):
+    return " ".join(str(x) for x in call) + (f" x{repeat}" if repeat > 1 else "")
+
+
+def load_trace(path):
+    calls = []
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                r = json.loads(line)
+                if int(r["step"]) != STEADY_STEP:
+                    continue
+                calls.append((r["phase"], int(r["micro"]), r["op"], r["dtype"], int(r["count"]),
+                              int(r["root"])))
+            except (ValueError, KeyError) as e:
+                raise InputError(f"{path}:{number}: expected a JSON call record ({e})")
+    return calls
+
+
+def record(names, traces, expected):
+    """Writes the expected file of each named variant (every traced one when names is empty)."""
+    os.makedirs(expected, exist_ok=True)
+    written = 0
+    for name in names or VARIANTS:
+        ds = os.path.join(traces, name, "ds")
+        if not os.path.exists(os.path.join(ds, "complete")):
+            if names:
+                raise InputError(f"{ds}: no complete DeepSpeed trace (run reference.py {name})")
+            continue
+        spec = VARIANTS[name]
+        recorded = json.load(open(os.path.join(traces, name, "spec.json")))
+        if recorded != spec:
+            raise InputError(f"{traces}/{name}/spec.json: traced with another spec than "
+                             f"variants.py's; trace it again")
+        per_rank = [load_trace(os.path.join(ds, f"trace_rank{r}.jsonl"))
+                    for r in range(spec["world"])]
+        lines = [HEADER.format(name=name).rstrip("\n"), "spec " + json.dumps(spec, sort_keys=True)]
+        done = set()
+        for r, calls in enumerate(per_rank):
+            if r in done:
+                continue
+            same = [q for q in range(spec["world"]) if per_rank[q] == calls]
+            done.update(same)
+            lines.append("ranks " + " ".join(map(str, same)))
+            lines += [call_line(c, n) for c, n in fold(calls)]
+        path = os.path.join(expected, name + ".calls")
+        with open(path + ".tmp", "w") as f:
+            f.write("\n".join(lines) + "\n")
+        os.replace(path + ".tmp", path)
+        written += 1
+    print(f"expected calls: {written} files written to {expected}")
+
+
+def read_expected(path):
+    """(spec, {rank: [call, ...]})."""
+    spec, ranks, current = None, {}, None
+    with open(path) as f:
+        for number, line in enumerate(f, 1):
+            where = f"{path}:{number}"
+            words = line.split()
+            if not words or words[0].startswith("#"):
+                continue
+            try:
+                if words[0] == "spec":
+                    spec = json.loads(line[len("spec"):])
+                elif words[0] == "ranks":
+                    current = [int(w) for w in words[1:]]
+                    for r in current:
+                        ranks[r] = []
+                elif current is None:
+                    raise InputError(f"{where}: a call before any 'ranks' line")
+                else:
+                    repeat = 1
+                    if words[-1].startswith("x"):
+                        repeat = int(words[-1][1:])
+                        words = words[:-1]
+                    if len(words) != 6 or repeat < 1:
+                        raise ValueError("expected PHASE MICRO OP DTYPE COUNT ROOT [xN]")
+                    call = (words[0], int(words[1]), words[2], words[3], int(words[4]),
+                            int(words[5]))
+                    for r in current:
+                        ranks[r] += [call] * repeat
+            except ValueError as e:
+                raise InputError(f"{where}: {e}")
+    if spec is None:
+        raise InputError(f"{path}: no 'spec' line")
+    if sorted(ranks) != list(range(spec["world"])):
+        raise InputError(f"{path}: expected the calls of ranks 0..{spec['world'] - 1}, "
+                         f"got {sorted(ranks)}")
+    return spec, ranks
+
+
+def planned_calls(spec, zerotrain):
+    """The steady-step calls `zerotrain plan --deepspeed --calls` lists for the spec."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as ds_config:
+        json.dump(spec["ds_config"], ds_config)
+        ds_config.flush()
+        command = [zerotrain, "plan", os.path.join(ROOT, "configs/pmbs/cpu_base.yaml"),
+                   "--world", str(spec["world"]), "--deepspeed", ds_config.name, "--calls",
+                   "--set", f"train.param_groups={spec['groups']}"]
+        for k, v in spec["model"].items():
+            command += ["--set", f"model.{k}={v}"]
+        run = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if run.returncode != 0:
+        raise InputError(f"plan exited with status {run.returncode}: {run.stderr.strip()}")
+    calls, on = [], False
+    for line in run.stdout.splitlines():
+        if line.startswith("every collective of a steady step"):
+            on = True
+        elif on and not line.strip():
+            if calls:
+                break
+        elif on:
+            w = line.split()
+            if w[0] == "phase":
+                continue
+            calls.append((w[0], int(w[1]), w[2], w[3], int(w[4]), int(w[5])))
+    return calls
+
+
+def first_difference(a, b):
+    for i, (x, y) in enumerate(zip(a, b)):
+        if x != y:
+            return i
+    return None if len(a) == len(b) else min(len(a), len(b))
+
+
+def context(expected, planned, index, k=3):
+    show = lambda seq, i: " ".join(map(str, seq[i])) if i < len(seq) else "-"
+    lines = [f"      {'#':>4}  {'DeepSpeed':44} zerotrain plan"]
+    for i in range(max(0, index - k), min(max(len(expected), len(planned)), index + k + 1)):
+        mark = ">" if i == index else " "
+        lines.append(f"    {mark} {i:4}  {show(expected, i):44} {show(planned, i)}")
+    return lines
+
+
+def load_and_plan(path, zerotrain):
+    """(name, expected calls per rank, planned calls) or (name, why not, None)."""
+    name = os.path.basename(path)[:-len(".calls")]
+    try:
+        spec, ranks = read_expected(path)
+        if name not in VARIANTS:
+            raise InputError(f"{path}: no variant {name!r} in variants.py")
+        if VARIANTS[name] != spec:
+            raise InputError(f"{path}: its spec is not variants.py's; trace the variant again "
+                             f"and record it")
+        return name, ranks, planned_calls(spec, zerotrain)
+    except InputError as e:
+        return name, str(e), None
+
+
+def check(paths, zerotrain):
+    matched, problems = 0, []
+    # Each plan is a process that mostly waits for MPI's start-up: run several at once.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+        results = list(pool.map(lambda p: load_and_plan(p, zerotrain), paths))
+    for name, ranks, planned in results:
+        if planned is None:
+            problems.append((name, [ranks]))
+            continue
+        lines = []
+        for rank, expected in sorted(ranks.items()):
+            index = first_difference(expected, planned)
+            if index is not None:
+                lines.append(f"rank {rank}: differs at call {index} (DeepSpeed {len(expected)} "
+                             f"calls, plan {len(planned)})")
+                lines += context(expected, planned, index)
+                break
+        if lines:
+            problems.append((name, lines))
+        else:
+            matched += 1
+    for name, lines in problems:
+        print(f"DIFFERS  {name}")
+        print("\n".join("    " + line for line in lines))
+    print(f"deepspeed expected calls: {len(paths)} variants, {matched} match, "
+          f"{len(paths) - matched} differ")
+    return not problems
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("command", choices=["record", "check"])
+    parser.add_argument("variants", nargs="*")
+    parser.add_argument("--traces", default=os.path.join(ROOT, "build/deepspeed-ref"))
+    parser.add_argument("--expected", default=EXPECTED)
+    parser.add_argument("--bin", default=os.environ.get(
+        "ZT_BIN", os.path.join(ROOT, "build/zerotrain")))
+    args = parser.parse_intermixed_args()
+    unknown = [n for n in args.variants if n not in VARIANTS]
+    if unknown:
+        print(f"expected_calls: unknown variant {unknown[0]!r} (reference.py --list names them)")
+        sys.exit(2)
+    try:
+        if args.command == "record":
+            record(args.variants, args.traces, args.expected)
+            return
+        # Every variant of variants.py has its recorded file, and every file its variant.
+        recorded = sorted(f[:-len(".calls")] for f in os.listdir(args.expected)
+                          if f.endswith(".calls"))
+        missing = [n for n in VARIANTS if n not in recorded]
+        if missing and not args.variants:
+            raise InputError(f"{args.expected}: no recorded calls for {len(missing)} variant(s) "
+                             f"of variants.py ({', '.join(missing[:3])}...): trace and record "
+                             f"them")
+        names = args.variants or recorded
+        sys.exit(0 if check([os.path.join(args.expected, n + ".calls") for n in names],
+                            args.bin) else 1)
+    except (InputError, OSError) as e:
+        print(f"expected_calls: {e}")
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,274 @@
+// The step-time model (zero/analysis/step_time_model.h) on cases small enough to work
+// out by hand; every expected number below is derived in the comment beside it.
+#include "tests/support/catch.h"
+#include "tests/support/test_support.h"
+#include "zero/analysis/step_time_model.h"
+
+namespace zt {
+namespace {
+
+using Catch::Matchers::WithinRel;
+
+// One nanosecond per payload byte for every primitive: a call's time is its
+// payload in ns (linear between 1 B -> 1 ns and 1 GB -> 1 s).
+NetworkModel ns_per_byte() {
+  NetworkModel net;
+  net.source = "test";
+  for (int p = 0; p < static_cast<int>(Primitive::kCount); p++)
+    net.curves.push_back({static_cast<Primitive>(p), DType::F32, {1, 1e9}, {1e-9, 1}});
+  return net;
+}
+
+// An fp32 all-reduce of `ms` milliseconds under ns_per_byte(): 4 B per element.
+PlannedCall grad_call(double ms, double at, int micro = 0, Phase phase = Phase::Backward) {
+  return {phase,
+          micro,
+          Purpose::Gradients,
+          Primitive::AllReduce,
+          DType::F32,
+          static_cast<size_t>(ms * 1e6 / 4),
+          -1,
+          "gradients",
+          at};
+}
+
+PlannedCall gather_call(double ms, double at, Phase phase, int micro = 0) {
+  // all-gather payload = its output = count x W elements; W = 4 here.
+  return {phase,
+          micro,
+          Purpose::Parameters,
+          Primitive::AllGather,
+          DType::F32,
+          static_cast<size_t>(ms * 1e6 / 16),
+          -1,
+          "parameters",
+          at};
+}
+
+ComputeTimes compute_ms(double micro, double opt) { return {micro * 1e-3, opt * 1e-3, "test"}; }
+
+// Link figures: 1 GB/s inside a node, 1 MB/s per node link, 0.1 ms per inter-node ring step.
+NetworkModel slow_node_links() {
+  NetworkModel net;
+  net.link.intra_node_bytes_per_s = 1e9;
+  net.link.inter_node_bytes_per_s = 1e6;
+  net.link.inter_latency_s = 1e-4;
+  return net;
+}
+
+}  // namespace
+
+TEST_CASE("measured curves: linear between sizes, proportional above, flat below", "[model]") {
+  NetworkModel net;
+  net.source = "test";
+  net.curves.push_back({Primitive::Reduce, DType::F32, {1000, 2000}, {1e-3, 3e-3}});
+  const NodeMap nodes = NodeMap::uniform(4, 1);
+  auto reduce_of = [&](double bytes) {
+    return net.call_seconds({Phase::Step, 0, Purpose::Gradients, Primitive::Reduce, DType::F32,
+                             static_cast<size_t>(bytes / 4), 0, "", 0},
+                            4, nodes);
+  };
+  CHECK_THAT(reduce_of(1500), WithinRel(2e-3, 1e-12));  // halfway: 1 ms + (3 - 1) / 2 ms
+  CHECK_THAT(reduce_of(4000), WithinRel(6e-3, 1e-12));  // 2x the largest: 2 x 3 ms
+  CHECK_THAT(reduce_of(400), WithinRel(1e-3, 1e-12));   // below the smallest: its time
+  try {
+    net.call_seconds(
+        {Phase::Step, 0, Purpose::Gradients, Primitive::AllGather, DType::F32, 10, -1, "", 0}, 4,
+        nodes);
+    FAIL("expected an error for a primitive without a curve");
+  } catch (const std::runtime_error& e) {
+    require_parts(e.what(), {"test", "no curve for all_gather"});
+  }
+}
+
+TEST_CASE("link figures: the slowest link gates a ring; a node's link carries its senders",
+          "[model]") {
+  const NetworkModel net = slow_node_links();
+  const PlannedCall ar{
+      Phase::Step, 0, Purpose::Gradients, Primitive::AllReduce, DType::F32, 250000, -1,
+      "",          0};  // 1 MB payload
+  // 4 nodes x 1: bus = 2 * 3/4 * 1e6 = 1.5e6 B per rank, each rank's through its
+  // node's link: 1.5 s, plus 2 * 3 ring steps of 0.1 ms.
+  CHECK_THAT(net.call_seconds(ar, 4, NodeMap::uniform(4, 1)), WithinRel(1.5 + 6e-4, 1e-12));
+  // 2 nodes x 2: ranks 1 and 3 send across, one per node: 1.5e6 B through each
+  // node link (1.5 s); ranks 0 and 2 send 1.5e6 B within their node (1.5 ms).
+  CHECK_THAT(net.call_seconds(ar, 4, NodeMap::uniform(4, 2)), WithinRel(1.5 + 6e-4, 1e-12));
+  // One node of 4: intra-node only, 1.5e6 B at 1e9 B/s, no inter-node latency.
+  CHECK_THAT(net.call_seconds(ar, 4, NodeMap::uniform(4, 4)), WithinRel(1.5e-3, 1e-12));
+  // A rooted reduce (bus factor 1) on 4 x 1: 1e6 B per link, 3 steps.
+  const PlannedCall rd{Phase::Step, 0, Purpose::Gradients, Primitive::Reduce, DType::F32, 250000, 0,
+                       "",          0};
+  CHECK_THAT(net.call_seconds(rd, 4, NodeMap::uniform(4, 1)), WithinRel(1.0 + 3e-4, 1e-12));
+  // One rank: nothing moves.
+  CHECK(net.call_seconds(ar, 1, NodeMap::uniform(1, 1)) == 0);
+}
+
+TEST_CASE("calls over sub-groups: hpZ and qgZ's groups on link figures and fitted curves",
+          "[model]") {
+  const NetworkModel net = slow_node_links();
+  const NodeMap nodes = NodeMap::uniform(4, 2);
+  // qgZ's all-to-all across 2 nodes ({2, 2}: ranks 0-2 and 1-3): 1000 bytes
+  // per peer, payload 2000 B, bus 2000 x 1/2 = 1000 B per rank, all of it to
+  // the other node; a node's two ranks share its link: 2000 B at 1e6 B/s =
+  // 2 ms, plus one exchange step of 0.1 ms.
+  PlannedCall across{
+      Phase::Backward, 0, Purpose::Gradients, Primitive::AllToAll, DType::I8, 1000, -1, "", 0,
+      RankGroup{2, 2}};
+  CHECK_THAT(net.call_seconds(across, 4, nodes), WithinRel(2e-3 + 1e-4, 1e-12));
+  // In the node ({2, 1}): 1000 B at 1e9 B/s, no inter-node latency.
+  PlannedCall local = across;
+  local.group = RankGroup{2, 1};
+  CHECK_THAT(net.call_seconds(local, 4, nodes), WithinRel(1e-6, 1e-12));
+  // hpZ's all-gather in the node: count 500 fp32, payload 4000 B, bus 2000 B.
+  PlannedCall hpz{
+      Phase::Backward, 0, Purpose::Parameters, Primitive::AllGather, DType::F32, 500, -1, "", 0,
+      RankGroup{2, 1}};
+  CHECK_THAT(net.call_seconds(hpz, 4, nodes), WithinRel(2e-6, 1e-12));
+
+  // Fitted to a world-wide all-gather curve on 2 x 2: 4 B in 3 ms (3 ring
+  // steps: 1 ms each), 4e6 B in 2.003 s: bus 3e6 B, half the ranks send
+  // across, so a node link moves 2 x 3e6 x 1/2 = 3e6 B in 2 s: 1.5e6 B/s.
+  NetworkModel measured;
+  measured.source = "test";
+  measured.curves.push_back({Primitive::AllGather, DType::F32, {4, 4e6}, {3e-3, 2.003}});
+  PlannedCall world{
+      Phase::Forward, 0, Purpose::Parameters, Primitive::AllGather, DType::F32, 250000, -1, "", 0};
+  CHECK_THAT(measured.call_seconds(world, 4, nodes), WithinRel(2.003, 1e-12));  // the curve
+  // Over {2, 2} (every rank sends across): count 750000, payload 6e6 B, bus 3e6
+  // B per rank, 2 x 3e6 B through a node link: 4 s, plus 1 step of 1 ms.
+  PlannedCall pair = world;
+  pair.count = 750000;
+  pair.group = RankGroup{2, 2};
+  CHECK_THAT(measured.call_seconds(pair, 4, nodes), WithinRel(4.0 + 1e-3, 1e-9));
+}
+
+TEST_CASE("without overlap every call waits; the step adds optimizer and step calls", "[model]") {
+  // Stage 2, 2 micro-steps, each ending with a 10 ms gradient call after its
+  // backward; a 5 ms parameter all-gather in the step; micro-step 30 ms,
+  // optimizer 8 ms over the whole model (2 ms for a quarter shard at W = 4).
+  StepPlan plan;
+  plan.stage = 2;
+  plan.steady_step = {grad_call(10, 1.0, 0), grad_call(10, 1.0, 1),
+                      gather_call(5, 0, Phase::Step, 1)};
+  const StepTimePrediction p =
+      predict_step(plan, 4, 2, NodeMap::uniform(4, 1), ns_per_byte(), compute_ms(30, 8));
+  CHECK_THAT(p.compute_s, WithinRel(62e-3, 1e-9));  // 2 x 30 + 8 / 4
+  CHECK_THAT(p.comm_s, WithinRel(25e-3, 1e-9));     // 10 + 10 + 5
+  CHECK_THAT(p.step_s, WithinRel(87e-3, 1e-9));     // nothing hidden: 62 + 25
+  CHECK_THAT(p.exposed_s, WithinRel(25e-3, 1e-9));
+  // Stage 0 updates the whole model: 8 ms of optimizer.
+  plan.stage = 0;
+  CHECK_THAT(
+      predict_step(plan, 4, 2, NodeMap::uniform(4, 1), ns_per_byte(), compute_ms(30, 8)).step_s,
+      WithinRel(93e-3, 1e-9));
+}
+
+TEST_CASE("with overlap gradient calls run beside the backward; the last one shows", "[model]") {
+  // One micro-step of 30 ms: forward 10, backward 20 (ms 10..30). Calls of
+  // 4 ms at the backward's middle (ready at 20, done at 24) and end (ready at
+  // 30, done at 34): the step ends at 34, 4 ms exposed.
+  StepPlan plan;
+  plan.stage = 2;
+  plan.overlap_comm = true;
+  plan.steady_step = {grad_call(4, 0.5), grad_call(4, 1.0)};
+  StepTimePrediction p =
+      predict_step(plan, 4, 1, NodeMap::uniform(4, 1), ns_per_byte(), compute_ms(30, 0));
+  CHECK_THAT(p.step_s, WithinRel(34e-3, 1e-9));
+  CHECK_THAT(p.exposed_s, WithinRel(4e-3, 1e-9));
+  // Calls of 15 ms queue on the one channel: 20..35, then 35..50.
+  plan.steady_step = {grad_call(15, 0.5), grad_call(15, 1.0)};
+  p = predict_step(plan, 4, 1, NodeMap::uniform(4, 1), ns_per_byte(), compute_ms(30, 0));
+  CHECK_THAT(p.step_s, WithinRel(50e-3, 1e-9));
+  // Without overlap the compute waits for the first: 20..35, backward resumes
+  // to 45, then the second 45..60.
+  plan.overlap_comm = false;
+  p = predict_step(plan, 4, 1, NodeMap::uniform(4, 1), ns_per_byte(), compute_ms(30, 0));
+  CHECK_THAT(p.step_s, WithinRel(60e-3, 1e-9));
+}
+
+TEST_CASE("stage 2's two alternating buckets stall the compute that fills a third", "[model]") {
+  // Backward of 30 ms (ms 15..45; forward 15) with buckets closing at 1/3
+  // (ms 25), 2/3 (ms 35) and 1 (ms 45), each reduced in 20 ms: bucket 0
+  // 25..45, bucket 1 45..65. Filling bucket 2 needs bucket 0's buffer, free at
+  // 45, so the compute past 2/3 (reached at 35) waits until 45 and reaches
+  // the end at 55; bucket 2 runs 65..85. Without the constraint (unlimited
+  // buffers) the compute would end at 45, and the calls the same: 85 either
+  // way, but the compute's end moves: checked through a fourth bucket.
+  StepPlan plan;
+  plan.stage = 2;
+  plan.overlap_comm = true;
+  plan.double_buffered = true;
+  plan.steady_step = {grad_call(20, 1.0 / 3), grad_call(20, 2.0 / 3), grad_call(20, 1.0)};
+  StepTimePrediction p =
+      predict_step(plan, 4, 1, NodeMap::uniform(4, 1), ns_per_byte(), compute_ms(45, 0));
+  CHECK_THAT(p.step_s, WithinRel(85e-3, 1e-9));
+  // Buckets at 1/4, 1/2, 3/4, 1 of a 40 ms backward (ms 20..60), 2 ms each:
+  // no stall, done at 60 + 2.
+  plan.steady_step = {grad_call(2, 0.25), grad_call(2, 0.5), grad_call(2, 0.75), grad_call(2, 1)};
+  p = predict_step(plan, 4, 1, NodeMap::uniform(4, 1), ns_per_byte(), compute_ms(60, 0));
+  CHECK_THAT(p.step_s, WithinRel(62e-3, 1e-9));
+  // 12 ms each: b0 30..42, b1 42..54; b2 needs b0 (free at 42 > 40 when the
+  // compute reaches 1/2): compute resumes at 42, reaches 3/4 at 52, b2 54..66;
+  // b3 needs b1 (free at 54 > 52): compute resumes at 54, ends at 64; b3 66..78.
+  plan.steady_step = {grad_call(12, 0.25), grad_call(12, 0.5), grad_call(12, 0.75),
+                      grad_call(12, 1)};
+  p = predict_step(plan, 4, 1, NodeMap::uniform(4, 1), ns_per_byte(), compute_ms(60, 0));
+  CHECK_THAT(p.step_s, WithinRel(78e-3, 1e-9));
+}
+
+TEST_CASE("stage 3's gathers are prefetched; the compute waits where it needs them", "[model]") {
+  // Forward 10 ms, backward 20 ms. A 6 ms gather needed at the forward's start
+  // delays it to 6..16; one needed at the backward's middle is issued at its
+  // start (16..22) and is ready before the compute reaches the middle (26).
+  StepPlan plan;
+  plan.stage = 3;
+  plan.overlap_comm = true;
+  plan.steady_step = {gather_call(6, 0, Phase::Forward), gather_call(6, 0.5, Phase::Backward)};
+  const StepTimePrediction p =
+      predict_step(plan, 4, 1, NodeMap::uniform(4, 1), ns_per_byte(), compute_ms(30, 0));
+  CHECK_THAT(p.step_s, WithinRel(36e-3, 1e-9));  // 6 + 10 + 20
+  CHECK_THAT(p.exposed_s, WithinRel(6e-3, 1e-9));
+}
+
+TEST_CASE("offload: gradient copies follow their calls; the step pipelines chunk uploads",
+          "[model]") {
+  // One micro-step of 30 ms (backward 10..30) with two 4 ms gradient calls of
+  // equal elements, done at 24 and 34. The shard: 1e6 fp32 elements in 4
+  // chunks; PCIe 1 GB/s, so each call's share of the gradients (2 MB) takes
+  // 2 ms: 24..26 and 34..36. The step starts at 36. Host AdamW at 1e9
+  // elements/s: 0.25 ms per chunk; each chunk's upload 1 ms: 0.25 + 1 + 3 x 1
+  // = 4.25 ms. Step: 36 + 4.25.
+  StepPlan plan;
+  plan.stage = 2;
+  plan.overlap_comm = true;
+  plan.dtype_bytes = 4;
+  plan.steady_step = {grad_call(4, 0.5), grad_call(4, 1.0)};
+  plan.optimizer_offload.device = "cpu";
+  plan.optimizer_offload.shard = 1000000;
+  plan.optimizer_offload.chunks = 4;
+  NetworkModel net = ns_per_byte();
+  net.host.pcie_bytes_per_s = 1e9;
+  net.host.adamw_elements_per_s = 1e9;
+  auto predict = [&] {
+    return predict_step(plan, 4, 1, NodeMap::uniform(4, 1), net, compute_ms(30, 0));
+  };
+  StepTimePrediction p = predict();
+  CHECK_THAT(p.step_s, WithinRel(40.25e-3, 1e-9));
+  CHECK_THAT(p.compute_s, WithinRel(36.25e-3, 1e-9));  // 30 + 2 ms waiting for copies + 4.25
+  // nvme at 4.8 GB/s: 24 B per element, 5 ms, 1.25 per chunk, longer than the
+  // AdamW and the upload: 1.25 + 1 + 3 x 1.25 = 6 ms.
+  plan.optimizer_offload.device = "nvme";
+  net.host.nvme_bytes_per_s = 4.8e9;
+  CHECK_THAT(predict().step_s, WithinRel(42e-3, 1e-9));
+  // Stage 3's offloaded parameters go to the host store, not up: 4 x 0.25 ms
+  // of AdamW after the copies.
+  plan.optimizer_offload.device = "cpu";
+  plan.params_offloaded = true;
+  CHECK_THAT(predict().step_s, WithinRel(37e-3, 1e-9));
+  // No gradient calls (one rank): the copies start when the backward ends.
+  plan.params_offloaded = false;
+  plan.steady_step.clear();
+  CHECK_THAT(predict().step_s, WithinRel(38.25e-3, 1e-9));  // 30 + 4 + 4.25
+}
+
+}  // namespace zt

@@ -1,0 +1,255 @@
+// `zerotrain plan CONFIG --world W`: per rank, the model-state bytes and the
+// per-step collectives of every stage and gradient path side by side, as exact
+// integers, without training. The configured one is marked with '*'.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "model/activation_memory.h"
+#include "train/cli/command_registry.h"
+#include "train/cli/commands.h"
+#include "train/config/config.h"
+#include "train/deepspeed/deepspeed_import.h"
+#include "train/config/network_file.h"
+#include "train/commands/offload_report.h"
+#include "train/config/zero_setup.h"
+#include "train/commands/zeropp_report.h"
+#include "zero/schedule/grad_path_registry.h"
+#include "zero/analysis/plan.h"
+#include "zero/analysis/step_time_model.h"
+
+namespace zt {
+namespace {
+
+struct Variant {
+  std::string label;
+  ZeroConfig z;
+  bool deepspeed_default;  // the stage's default path with DeepSpeed's switches, no ZeRO++
+};
+
+bool uses_zeropp(const ZeroConfig& z) {
+  return z.stage == 3 &&
+         (z.zero_hpz_partition_size > 1 || z.zero_quantized_weights || z.zero_quantized_gradients);
+}
+
+// Every listed gradient path of every stage (grad_path_registry.h), then
+// stage 3 with ZeRO++'s features one by one and together, where they change
+// anything (several nodes) or where the config asks for them.
+std::vector<Variant> variants(const ZeroConfig& base, int nodes, int ranks_per_node) {
+  std::vector<Variant> v;
+  for (int stage = 0; stage <= 3; stage++)
+    for (const GradPathRow* row : listed_grad_paths(stage)) {
+      ZeroConfig z = base;
+      z.stage = stage;
+      resolve_overlap_default(z);
+      z = with_grad_path(z, *row);
+      if (stage == 3) {
+        z.zero_hpz_partition_size = 1;
+        z.zero_quantized_weights = z.zero_quantized_gradients = false;
+      }
+      v.push_back({stage == 0 ? "stage 0" : "stage " + std::to_string(stage) + " " + row->key, z,
+                   row->deepspeed_default});
+    }
+  if (nodes > 1 || uses_zeropp(base)) {
+    const int hpz =
+        base.zero_hpz_partition_size > 1 ? base.zero_hpz_partition_size : ranks_per_node;
+    // One rank per node: an hpZ group of one is plain stage 3.
+    const std::string hpz_part = hpz > 1 ? "hpZ " + std::to_string(hpz) + "+" : "";
+    const Variant plain3 = *std::find_if(
+        v.begin(), v.end(), [](const Variant& x) { return x.z.stage == 3 && x.deepspeed_default; });
+    for (int k = hpz > 1 ? 0 : 1; k < 4; k++) {
+      Variant x = plain3;
+      x.label = k == 0   ? "stage 3 hpZ " + std::to_string(hpz)
+                : k == 1 ? "stage 3 qwZ"
+                : k == 2 ? "stage 3 qgZ"
+                         : "stage 3 " + hpz_part + "qwZ+qgZ";
+      x.z.zero_hpz_partition_size = k == 0 || k == 3 ? hpz : 1;
+      x.z.zero_quantized_weights = k == 1 || k == 3;
+      x.z.zero_quantized_gradients = k == 2 || k == 3;
+      x.deepspeed_default = false;
+      v.push_back(x);
+    }
+  }
+  return v;
+}
+
+// The switches that tell the rows apart (the configured one gets the '*').
+bool same_variant(const StepPlan& a, const ZeroConfig& za, const StepPlan& b,
+                  const ZeroConfig& zb) {
+  auto hpz = [](const ZeroConfig& z) {
+    return z.stage == 3 ? std::max(1, z.zero_hpz_partition_size) : 1;
+  };
+  auto qw = [](const ZeroConfig& z) { return z.stage == 3 && z.zero_quantized_weights; };
+  auto qg = [](const ZeroConfig& z) { return z.stage == 3 && z.zero_quantized_gradients; };
+  return a.stage == b.stage && a.path->key == b.path->key && hpz(za) == hpz(zb) &&
+         qw(za) == qw(zb) && qg(za) == qg(zb);
+}
+
+void print_calls(const char* title, const std::vector<PlannedCall>& calls) {
+  std::printf("\n%s:\n  %-6s %-5s %-14s %-5s %12s %5s  %s\n", title, "phase", "micro", "primitive",
+              "dtype", "count", "root", "what");
+  for (const PlannedCall& c : calls)
+    std::printf("  %-6s %-5d %-14s %-5s %12zu %5d  %s\n", phase_name(c.phase), c.micro,
+                primitive_name(c.primitive), dtype_name(c.dtype), c.count, c.root, c.what.c_str());
+}
+
+struct PredictedRow {
+  std::string label;
+  bool deepspeed_default;
+  StepPlan plan;
+  StepTimePrediction t;
+  std::string why_not;  // the network cannot time this variant (a curve it lacks)
+};
+
+void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel& net,
+                       const ComputeTimes& compute, int A, const std::string& configured) {
+  std::printf(
+      "\nstep-time model (a prediction, not a measurement; docs/step_time_model.md):\n"
+      "  network: %s\n  compute: %s: %.3f ms per micro-step (forward 1/3, backward 2/3), "
+      "optimizer %.3f ms over the whole model\n"
+      "  comm = every call's predicted time added up; exposed = what the compute does not hide; "
+      "step = compute + exposed; speed-up = the DeepSpeed-default path's step of the same stage "
+      "/ this step\n\n",
+      net.source.c_str(), compute.source.c_str(), compute.micro_step_s * 1e3,
+      compute.optimizer_s * 1e3);
+  std::printf("  %-30s %12s %12s %12s %12s %12s %10s\n", "configuration", "compute ms",
+              "optimizer ms", "comm ms", "exposed ms", "step ms", "speed-up");
+  for (const PredictedRow& r : rows) {
+    if (!r.why_not.empty()) {
+      std::printf("%s %-30s no prediction: %s\n", r.label == configured ? "*" : " ",
+                  r.label.c_str(), r.why_not.c_str());
+      continue;
+    }
+    double base = 0;
+    for (const PredictedRow& b : rows)
+      if (b.plan.stage == r.plan.stage && b.why_not.empty() && b.deepspeed_default)
+        base = b.t.step_s;
+    std::printf("%s %-30s %12.2f %12.2f %12.2f %12.2f %12.2f %9.2fx\n",
+                r.label == configured ? "*" : " ", r.label.c_str(), r.t.compute_s * 1e3,
+                r.t.optimizer_s * 1e3, r.t.comm_s * 1e3, r.t.exposed_s * 1e3, r.t.step_s * 1e3,
+                base > 0 ? base / r.t.step_s : 0.0);
+  }
+  std::printf("  (%d micro-steps per step)\n", A);
+}
+
+}  // namespace
+
+int run_plan_command(const std::vector<std::string>& args) {
+  const CliArgs f = command_args("plan", args);
+  const WorldLayout layout = world_layout(f);
+  const int world = layout.world, per_node = layout.ranks_per_node;
+  const NodeMap nodes = NodeMap::uniform(world, per_node);
+  const bool predict = f.has("--network");
+  if (!predict && (f.has("--compute-from") || f.has("--compute-ms")))
+    f.fail("--compute-from and --compute-ms need --network FILE.json");
+  if (predict && f.has("--compute-from") == f.has("--compute-ms"))
+    f.fail("--network needs one of --compute-from SUMMARY.json or --compute-ms MICRO,OPT");
+  NetworkModel net;
+  ComputeTimes compute;
+  if (predict) {
+    net = read_network_file(f.get("--network"));
+    compute = f.has("--compute-from") ? read_compute_times(f.get("--compute-from"))
+                                      : parse_compute_ms(f.get("--compute-ms"), "--compute-ms");
+  }
+  std::vector<PredictedRow> predicted;
+  std::string configured_label;
+  const std::string path = f.positional()[0];
+  const std::vector<std::string> overrides = f.all("--set");
+  Config cfg = load_config(path, overrides);
+  // --deepspeed plans what DeepSpeed itself runs with that file: its switches, batch sizes and
+  // clipping as `train --deepspeed` imports them, and its training dtype (as explain does).
+  std::vector<std::string> ds_warnings;
+  std::string ds_dtype;
+  if (f.has("--deepspeed")) {
+    apply_deepspeed_config(f.get("--deepspeed"), cfg, ds_warnings, world, &ds_dtype);
+    validate_config(cfg);
+  }
+  validate_for_world(cfg, world);
+  const int A = grad_accum_steps(cfg, world);
+  const DType t = !ds_dtype.empty()             ? deepspeed_train_dtype(ds_dtype)
+                  : cfg.system.device == "cuda" ? DType::BF16
+                                                : DType::F32;
+  ParamTable table(cfg.model);
+  const ZeroSetup configured = zero_setup(cfg, table, nodes.ranks_per_node());
+  const StepPlan mine = plan_step(configured, table, world, A, t, nodes);
+  std::printf(
+      "plan: %s, %zu parameters, W = %d, %d micro-steps per step, %s gradients and "
+      "parameters, reduce_bucket_size %lld, allgather %s\n",
+      path.c_str(), table.total(), world, A, dtype_name(t),
+      static_cast<long long>(cfg.zero.reduce_bucket_size),
+      cfg.zero.allgather_bucketed ? "bucketed" : "one call per partition group");
+  for (const std::string& w : ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
+  std::printf("activations: %llu bytes per micro-batch of %d x %d per rank (train.recompute: %s)\n",
+              static_cast<unsigned long long>(activation_bytes(
+                  cfg.model, cfg.train.micro_batch, cfg.model.seq_len, recompute_level(cfg), t)),
+              cfg.train.micro_batch, cfg.model.seq_len, cfg.train.recompute.c_str());
+  std::printf(
+      "bytes are per rank per optimizer step; payload as nccl-tests counts it, bus = "
+      "payload x bus factor; inter-node = the bus bytes a ring in rank order sends to another "
+      "node (%d node%s of %d ranks), averaged over the ranks\n\n",
+      nodes.nodes(), nodes.nodes() == 1 ? "" : "s", per_node);
+  std::printf("  %-30s %14s %14s %14s %14s | %-14s %6s %16s %18s %16s\n", "configuration",
+              "params B", "grads B", "optimizer B", "model states B", "primitive", "calls",
+              "payload B", "bus B", "inter-node B");
+  for (const Variant& v : variants(cfg.zero, nodes.nodes(), per_node)) {
+    ZeroSetup setup = configured;
+    setup.z = v.z;
+    const StepPlan p = plan_step(setup, table, world, A, t, nodes);
+    const char* mark = same_variant(p, v.z, mine, cfg.zero) ? "*" : " ";
+    if (*mark == '*') configured_label = v.label;
+    if (predict) {
+      PredictedRow row{v.label, v.deepspeed_default, p, {}, ""};
+      try {
+        row.t = predict_step(p, world, A, nodes, net, compute);
+      } catch (const std::runtime_error& e) {
+        row.why_not = e.what();
+      }
+      predicted.push_back(row);
+    }
+    bool first = true;
+    for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
+      const PlannedPrimitive& c = p.per_step[i];
+      if (c.calls == 0) continue;
+      if (first)
+        std::printf(
+            "%s %-30s %14llu %14llu %14llu %14llu | ", mark, v.label.c_str(),
+            static_cast<unsigned long long>(p.params_bytes),
+            static_cast<unsigned long long>(p.grads_bytes),
+            static_cast<unsigned long long>(p.optimizer_bytes),
+            static_cast<unsigned long long>(p.params_bytes + p.grads_bytes + p.optimizer_bytes));
+      else std::printf("  %-30s %14s %14s %14s %14s | ", "", "", "", "", "");
+      std::printf("%-14s %6llu %16llu %18.0f %16.0f\n", primitive_name(static_cast<Primitive>(i)),
+                  static_cast<unsigned long long>(c.calls),
+                  static_cast<unsigned long long>(c.bytes), c.bus_bytes, c.inter_node_bus_bytes);
+      first = false;
+    }
+    // Stage 3 traces the unit order in its first micro-step, gathering at every use.
+    for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
+      const PlannedPrimitive& f = p.first[i];
+      if (f.calls == p.per_step[i].calls) continue;
+      std::printf("  %-30s %14s %14s %14s %14s | %-14s %6llu %16llu %18.0f %16.0f  (first step)\n",
+                  "", "", "", "", "", primitive_name(static_cast<Primitive>(i)),
+                  static_cast<unsigned long long>(f.calls),
+                  static_cast<unsigned long long>(f.bytes), f.bus_bytes, f.inter_node_bus_bytes);
+    }
+  }
+  std::printf(
+      "\nstage 3 rows: stage3_param_persistence_threshold %lld keeps tensors of at most that "
+      "many elements whole on every rank\n",
+      static_cast<long long>(cfg.zero.stage3_param_persistence_threshold));
+  ZeroSetup unquantized = configured;
+  unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
+  print_zeropp(mine, plan_step(unquantized, table, world, A, t, nodes), cfg.zero, world, nodes);
+  if (cfg.zero.offload_optimizer.enabled() || cfg.zero.offload_param.enabled())
+    print_offload_memory(mine, cfg.zero, per_node);
+  if (predict) print_predictions(predicted, net, compute, A, configured_label);
+  if (f.has("--calls")) {
+    print_calls("every collective of a steady step, in order (the configured variant)",
+                mine.steady_step);
+    if (mine.stage == 3) print_calls("the first step (stage 3 records its trace)", mine.first_step);
+  }
+  return 0;
+}
+
+}  // namespace zt

@@ -1,0 +1,105 @@
+// The whole run configuration: YAML sections model, data, train, zero, system.
+// Defaults here are the documented defaults (docs/config.md, generated from config_schema).
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/gpt_config.h"
+#include "model/recompute.h"
+#include "zero/zero_config.h"
+
+namespace zt {
+
+struct DataConfig {
+  std::string train = "build/data/kjv/train_*.bin";  // file or glob of token shards
+  std::string val = "build/data/kjv/val_*.bin";
+  std::string tokenizer = "byte";  // "byte", "gpt2", a .tiktoken file or a sentencepiece .model
+  // Used, with a notice, when train / val match no file (GPT-2 presets: the KJV's GPT-2 shards).
+  std::string train_fallback;
+  std::string val_fallback;
+};
+
+struct TrainConfig {
+  int steps = 200;
+  int micro_batch = 4;                 // B: sequences per micro-step per rank
+  int64_t global_batch_tokens = 6144;  // tokens per optimizer step over all ranks
+  double lr = 1e-3;
+  double min_lr = 1e-4;
+  int warmup_steps = 20;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;  // 0 disables clipping
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  int eval_every = 25;
+  int eval_batches = 8;
+  int sample_every = 100;
+  int sample_tokens = 200;
+  double temperature = 0.8;
+  int top_k = 40;
+  int checkpoint_every = 0;
+  int keep_checkpoints = 2;
+  uint64_t seed = 1337;
+  int log_every = 1;
+  int hellaswag_every = 0;     // HellaSwag accuracy every N steps (and at the last); 0: never
+  std::string hellaswag_file;  // hellaswag_val.jsonl
+  // Optimizer parameter groups as ZeRO partitions them: "two" (weights with
+  // decay, biases and norms without, as the HF Trainer builds them) or "one".
+  std::string param_groups = "two";
+  // LR schedule shape: "cosine" (llm.c: warm-up from lr/warmup_steps, cosine to min_lr),
+  // "constant", or DeepSpeed's "warmup_lr", "warmup_decay_lr", "warmup_cosine_lr"
+  // (train/loop/lr_schedule.h has the formulas).
+  std::string lr_schedule = "cosine";
+  std::string warmup_type = "linear";  // DeepSpeed shapes: "linear" or "log" warm-up
+  double warmup_start_lr = 0;          // warmup_cosine_lr: the warm-up's first value
+  // How --deepspeed resolves "auto": "deepspeed" (as DeepSpeed itself) or "hf" (as the HF Trainer).
+  std::string deepspeed_auto = "deepspeed";
+  // Activation recompute in the backward: "none", "attn", "mlp" or "block" (model/recompute.h).
+  std::string recompute = "none";
+};
+
+struct SystemConfig {
+  std::string device = "cpu";         // auto | cpu | cuda
+  std::string communicator = "auto";  // auto | mpi | nccl (auto: nccl on GPUs when W > 1)
+  bool deterministic = true;
+  bool comm_trace = false;
+  std::string fault_inject;  // "RANK:STEP:exit|throw", empty = off (tests only)
+};
+
+struct Config {
+  GPTConfig model;
+  DataConfig data;
+  TrainConfig train;
+  ZeroConfig zero;
+  SystemConfig system;
+  std::string source;  // file the config came from (for messages)
+};
+
+// Config files are read whole, and only up to this size.
+constexpr uint64_t kConfigMaxBytes = 1 << 20;
+
+// Loads `path`, applies `overrides` ("section.key=value", in order), validates
+// everything. On any problem throws ConfigError with one line:
+// "FILE:LINE: key 'train.stepz': unknown key (did you mean 'steps'?)".
+Config load_config(const std::string& path, const std::vector<std::string>& overrides);
+// Range and cross-key checks of a Config built or changed in code (e.g. by a
+// DeepSpeed import); load_config already applies them.
+void validate_config(const Config& c);
+// Checks cross-key consistency for a world size (global batch divisibility).
+void validate_for_world(const Config& c, int world_size);
+// The effective config as YAML (all keys, full precision), for printing and the run dir.
+std::string config_to_yaml(const Config& c);
+// The same as a JSON object, scalars typed (summary.json, checkpoint metadata).
+std::string config_to_json(const Config& c);
+// Micro-steps per optimizer step for a world size.
+int grad_accum_steps(const Config& c, int world_size);
+// train.recompute as the model's level (validated: a bad name throws ConfigError).
+Recompute recompute_level(const Config& c);
+
+struct ConfigError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace zt

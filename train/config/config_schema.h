@@ -1,0 +1,77 @@
+// The table of config keys and the typed scalar parsing shared by the YAML
+// loader (train/config/config.cpp) and the DeepSpeed import (train/deepspeed/deepspeed_import.cpp).
+//
+// Every key is one row: section, name (= the struct field's name), a typed
+// pointer into a Config, the allowed range and what it means. Loading, overrides, validation
+// and printing all walk this one table, so a key cannot be known to one and
+// missing from another.
+#pragma once
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "train/config/config.h"
+
+namespace zt {
+
+using FieldRef = std::variant<int*, int64_t*, uint64_t*, double*, bool*, std::string*>;
+
+// Allowed numeric interval; an unset side is unbounded.
+struct Range {
+  bool has_min = false;
+  double min = 0;
+  bool min_inclusive = true;
+  bool has_max = false;
+  double max = 0;
+  bool max_inclusive = true;
+};
+
+struct ConfigKey {
+  const char* section;
+  const char* name;
+  FieldRef (*field)(Config&);
+  Range range;
+  const char* meaning;  // one line, for the generated config reference
+  std::string path() const { return std::string(section) + "." + name; }
+};
+
+const std::vector<ConfigKey>& config_keys();
+const std::vector<std::string>& config_sections();
+const ConfigKey* find_config_key(const std::string& section, const std::string& name);
+
+// " (did you mean 'stage'?)" or " (did you mean 'train.lr'?)" for an unknown
+// key, "" when nothing is close.
+std::string suggest_key(const std::string& section, const std::string& name);
+// The same for an unknown section name (which may also be a misplaced key).
+std::string suggest_section(const std::string& name);
+// The same rule over any list of names (DeepSpeed's keys, say): " (did you
+// mean 'X'?)" for the closest of `known`, "" when none is close.
+std::string suggest_name(const std::string& typed, const std::vector<std::string>& known);
+
+// Strict scalar parsers; false when the text is not of the type. Integers also
+// accept integral scientific notation ("5e8"), as DeepSpeed users write it.
+bool parse_int64(const std::string& text, int64_t& out);
+bool parse_uint64(const std::string& text, uint64_t& out);
+bool parse_number(const std::string& text, double& out);
+bool parse_bool(const std::string& text, bool& out);
+
+// Sets the key's field from a YAML node; returns "" on success, else what went
+// wrong, e.g. "expected an integer, got '1.5'".
+std::string assign_from_yaml(const ConfigKey& key, Config& c, const YAML::Node& value);
+// "'abc'", "a map", "a sequence", "nothing (null)": for "got ..." messages.
+std::string describe_node(const YAML::Node& value);
+// "expected an integer >= 1, got 0" when the field is outside key.range, else "".
+std::string check_range(const ConfigKey& key, Config& c);
+
+// "in [0, 1)", ">= 1", "> 0"; "" for an unbounded range.
+std::string range_text(const Range& r);
+
+// Shortest decimal text that reads back to exactly `v`.
+std::string format_double(double v);
+// The field's value as YAML text (strings double-quoted).
+std::string field_to_yaml(FieldRef field);
+
+}  // namespace zt

@@ -1,0 +1,205 @@
+#include "train/config/network_file.h"
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "data/input_file.h"
+#include "data/json_reader.h"
+#include "data/shard.h"
+#include "train/config/config.h"
+
+namespace zt {
+namespace {
+
+constexpr uint64_t kNetworkFileMaxBytes = uint64_t(16) << 20;
+
+JsonValue read_json_object(const std::string& path, const char* what, std::string* text_out) {
+  std::string text;
+  try {
+    text = read_small_file(path, what, kNetworkFileMaxBytes);
+    JsonValue v = parse_json(text, path, JsonDialect::Strict);
+    if (v.kind != JsonValue::Kind::object) throw ConfigError(path + ": expected a JSON object");
+    if (text_out) *text_out = text;
+    return v;
+  } catch (const JsonError& e) {
+    throw ConfigError(e.what());
+  } catch (const DataError& e) {
+    throw ConfigError(e.what());
+  }
+}
+
+const JsonValue& member(const JsonValue& obj, const std::string& key, const std::string& where,
+                        JsonValue::Kind kind, const char* expected) {
+  const JsonValue* v = obj.find(key);
+  if (!v) throw ConfigError(where + ": key '" + key + "' missing (expected " + expected + ")");
+  if (v->kind != kind)
+    throw ConfigError(where + ": key '" + key + "': expected " + expected + ", got " +
+                      describe_json(*v));
+  return *v;
+}
+
+double positive(const JsonValue& obj, const std::string& key, const std::string& where) {
+  const double x = member(obj, key, where, JsonValue::Kind::number, "a number").number();
+  if (!(x > 0)) throw ConfigError(where + ": key '" + key + "': expected a positive number");
+  return x;
+}
+
+double non_negative(const JsonValue& obj, const std::string& key, const std::string& where) {
+  const double x = member(obj, key, where, JsonValue::Kind::number, "a number").number();
+  if (!(x >= 0)) throw ConfigError(where + ": key '" + key + "': expected a number >= 0");
+  return x;
+}
+
+NetworkModel commbench_network(const JsonValue& root, const std::string& path) {
+  NetworkModel net;
+  net.source = path;
+  const JsonValue& curves = member(root, "curves", path, JsonValue::Kind::array, "a list");
+  for (size_t i = 0; i < curves.items.size(); i++) {
+    const std::string where = path + ": curves[" + std::to_string(i) + "]";
+    const JsonValue& c = curves.items[i];
+    if (c.kind != JsonValue::Kind::object) throw ConfigError(where + ": expected an object");
+    CallCurve k;
+    const std::string prim =
+        member(c, "primitive", where, JsonValue::Kind::string, "a primitive name").text;
+    const std::string dt = member(c, "dtype", where, JsonValue::Kind::string, "a dtype").text;
+    bool known = false;
+    for (int p = 0; p < static_cast<int>(Primitive::kCount); p++)
+      if (prim == primitive_name(static_cast<Primitive>(p)))
+        k.primitive = static_cast<Primitive>(p), known = true;
+    if (!known) throw ConfigError(where + ": unknown primitive '" + prim + "'");
+    if (dt == "fp32") k.dtype = DType::F32;
+    else if (dt == "bf16") k.dtype = DType::BF16;
+    else throw ConfigError(where + ": dtype '" + dt + "': expected fp32 or bf16");
+    const JsonValue& points = member(c, "points", where, JsonValue::Kind::array, "a list");
+    for (size_t j = 0; j < points.items.size(); j++) {
+      const std::string pw = where + ".points[" + std::to_string(j) + "]";
+      const double bytes = positive(points.items[j], "bytes", pw);
+      // The median call where commbench has one (host backends): a stalled call
+      // (a TCP retransmission on a shaped link) moves the mean, not the median.
+      const JsonValue* median = points.items[j].find("median_us");
+      const double us = median && median->kind == JsonValue::Kind::number
+                            ? non_negative(points.items[j], "median_us", pw)
+                            : non_negative(points.items[j], "time_us", pw);
+      if (!k.bytes.empty() && bytes <= k.bytes.back())
+        throw ConfigError(pw + ": sizes must ascend");
+      k.bytes.push_back(bytes);
+      k.seconds.push_back(us * 1e-6);
+    }
+    if (k.bytes.empty()) throw ConfigError(where + ": no points");
+    net.curves.push_back(k);
+  }
+  if (net.curves.empty()) throw ConfigError(path + ": no curves");
+  const JsonValue* world = root.find("world");
+  net.source = "measured by commbench: " + path;
+  if (world && world->kind == JsonValue::Kind::number) net.source += " (W = " + world->text + ")";
+  return net;
+}
+
+NetworkModel preset_network(const JsonValue& root, const std::string& path) {
+  NetworkModel net;
+  const JsonValue& intra = member(root, "intra_node", path, JsonValue::Kind::object, "an object");
+  const JsonValue& inter = member(root, "inter_node", path, JsonValue::Kind::object, "an object");
+  net.link.intra_node_bytes_per_s = positive(intra, "bus_GBps", path + ": intra_node") * 1e9;
+  net.link.intra_latency_s = non_negative(intra, "latency_us", path + ": intra_node") * 1e-6;
+  net.link.inter_node_bytes_per_s = positive(inter, "node_GBps", path + ": inter_node") * 1e9;
+  net.link.inter_latency_s = non_negative(inter, "latency_us", path + ": inter_node") * 1e-6;
+  net.source = "preset " + path + ": " +
+               member(root, "preset", path, JsonValue::Kind::string, "a description").text;
+  return net;
+}
+
+// A preset's or commbench --host's "host" block; nvme_GBps may be absent (not
+// measured), and nvme offload then counts no I/O time.
+HostFigures host_figures(const JsonValue& root, const std::string& path) {
+  HostFigures h;
+  const JsonValue* host = root.find("host");
+  if (!host) return h;
+  if (host->kind != JsonValue::Kind::object) throw ConfigError(path + ": host: expected an object");
+  const std::string where = path + ": host";
+  h.pcie_bytes_per_s = positive(*host, "pcie_GBps", where) * 1e9;
+  h.adamw_elements_per_s = positive(*host, "adamw_Gelements_per_s", where) * 1e9;
+  if (host->find("nvme_GBps")) h.nvme_bytes_per_s = positive(*host, "nvme_GBps", where) * 1e9;
+  h.source =
+      member(*host, "source", where, JsonValue::Kind::string, "where the figures come from").text;
+  return h;
+}
+
+}  // namespace
+
+NetworkModel read_network_file(const std::string& path) {
+  std::string text;
+  const JsonValue root = read_json_object(path, "network file", &text);
+  if (root.find("curves") || root.find("preset")) {
+    NetworkModel net =
+        root.find("curves") ? commbench_network(root, path) : preset_network(root, path);
+    net.host = host_figures(root, path);
+    return net;
+  }
+  if (root.find("link")) return network_of_cluster(parse_cluster_description(text, path));
+  throw ConfigError(path +
+                    ": not a network file (expected commbench's JSON with 'curves', a preset "
+                    "with 'preset', 'intra_node' and 'inter_node', or scripts/cluster.sh's "
+                    "cluster.json)");
+}
+
+NetworkModel network_of_cluster(const ClusterDescription& c) {
+  NetworkModel net;
+  net.link.inter_node_bytes_per_s = c.rate_bits_per_s / 8;
+  net.link.inter_latency_s = c.delay_us * 1e-6;
+  net.link.intra_node_bytes_per_s = 1e15;  // shared memory: taken as free beside the link
+  char buf[160];
+  std::snprintf(buf, sizeof buf,
+                "the emulated cluster's link: %.6g Mbit/s per node each way, %.6g us one-way "
+                "delay per ring step, intra-node bytes free",
+                c.rate_bits_per_s / 1e6, c.delay_us);
+  net.source = buf;
+  return net;
+}
+
+ComputeTimes read_compute_times(const std::string& path) {
+  const JsonValue root = read_json_object(path, "run summary", nullptr);
+  const JsonValue& t = member(root, "timing", path, JsonValue::Kind::object,
+                              "an object (a summary.json written by this zerotrain)");
+  ComputeTimes c;
+  c.micro_step_s = positive(t, "compute_ms_per_micro_step", path + ": timing") * 1e-3;
+  c.optimizer_s = non_negative(t, "optimizer_ms", path + ": timing") * 1e-3;
+  const JsonValue* w = root.find("world_size");
+  c.source = "measured in " + path + (w ? " (W = " + w->text + ")" : "");
+  // The run timed its own shard's step: stages 1-3 update 1/W of the model,
+  // and the model's optimizer time is the whole model's.
+  const JsonValue* zero = root.find("zero");
+  const JsonValue* stage = zero ? zero->find("stage") : nullptr;
+  if (w && w->kind == JsonValue::Kind::number && stage && stage->kind == JsonValue::Kind::number &&
+      stage->number() >= 1 && w->number() > 1) {
+    c.optimizer_s *= w->number();
+    c.source += ", optimizer: its shard's step x " + w->text;
+  }
+  const JsonValue* memory = root.find("memory");
+  const JsonValue* off = memory ? memory->find("offload_optimizer") : nullptr;
+  if (off && off->kind == JsonValue::Kind::string && off->text != "none")
+    c.source += " (an offloaded run: its optimizer time is the host's)";
+  return c;
+}
+
+ComputeTimes parse_compute_ms(const std::string& text, const std::string& where) {
+  const size_t comma = text.find(',');
+  char* end = nullptr;
+  ComputeTimes c;
+  const std::string a = text.substr(0, comma),
+                    b = comma == std::string::npos ? "" : text.substr(comma + 1);
+  const double f = std::strtod(a.c_str(), &end);
+  const bool f_ok = !a.empty() && *end == '\0' && f > 0;
+  const double o = std::strtod(b.c_str(), &end);
+  const bool o_ok = !b.empty() && *end == '\0' && o >= 0;
+  if (!f_ok || !o_ok)
+    throw ConfigError(where +
+                      " expects MICRO_MS,OPTIMIZER_MS (milliseconds per micro-step and per "
+                      "optimizer step, e.g. 120,15), got '" +
+                      text + "'");
+  c.micro_step_s = f * 1e-3;
+  c.optimizer_s = o * 1e-3;
+  c.source = "given: " + text + " ms";
+  return c;
+}
+
+}  // namespace zt

@@ -1,0 +1,27 @@
+// Networks and compute times for the step-time model (zero/analysis/step_time_model.h),
+// read from files users have: a commbench JSON (measured curves), a preset of
+// published figures (configs/networks/*.json), an emulated cluster's
+// description (its shaped link), and a run's summary.json (measured compute).
+#pragma once
+#include <string>
+
+#include "train/config/cluster_description.h"
+#include "zero/analysis/step_time_model.h"
+
+namespace zt {
+
+// A commbench --out file (each point's median call, else its mean), a network
+// preset, or an emulated cluster's cluster.json; which one, from its keys.
+// Throws ConfigError naming the file and key.
+NetworkModel read_network_file(const std::string& path);
+// The shaped link of an emulated cluster (scripts/cluster.sh): its rate each
+// way per node, its one-way delay per algorithm step; inside a node shared
+// memory is taken as free beside the link.
+NetworkModel network_of_cluster(const ClusterDescription& c);
+// A run's measured compute: summary.json's timing (per micro-step and
+// optimizer), for a run at `world` ranks on the same hardware.
+ComputeTimes read_compute_times(const std::string& summary_path);
+// "F,O": milliseconds per micro-step (forward + backward) and per optimizer step.
+ComputeTimes parse_compute_ms(const std::string& text, const std::string& where);
+
+}  // namespace zt

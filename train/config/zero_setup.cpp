@@ -1,0 +1,28 @@
+#include "train/config/zero_setup.h"
+
+#include "model/gpt.h"
+#include "zero/optim/offload_store.h"
+
+namespace zt {
+
+ZeroSetup zero_setup(const Config& cfg, const ParamTable& table, int ranks_per_node) {
+  ZeroSetup s;
+  s.ranks_per_node = ranks_per_node;
+  s.z = cfg.zero;
+  s.groups = make_param_groups(table, cfg.train.param_groups);
+  s.events = GPT::training_events(table, recompute_level(cfg));
+  s.grad_clip = cfg.train.grad_clip;
+  return s;
+}
+
+void check_offload_paths(const ZeroConfig& z) {
+  const std::pair<const char*, const OffloadConfig*> blocks[] = {
+      {"zero.offload_optimizer", &z.offload_optimizer}, {"zero.offload_param", &z.offload_param}};
+  for (const auto& b : blocks) {
+    if (b.second->device != "nvme") continue;
+    const std::string problem = nvme_path_problem(b.second->nvme_path);
+    if (!problem.empty()) throw ConfigError(std::string(b.first) + ".nvme_path: " + problem);
+  }
+}
+
+}  // namespace zt

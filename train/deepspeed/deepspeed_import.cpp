@@ -1,0 +1,395 @@
+// DeepSpeed JSON import (see deepspeed_import.h for the rules): the file as DeepSpeed reads it
+// (data/json_reader.h), the top-level keys, batch sizes and precision here;
+// zero_optimization in train/deepspeed/deepspeed_zero_import.cpp, the optimizer and scheduler in
+// train/deepspeed/deepspeed_optimizer.cpp.
+#include "train/deepspeed/deepspeed_import.h"
+
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <map>
+
+#include "data/input_file.h"
+#include "data/shard.h"
+#include "train/config/config_schema.h"
+#include "train/deepspeed/deepspeed_import_context.h"
+
+namespace zt {
+
+std::string DsContext::at(int line, const std::string& key) const {
+  return path + ":" + std::to_string(line) + ": key '" + key + "': ";
+}
+
+void DsContext::fail(int line, const std::string& key, const std::string& what) const {
+  throw ConfigError(at(line, key) + what);
+}
+
+void DsContext::warn(int line, const std::string& key, const std::string& what) const {
+  warnings.push_back(at(line, key) + what);
+}
+
+bool DsContext::read_bool(const JsonValue& v, int line, const std::string& key) const {
+  std::string t;
+  for (char ch : v.text) t += char(std::tolower(static_cast<unsigned char>(ch)));
+  bool scalar = v.kind == JsonValue::Kind::boolean || v.kind == JsonValue::Kind::string ||
+                v.kind == JsonValue::Kind::number;
+  if (scalar) {
+    for (const char* yes : {"true", "1", "yes", "on", "t", "y"})
+      if (t == yes) return true;
+    for (const char* no : {"false", "0", "no", "off", "f", "n"})
+      if (t == no) return false;
+  }
+  fail(line, key, "expected a boolean (true, false, 0 or 1), got " + describe_json(v));
+}
+
+int64_t DsContext::read_int(const JsonValue& v, int line, const std::string& key,
+                            int64_t min) const {
+  int64_t out = 0;
+  bool scalar = v.kind == JsonValue::Kind::number || v.kind == JsonValue::Kind::string;
+  if (!scalar || !parse_int64(v.text, out))
+    fail(line, key, "expected an integer, got " + describe_json(v));
+  if (out < min)
+    fail(line, key, "expected an integer >= " + std::to_string(min) + ", got " + v.text);
+  return out;
+}
+
+double DsContext::read_number(const JsonValue& v, int line, const std::string& key, double min,
+                              bool exclusive) const {
+  double out = 0;
+  bool scalar = v.kind == JsonValue::Kind::number || v.kind == JsonValue::Kind::string;
+  if (!scalar || !parse_number(v.text, out))
+    fail(line, key, "expected a number, got " + describe_json(v));
+  if (exclusive ? out <= min : out < min)
+    fail(line, key,
+         std::string("expected a number ") + (exclusive ? "> " : ">= ") + format_double(min) +
+             ", got " + v.text);
+  return out;
+}
+
+const JsonValue& DsContext::require_object(const JsonValue& v, int line,
+                                           const std::string& key) const {
+  if (v.kind != JsonValue::Kind::object)
+    fail(line, key, "expected a JSON object, got " + describe_json(v));
+  return v;
+}
+
+namespace {
+
+// Why common top-level keys are ignored, where a reason helps more than "not honoured".
+std::string ignore_reason(const std::string& key) {
+  static const std::map<std::string, std::string> reasons = {
+      {"steps_per_print", "zerotrain prints every train.log_every steps"},
+      {"wall_clock_breakdown", "zerotrain's summary.json always has the comm timing"},
+      {"comms_logger", "zerotrain's counterpart is system.comm_trace"},
+      {"prescale_gradients", "zerotrain sums gradients and scales once"},
+      {"gradient_predivide_factor", "zerotrain sums gradients and scales once"},
+  };
+  auto it = reasons.find(key);
+  return it == reasons.end() ? "not honoured by zerotrain, ignored"
+                             : "not honoured (" + it->second + "), ignored";
+}
+
+// A batch-size key as found in the JSON, and where its number came from.
+struct BatchKey {
+  bool present = false;
+  int64_t value = 0;
+  int line = 0;
+  std::string origin;  // "line 3", or the zerotrain key that "auto" took
+};
+
+class DeepSpeedImporter {
+ public:
+  DeepSpeedImporter(DsContext& ctx) : ctx_(ctx), c_(ctx.c) {}
+  void run();
+  const char* deepspeed_dtype() const { return bf16_ ? "bf16" : fp16_ ? "fp16" : "fp32"; }
+
+ private:
+  void import_precision(const JsonMember& m);
+  void import_data_types(const JsonMember& m);
+  void read_batch_key(BatchKey& key, const JsonMember& m, const char* zerotrain_key,
+                      int64_t zerotrain_value);
+  void import_batch();
+  void check_precision();
+  void hf_only_auto(int line, const std::string& key, const std::string& kept);
+
+  DsContext& ctx_;
+  Config& c_;
+  BatchKey train_batch_, micro_batch_, accumulation_;
+  int bf16_line_ = 0, fp16_line_ = 0, dtype_line_ = 0;
+  bool bf16_ = false, fp16_ = false;  // as DeepSpeed would run
+  std::string grad_accum_dtype_;      // "fp32", "bf16", "fp16" or "" (unset)
+  bool optimizer_offload_to_cpu_ = false;
+};
+
+void DeepSpeedImporter::hf_only_auto(int line, const std::string& key, const std::string& kept) {
+  if (!ctx_.hf())
+    ctx_.warn(line, key,
+              "\"auto\" is filled in only by the HF Trainer (DeepSpeed alone fails on it); "
+              "zerotrain keeps " +
+                  kept + ", as the Trainer would with these arguments");
+}
+
+void DeepSpeedImporter::run() {
+  // A regular file of at most 1 MiB: a FIFO or a device is refused, not read forever.
+  std::string text;
+  try {
+    text = read_small_file(ctx_.path, "DeepSpeed config", kConfigMaxBytes);
+  } catch (const DataError& e) {
+    throw ConfigError(e.what());
+  }
+  JsonValue root;
+  try {
+    root = parse_json(text, ctx_.path, JsonDialect::Hjson);
+  } catch (const JsonError& e) {
+    throw ConfigError(
+        std::string(e.what()) +
+        (e.duplicate_key
+             ? "; DeepSpeed refuses duplicate keys (\"Duplicate keys in DeepSpeed config\")"
+             : ""));
+  }
+  if (root.kind != JsonValue::Kind::object)
+    throw ConfigError(ctx_.path + ":" + std::to_string(root.line) +
+                      ": expected a JSON object at the top level, got " + describe_json(root));
+
+  // What the JSON governs starts from DeepSpeed's defaults (deepspeed_import.h).
+  const double zerotrain_grad_clip = c_.train.grad_clip;
+  ZeroConfig zero_defaults;
+  zero_defaults.native_reduce_scatter = c_.zero.native_reduce_scatter;
+  zero_defaults.allgather_bucketed = c_.zero.allgather_bucketed;
+  c_.zero = zero_defaults;
+  c_.train.grad_clip = 0;
+
+  const JsonMember *optimizer = nullptr, *scheduler = nullptr;
+  for (const JsonMember& m : root.members) {
+    const std::string& name = m.key;
+    const JsonValue& v = m.value[0];
+    if (name == "zero_optimization") {
+      import_zero_optimization(ctx_, m, &optimizer_offload_to_cpu_);
+    } else if (name == "train_batch_size") {
+      read_batch_key(train_batch_, m, "train.global_batch_tokens / seq_len",
+                     c_.train.global_batch_tokens / c_.model.seq_len);
+    } else if (name == "train_micro_batch_size_per_gpu") {
+      read_batch_key(micro_batch_, m, "train.micro_batch", c_.train.micro_batch);
+    } else if (name == "gradient_accumulation_steps") {
+      // Only "auto" asks zerotrain's accumulation, which needs its batch to fit the world.
+      read_batch_key(accumulation_, m, "the accumulation of train.global_batch_tokens",
+                     v.is_string("auto") ? grad_accum_steps(c_, ctx_.world) : 0);
+    } else if (name == "gradient_clipping") {
+      if (v.is_string("auto")) {
+        c_.train.grad_clip = zerotrain_grad_clip;
+        hf_only_auto(m.line, name, "train.grad_clip");
+      } else if (v.kind == JsonValue::Kind::null) {
+        ctx_.fail(m.line, name,
+                  "DeepSpeed fails on null here (it compares it with 0); expected a "
+                  "number >= 0 (0: no clipping)");
+      } else {
+        c_.train.grad_clip = ctx_.read_number(v, m.line, name, 0);
+      }
+    } else if (name == "communication_data_type") {
+      std::string t;
+      for (char ch : v.text) t += char(std::tolower(static_cast<unsigned char>(ch)));
+      if (v.kind == JsonValue::Kind::null) t = "auto";
+      else if (v.kind != JsonValue::Kind::string || (t != "fp32" && t != "bf16" && t != "fp16"))
+        ctx_.fail(m.line, name,
+                  "expected one of fp32, bf16, fp16 (DeepSpeed refuses anything "
+                  "else, \"auto\" too), got " +
+                      describe_json(v));
+      c_.zero.communication_data_type = t;
+    } else if (name == "bf16" || name == "bfloat16" || name == "fp16") {
+      import_precision(m);
+    } else if (name == "data_types") {
+      import_data_types(m);
+    } else if (name == "activation_checkpointing") {
+      import_activation_checkpointing(ctx_, m);
+    } else if (name == "optimizer") {
+      optimizer = &m;
+    } else if (name == "scheduler") {
+      scheduler = &m;
+    } else {
+      ctx_.warn(m.line, name, ignore_reason(name));
+    }
+  }
+  import_batch();
+  import_optimizer(ctx_, optimizer);
+  import_scheduler(ctx_, scheduler, optimizer != nullptr);
+  resolve_overlap_default(c_.zero);
+  check_precision();
+  validate_config(c_);
+}
+
+// bf16 / fp16: DeepSpeed's pydantic blocks. Only "enabled" means anything to zerotrain; every
+// other key gets its own warning, fp16's all say why (zerotrain has no fp16 mode).
+void DeepSpeedImporter::import_precision(const JsonMember& block) {
+  const bool is_fp16 = block.key == "fp16";
+  const JsonValue& v = ctx_.require_object(block.value[0], block.line, block.key);
+  (is_fp16 ? fp16_line_ : bf16_line_) = block.line;
+  for (const JsonMember& m : v.members) {
+    const std::string key = block.key + "." + m.key;
+    const JsonValue& value = m.value[0];
+    if (m.key == "enabled") {
+      bool enabled = false;
+      if (value.is_string("auto")) enabled = ctx_.hf() && !is_fp16;  // HF: zerotrain's own
+      else enabled = ctx_.read_bool(value, m.line, key);
+      (is_fp16 ? fp16_ : bf16_) = enabled;
+      if (value.is_string("auto") && !ctx_.hf() && !is_fp16)
+        ctx_.warn(m.line, key,
+                  "DeepSpeed drops \"auto\" here, so bf16 is off (the HF Trainer would fill in "
+                  "its --bf16; train.deepspeed_auto=hf does as the Trainer)");
+      (is_fp16 ? fp16_line_ : bf16_line_) = m.line;
+    } else if (is_fp16) {
+      ctx_.warn(m.line, key,
+                "not honoured (zerotrain has no fp16 mode and no loss scaling), ignored");
+    } else {
+      ctx_.warn(m.line, key, "not honoured by zerotrain, ignored");
+    }
+  }
+}
+
+void DeepSpeedImporter::import_data_types(const JsonMember& block) {
+  const JsonValue& v = ctx_.require_object(block.value[0], block.line, block.key);
+  for (const JsonMember& m : v.members) {
+    const std::string key = "data_types." + m.key;
+    if (m.key != "grad_accum_dtype") {
+      ctx_.warn(m.line, key, "not honoured by zerotrain, ignored");
+      continue;
+    }
+    const std::string& t = m.value[0].text;
+    // DeepSpeed's DtypeEnum spellings.
+    if (t == "fp32" || t == "float32" || t == "float" || t == "torch.float32")
+      grad_accum_dtype_ = "fp32";
+    else if (t == "bf16" || t == "bfloat16" || t == "torch.bfloat16") grad_accum_dtype_ = "bf16";
+    else if (t == "fp16" || t == "float16" || t == "half" || t == "torch.float16")
+      grad_accum_dtype_ = "fp16";
+    else if (m.value[0].kind == JsonValue::Kind::null) continue;
+    else
+      ctx_.fail(m.line, key, "expected one of fp32, bf16, fp16, got " + describe_json(m.value[0]));
+    dtype_line_ = m.line;
+  }
+}
+
+void DeepSpeedImporter::read_batch_key(BatchKey& key, const JsonMember& m,
+                                       const char* zerotrain_key, int64_t zerotrain_value) {
+  const JsonValue& v = m.value[0];
+  if (v.kind == JsonValue::Kind::null) return;  // DeepSpeed: as if absent
+  key.present = true;
+  key.line = m.line;
+  if (v.is_string("auto")) {
+    key.value = zerotrain_value;
+    key.origin = std::string(zerotrain_key) + " (\"auto\")";
+    hf_only_auto(m.line, m.key,
+                 std::string(zerotrain_key) + " = " + std::to_string(zerotrain_value));
+    return;
+  }
+  key.value = ctx_.read_int(v, m.line, m.key, 1);
+  if (key.value > INT_MAX)
+    ctx_.fail(m.line, m.key, "expected an integer in [1, 2147483647], got " + v.text);
+  key.origin = "line " + std::to_string(m.line);
+}
+
+// DeepSpeed's batch arithmetic: train_batch = micro * accumulation * world; a mismatch names
+// where each number came from.
+void DeepSpeedImporter::import_batch() {
+  if (!train_batch_.present && !micro_batch_.present) {
+    if (accumulation_.present)
+      ctx_.fail(accumulation_.line, "gradient_accumulation_steps",
+                "gradient_accumulation_steps alone does not fix the batch: expected "
+                "train_batch_size or train_micro_batch_size_per_gpu as well");
+    return;  // DeepSpeed would fail; the HF Trainer fills them from its arguments
+  }
+  // Each factor is below 2^31 (read_batch_key), so no product below overflows.
+  const int64_t world = ctx_.world;
+  int64_t& batch = train_batch_.value;
+  int64_t& micro = micro_batch_.value;
+  const int64_t accumulation = accumulation_.present ? accumulation_.value : 1;
+  const std::string world_origin = "world size " + std::to_string(world) + ": the ranks started";
+  auto sources = [&](bool with_micro, bool with_accumulation) {
+    std::string s = " (";
+    if (with_micro)
+      s += "train_micro_batch_size_per_gpu " + std::to_string(micro) + ": " + micro_batch_.origin +
+           "; ";
+    if (with_accumulation)
+      s += "gradient_accumulation_steps " + std::to_string(accumulation) + ": " +
+           accumulation_.origin + "; ";
+    return s + world_origin + ")";
+  };
+  auto product = [](std::initializer_list<int64_t> xs) {
+    std::string s;
+    for (int64_t x : xs) s += (s.empty() ? "" : "*") + std::to_string(x);
+    return s;
+  };
+  const std::string got = ", got " + std::to_string(batch) + " (" + train_batch_.origin + ")";
+  if (train_batch_.present && micro_batch_.present) {
+    if (accumulation_.present && batch != micro * accumulation * world)
+      ctx_.fail(train_batch_.line, "train_batch_size",
+                "expected train_micro_batch_size_per_gpu * gradient_accumulation_steps * world "
+                "size = " +
+                    product({micro, accumulation, world}) + " = " +
+                    std::to_string(micro * accumulation * world) + sources(true, true) + got);
+    if (!accumulation_.present && batch % (micro * world) != 0)
+      ctx_.fail(train_batch_.line, "train_batch_size",
+                "expected a multiple of train_micro_batch_size_per_gpu * world size = " +
+                    product({micro, world}) + " = " + std::to_string(micro * world) +
+                    sources(true, false) + got);
+  } else if (train_batch_.present) {
+    if (batch % (accumulation * world) != 0)
+      ctx_.fail(train_batch_.line, "train_batch_size",
+                "expected a multiple of " +
+                    (accumulation_.present ? "gradient_accumulation_steps * world size = " +
+                                                 product({accumulation, world})
+                                           : std::string("the world size")) +
+                    " = " + std::to_string(accumulation * world) +
+                    sources(false, accumulation_.present) + got);
+    micro = batch / (accumulation * world);
+  } else {
+    batch = micro * accumulation * world;
+  }
+  if (batch > INT64_MAX / c_.model.seq_len) {
+    const BatchKey& blamed = train_batch_.present ? train_batch_ : micro_batch_;
+    ctx_.fail(blamed.line,
+              train_batch_.present ? "train_batch_size" : "train_micro_batch_size_per_gpu",
+              "a batch of " + std::to_string(batch) + " sequences of " +
+                  std::to_string(c_.model.seq_len) + " tokens overflows the token count");
+  }
+  c_.train.micro_batch = int(micro);
+  c_.train.global_batch_tokens = batch * c_.model.seq_len;
+}
+
+void DeepSpeedImporter::check_precision() {
+  if (fp16_ && bf16_)
+    ctx_.fail(fp16_line_, "fp16.enabled",
+              "fp16 and bf16 are both enabled; DeepSpeed accepts only one");
+  if (fp16_)
+    ctx_.warn(fp16_line_, "fp16.enabled",
+              "zerotrain has no fp16 mode (nor loss scaling): it trains in bf16 on the GPU and "
+              "fp32 on the CPU");
+  else if (!bf16_)
+    ctx_.warnings.push_back(ctx_.path +
+                            ": key 'bf16.enabled': not enabled, so DeepSpeed would train in fp32; "
+                            "zerotrain trains in bf16 on the GPU and fp32 on the CPU");
+  if (grad_accum_dtype_.empty()) return;
+  if (bf16_ && grad_accum_dtype_ == "fp32" && c_.zero.stage == 1 && !optimizer_offload_to_cpu_)
+    ctx_.warn(dtype_line_, "data_types.grad_accum_dtype",
+              "bf16 + ZeRO stage 1 + fp32 gradient accumulation: DeepSpeed runs this with its "
+              "BF16_Optimizer, which takes none of the four stage-1/2 gradient paths; zerotrain "
+              "runs the stage-1 path its zero switches select, so communication differs from "
+              "that run");
+  else
+    ctx_.warn(dtype_line_, "data_types.grad_accum_dtype",
+              "not honoured (zerotrain keeps gradients in its training precision: bf16 on the "
+              "GPU, fp32 on the CPU), ignored");
+}
+
+}  // namespace
+
+void apply_deepspeed_config(const std::string& json_path, Config& c,
+                            std::vector<std::string>& warnings, int world_size,
+                            std::string* deepspeed_dtype) {
+  if (world_size < 1)
+    throw ConfigError("world size: expected an integer >= 1, got " + std::to_string(world_size));
+  DsContext ctx(json_path, world_size, c, warnings);
+  DeepSpeedImporter importer(ctx);
+  importer.run();
+  if (deepspeed_dtype) *deepspeed_dtype = importer.deepspeed_dtype();
+}
+
+}  // namespace zt

@@ -1,0 +1,70 @@
+// Import of a DeepSpeed JSON config (as passed to deepspeed.initialize or the HF Trainer's
+// --deepspeed) into a loaded zerotrain Config, so that a DeepSpeed user runs the same ZeRO
+// switches, batch sizes, optimizer and schedule here. The rules, each tested on its own in
+// tests/unit/test_deepspeed_import.cpp:
+//
+// The file is read as DeepSpeed reads it: Hjson (comments, trailing or missing commas, unquoted
+// keys; data/json_reader.h), duplicate keys refused in any object.
+//
+// What the JSON governs starts from DeepSpeed's defaults, whatever the YAML or --set said:
+// every zero.* key DeepSpeed has (zero_optimization absent: stage 0 and all defaults;
+// zerotrain's own native_reduce_scatter and allgather_bucketed are kept), train.grad_clip
+// (DeepSpeed's gradient_clipping, default 0), zero.communication_data_type (default: the model's
+// dtype), and, when an optimizer block is present, its lr, betas, eps and weight_decay (the
+// defaults of the optimizer DeepSpeed builds). Batch sizes: DeepSpeed's arithmetic
+// (train_batch_size = micro * accumulation * world; any two fix the third; train_batch_size
+// alone means no accumulation, micro alone means train_batch_size = micro * world;
+// gradient_accumulation_steps alone is an error; none of them keeps zerotrain's batch). The
+// schedule: a WarmupLR / WarmupDecayLR / WarmupCosineLR block sets train.lr_schedule and its
+// keys exactly (train/loop/lr_schedule.h); no scheduler block with an optimizer block means
+// DeepSpeed's constant lr; other schedulers are warned about and zerotrain's schedule stays.
+//
+// "auto": DeepSpeed's pydantic sections (zero_optimization, bf16, fp16) drop it and take their
+// default. train.deepspeed_auto: hf resolves it as the HF Trainer does instead, zerotrain's
+// config standing in for the Trainer's arguments: reduce_bucket_size = n_embd^2 and, at
+// stage 3, stage3_prefetch_bucket_size = 0.9 n_embd^2 and stage3_param_persistence_threshold =
+// 10 n_embd; bf16.enabled = zerotrain's own precision (bf16 on the GPU). Keys only the Trainer
+// fills in (batch sizes, gradient_clipping, optimizer and scheduler parameters; DeepSpeed
+// alone fails on them) keep zerotrain's value in both modes, with a warning in the default one.
+//
+// null: accepted where DeepSpeed reads it as "not set" (Optional zero_optimization fields such
+// as overlap_comm and offload_*, the batch sizes, communication_data_type); refused elsewhere.
+// Booleans: true/false, 0/1 and pydantic's strings (yes/no, on/off, ...). zero_optimization's
+// unknown keys are refused, as DeepSpeed refuses them; known ones zerotrain does not honour,
+// and every other top-level key, give one warning each naming file, line and key, as does
+// every fp16 sub-key. The deprecated cpu_offload (and zero_optimization: true) are read as
+// DeepSpeed reads them. A batch-size mismatch names where each number came from.
+//
+// Precision: zerotrain trains in bf16 on the GPU and fp32 on the CPU, whatever the JSON says;
+// fp16 and a bf16 left off are warned about. When DeepSpeed would route the run to its
+// BF16_Optimizer (bf16, stage 1, data_types.grad_accum_dtype fp32, no optimizer offload), none
+// of the stage-1/2 gradient paths applies there, and a warning says so.
+//
+// activation_checkpointing: what Megatron-DeepSpeed and the HF models do with it, checkpoint
+// every layer, so train.recompute: block unless the zerotrain config names another level; its
+// flags set true (partition_activations, cpu_checkpointing, ...) are warned about, one each.
+//
+// Errors throw ConfigError with one line: "FILE:LINE: key 'zero_optimization.stage': ...".
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/ops.h"
+#include "train/config/config.h"
+
+namespace zt {
+
+// Applies the JSON file to `c` (which holds the model shape and train.deepspeed_auto) for a run
+// on `world_size` ranks; appends one line per ignored or approximated key to `warnings`.
+// Leaves model, data and system untouched. `deepspeed_dtype`, when given, receives the dtype
+// DeepSpeed itself would train in ("bf16", "fp16" or "fp32"), for `explain`.
+void apply_deepspeed_config(const std::string& json_path, Config& c,
+                            std::vector<std::string>& warnings, int world_size,
+                            std::string* deepspeed_dtype = nullptr);
+
+// The DType of apply_deepspeed_config's `deepspeed_dtype` ("bf16", "fp16" or "fp32").
+inline DType deepspeed_train_dtype(const std::string& name) {
+  return name == "bf16" ? DType::BF16 : name == "fp16" ? DType::F16 : DType::F32;
+}
+
+}  // namespace zt

@@ -1,0 +1,50 @@
+// Shared by the DeepSpeed importer's files (train/deepspeed/deepspeed_import.cpp, the batch, ZeRO and
+// precision keys; train/deepspeed/deepspeed_optimizer.cpp, the optimizer and scheduler): where a key is,
+// how to warn and fail about it, and DeepSpeed's (pydantic's lax) reading of scalars.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "data/json_reader.h"
+#include "train/config/config.h"
+
+namespace zt {
+
+class DsContext {
+ public:
+  DsContext(const std::string& path, int world, Config& c, std::vector<std::string>& warnings)
+      : path(path), world(world), c(c), warnings(warnings) {}
+
+  // "FILE:LINE: key 'zero_optimization.stage': "
+  std::string at(int line, const std::string& key) const;
+  [[noreturn]] void fail(int line, const std::string& key, const std::string& what) const;
+  void warn(int line, const std::string& key, const std::string& what) const;
+  // Resolving "auto" as the HF Trainer does (train.deepspeed_auto: hf).
+  bool hf() const { return c.train.deepspeed_auto == "hf"; }
+
+  // pydantic's lax bool: true/false, 0/1, and the strings yes/no, on/off, t/f, y/n, 1/0.
+  bool read_bool(const JsonValue& v, int line, const std::string& key) const;
+  // An integer >= min: a number without a fraction, or a string holding one ("5e8" too).
+  int64_t read_int(const JsonValue& v, int line, const std::string& key, int64_t min) const;
+  // A finite number >= min (or > min when `exclusive`).
+  double read_number(const JsonValue& v, int line, const std::string& key, double min,
+                     bool exclusive = false) const;
+  const JsonValue& require_object(const JsonValue& v, int line, const std::string& key) const;
+
+  const std::string& path;
+  const int world;
+  Config& c;
+  std::vector<std::string>& warnings;
+};
+
+// train/deepspeed/deepspeed_optimizer.cpp: the "optimizer" and "scheduler" blocks (either may be null).
+void import_optimizer(DsContext& ctx, const JsonMember* optimizer);
+void import_scheduler(DsContext& ctx, const JsonMember* scheduler, bool has_optimizer);
+// train/deepspeed/deepspeed_zero_import.cpp: the "zero_optimization" block; sets *offload_to_cpu when it
+// offloads the optimizer to the CPU or NVMe (which the precision check reads).
+void import_zero_optimization(DsContext& ctx, const JsonMember& block, bool* offload_to_cpu);
+// train/deepspeed/deepspeed_activation_checkpointing.cpp: the "activation_checkpointing" block.
+void import_activation_checkpointing(DsContext& ctx, const JsonMember& block);
+
+}  // namespace zt

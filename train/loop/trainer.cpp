@@ -1,0 +1,502 @@
+// `zerotrain train`: load and check everything, build the backend, the data
+// loaders, the model and the ZeRO stage; then step: micro-batches through
+// forward/backward (gradients flow into ZeRO through the unit hooks), the ZeRO
+// step, metrics, evaluation, samples, checkpoints; finally the run summary.
+#include "train/loop/trainer.h"
+
+#include <mpi.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+
+#include "data/input_file.h"
+#include "data/json_reader.h"
+#include "data/loader.h"
+#include "data/shard.h"
+#include "data/tokenizer.h"
+#include "model/activation_memory.h"
+#include "model/device_services.h"
+#include "model/gpt.h"
+#include "train/io/checkpoint.h"
+#include "train/config/cluster_description.h"
+#include "train/cli/command_registry.h"
+#include "train/loop/data_fallback.h"
+#include "train/deepspeed/deepspeed_import.h"
+#include "train/loop/fault_inject.h"
+#include "train/loop/hellaswag.h"
+#include "train/loop/init_weights.h"
+#include "train/io/llmc_model_file.h"
+#include "train/loop/lr_schedule.h"
+#include "train/io/run_outputs.h"
+#include "train/loop/runtime.h"
+#include "train/loop/sampler.h"
+#include "train/config/zero_setup.h"
+#include "zero/stages/engine.h"
+
+namespace zt {
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+void on_stop_signal(int sig) { g_stop_signal = sig; }
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string default_run_dir(const std::string& config_path) {
+  std::string base = config_path.substr(config_path.find_last_of('/') + 1);
+  return "runs/" + base.substr(0, base.find_last_of('.'));
+}
+
+void make_dirs(const std::string& path) {
+  for (size_t p = path.find('/', 1);; p = path.find('/', p + 1)) {
+    mkdir(path.substr(0, p).c_str(), 0755);
+    if (p == std::string::npos) break;
+  }
+}
+
+// Mean loss over the first `batches` validation batches, in file order.
+double evaluate(GPT& model, ZeroEngine& engine, DataLoader& val, int batches, int B, int T,
+                int world) {
+  std::vector<int> in(static_cast<size_t>(B) * T), tgt(in.size());
+  double sum = 0;
+  for (int j = 0; j < batches; j++) {
+    val.micro_batch(j, 0, in.data(), tgt.data());
+    sum += model.forward_loss(in.data(), tgt.data(), engine);
+  }
+  return sum_over_ranks(sum) / (static_cast<double>(batches) * B * T * world);
+}
+
+}  // namespace
+
+TrainArgs parse_train_args(const std::vector<std::string>& args) {
+  const CliArgs c = command_args("train", args);
+  TrainArgs a;
+  a.config_path = c.positional()[0];
+  a.overrides = c.all("--set");
+  a.run_dir = c.get("--run-dir", default_run_dir(a.config_path));
+  a.resume = c.has("--resume");
+  a.init_from = c.get("--init-from");
+  a.deepspeed = c.get("--deepspeed");
+  return a;
+}
+
+// The median over the steps after the first (the first sets up buffers and
+// connections) of each step's slowest rank: every collective waits for it, so
+// the step's compute is its compute. Every rank has the same steps.
+ComputeSample compute_medians(std::vector<ComputeSample> v) {
+  if (v.size() > 1) v.erase(v.begin());
+  auto median = [&](double ComputeSample::*field) {
+    std::vector<double> mine, slowest(v.size());
+    for (const ComputeSample& c : v) mine.push_back(c.*field);
+    MPI_Allreduce(mine.data(), slowest.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
+                  MPI_COMM_WORLD);
+    std::sort(slowest.begin(), slowest.end());
+    return slowest.empty() ? 0.0 : slowest[slowest.size() / 2];
+  };
+  return {median(&ComputeSample::micro_step_ms), median(&ComputeSample::optimizer_ms)};
+}
+
+// This rank's counts, with the inter-node bytes averaged over the ranks
+// (each rank counts what it sends across; the summary speaks for the job).
+CommStats with_job_mean_inter_node(CommStats c, int world) {
+  std::vector<double> v;
+  for (auto& p : c.by_primitive) v.push_back(p.inter_node_bus_bytes);
+  for (auto& u : c.by_purpose)
+    for (auto& p : u) v.push_back(p.inter_node_bus_bytes);
+  std::vector<double> sum(v.size());
+  MPI_Allreduce(v.data(), sum.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM,
+                MPI_COMM_WORLD);
+  size_t i = 0;
+  for (auto& p : c.by_primitive) p.inter_node_bus_bytes = sum[i++] / world;
+  for (auto& u : c.by_purpose)
+    for (auto& p : u) p.inter_node_bus_bytes = sum[i++] / world;
+  return c;
+}
+
+namespace {
+
+// 1. The configuration, complete and checked before anything is printed or done.
+struct RunSettings {
+  Config cfg;
+  std::vector<std::string> ds_warnings, data_notes;
+  FaultInjection fault;
+  std::string cluster, config_yaml;
+  int accum = 1, B = 1, T = 1;
+};
+
+RunSettings load_run_settings(const TrainArgs& a, int world) {
+  RunSettings r;
+  r.cfg = load_config(a.config_path, a.overrides);
+  Config& cfg = r.cfg;
+  if (!a.deepspeed.empty()) {
+    apply_deepspeed_config(a.deepspeed, cfg, r.ds_warnings, world);
+    validate_config(cfg);
+  }
+  validate_for_world(cfg, world);
+  r.data_notes = apply_data_fallbacks(cfg.data, cfg.train.eval_every > 0);
+  r.fault = parse_fault_injection(cfg.system.fault_inject);
+  r.cluster = read_cluster_description().json;
+  r.config_yaml = config_to_yaml(cfg);
+  r.accum = grad_accum_steps(cfg, world);
+  r.B = cfg.train.micro_batch;
+  r.T = cfg.model.seq_len;
+  return r;
+}
+
+// 2. Data: shards are validated (header, size, every token) before anything else.
+struct RunData {
+  std::unique_ptr<DataLoader> train, val;
+  std::unique_ptr<Tokenizer> tokenizer;
+  HellaswagSet hellaswag;
+};
+
+RunData load_run_data(const RunSettings& r, int rank, int world) {
+  const Config& cfg = r.cfg;
+  RunData d;
+  d.train.reset(new DataLoader(cfg.data.train, cfg.model.vocab_size, r.B, r.T, rank, world, r.accum,
+                               cfg.train.seed, true));
+  if (cfg.train.eval_every > 0)
+    d.val.reset(new DataLoader(cfg.data.val, cfg.model.vocab_size, r.B, r.T, rank, world, 1,
+                               cfg.train.seed, false));
+  if (cfg.train.sample_every > 0 || cfg.train.hellaswag_every > 0) {
+    d.tokenizer = make_tokenizer(cfg.data.tokenizer);
+    if (d.tokenizer->vocab_size() > cfg.model.vocab_size)
+      throw ConfigError("data.tokenizer " + cfg.data.tokenizer + " has " +
+                        std::to_string(d.tokenizer->vocab_size()) +
+                        " tokens, more than model.vocab_size " +
+                        std::to_string(cfg.model.vocab_size));
+  }
+  if (cfg.train.hellaswag_every > 0)
+    d.hellaswag = tokenize_hellaswag(read_hellaswag(cfg.train.hellaswag_file), *d.tokenizer,
+                                     cfg.model.vocab_size, cfg.train.hellaswag_file);
+  return d;
+}
+
+// 3. Backend, communicator, ZeRO and the models (members in construction order).
+struct RunModels {
+  RunModels(const RunSettings& r, const RunData& d)
+      : rt(make_runtime(r.cfg.system)), table(r.cfg.model) {
+    const Config& cfg = r.cfg;
+    Ops& ops = *rt.ops;
+    check_offload_paths(cfg.zero);
+    engine = make_zero_engine(zero_setup(cfg, table, rt.comm->nodes().ranks_per_node()), table, ops,
+                              *rt.comm);
+    recompute = recompute_level(cfg);
+    // The training model's activations, measured: it allocates them all here,
+    // and its passes allocate nothing more (tests/unit/test_recompute.cpp).
+    const uint64_t activations_before = ops.ledger().current(MemCategory::Activations);
+    model.reset(new GPT(table, ops, r.B, r.T, recompute));
+    model_activations = ops.ledger().current(MemCategory::Activations) - activations_before;
+    // Forward-only models keep nothing for a backward: block's layout is the smallest.
+    if (cfg.train.sample_every > 0) sampler.reset(new GPT(table, ops, 1, r.T, Recompute::Block));
+    if (cfg.train.hellaswag_every > 0)
+      hellaswag.reset(
+          new GPT(table, ops, r.B, hellaswag_positions(d.hellaswag, r.T), Recompute::Block));
+  }
+  Runtime rt;
+  ParamTable table;
+  std::unique_ptr<ZeroEngine> engine;
+  Recompute recompute = Recompute::None;
+  uint64_t model_activations = 0;
+  std::unique_ptr<GPT> model, sampler, hellaswag;
+};
+
+void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels& m, int world) {
+  const Config& cfg = r.cfg;
+  Ops& ops = *m.rt.ops;
+  for (const auto& w : r.ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
+  for (const auto& note : r.data_notes) std::printf("%s\n", note.c_str());
+  if (!m.rt.device_note.empty()) std::printf("%s\n", m.rt.device_note.c_str());
+  if (!cfg.system.deterministic)
+    std::printf(
+        "system.deterministic: false: zerotrain has no faster non-deterministic kernels, "
+        "so the run is deterministic anyway\n");
+  std::printf("# effective config (%s)\n%s", a.config_path.c_str(), r.config_yaml.c_str());
+  std::printf("%s\n", m.engine->describe().c_str());
+  std::printf(
+      "model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
+      "of %d x %d per rank per step\n",
+      m.table.total(), m.engine->padded_params(), world, dtype_name(ops.dtype()),
+      ops.name().c_str(), world, r.accum, r.B, r.T);
+  std::printf(
+      "activations: %llu bytes per micro-batch measured, %llu by activation_bytes() "
+      "(train.recompute: %s)\n",
+      static_cast<unsigned long long>(m.model_activations),
+      static_cast<unsigned long long>(
+          activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype())),
+      recompute_name(m.recompute));
+  std::fflush(stdout);
+}
+
+CheckpointContext checkpoint_context(const TrainArgs& a, const RunSettings& r, Ops& ops) {
+  CheckpointContext ckpt;
+  ckpt.run_dir = a.run_dir;
+  ckpt.model = r.cfg.model;
+  ckpt.keep = r.cfg.train.keep_checkpoints;
+  ckpt.config_yaml = r.config_yaml;
+  ckpt.config_json = config_to_json(r.cfg);
+  ckpt.tokenizer = tokenizer_identity(r.cfg.data.tokenizer);
+  ckpt.model_dtype = dtype_name(ops.dtype());
+  ckpt.device = ops.name();
+  return ckpt;
+}
+
+// 4. Initial state: a checkpoint, an llm.c model file, or GPT-2 initialisation;
+// before anything is written, so that a checkpoint that does not verify or
+// does not fit this config leaves the run directory as it was. Returns the
+// first step to run.
+int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
+                           const TokenizerIdentity& tokenizer, RunModels& m, int rank) {
+  ResumePoint resumed;
+  if (a.resume) {
+    resumed = resume_from_checkpoint(
+        a.run_dir, r.cfg.model, tokenizer, *m.engine, [&](const std::string& why) {
+          if (rank != 0) return;
+          std::fprintf(stderr, "zerotrain: --resume: rejected %s\n", why.c_str());
+          std::fflush(stderr);
+        });
+  }
+  if (!resumed.dir.empty()) {
+    if (rank == 0) {
+      std::printf("resumed from %s (step %lld, saved by %d ranks at stage %d", resumed.dir.c_str(),
+                  static_cast<long long>(resumed.meta.step), resumed.meta.world,
+                  resumed.meta.stage);
+      if (resumed.rejected > 0)
+        std::printf("; %d newer checkpoint%s rejected", resumed.rejected,
+                    resumed.rejected == 1 ? "" : "s");
+      std::printf(")\n");
+      std::fflush(stdout);
+    }
+    return resumed.meta.step;
+  }
+  std::vector<float> w;
+  if (!a.init_from.empty()) w = read_llmc_model(a.init_from, m.table);
+  else {
+    w.resize(m.table.total());
+    init_gpt2_weights(m.table, r.cfg.train.seed, w.data());
+  }
+  m.engine->init_weights(w.data());
+  if (rank == 0 && a.resume) {
+    std::printf("--resume: no complete checkpoint in %s, starting fresh\n", a.run_dir.c_str());
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+// 5. Outputs: the run directory, its config, the comm traces and the metrics log.
+void open_run_outputs(const TrainArgs& a, const RunSettings& r, RunModels& m, RunOutputs& out,
+                      int64_t start_step, int rank) {
+  if (rank == 0) {
+    make_dirs(a.run_dir);
+    out.write_config(r.config_yaml);
+  }
+  if (r.cfg.system.comm_trace) {
+    char name[64];
+    std::snprintf(name, sizeof name, "/comm_trace_rank%d.jsonl", rank);
+    barrier_all();
+    m.rt.comm->open_trace(a.run_dir + name);
+  }
+  out.open_metrics(start_step);
+}
+
+// What the loop measured, for the summary.
+struct LoopTotals {
+  int64_t start_step = 0, step = 0;  // step: optimizer steps completed
+  std::vector<double> step_ms;
+  std::vector<ComputeSample> compute_ms;
+  double last_loss = 0, last_val = -1, initial_val = -1, timed_seconds = 0;
+  int64_t timed_tokens = 0;
+  CommStats comm_at_start;  // before the first training step: the summary counts steps only
+};
+
+struct StepResult {
+  double loss = 0, norm = 0, ms = 0;
+  ComputeSample compute{};
+};
+
+// One optimizer step: the micro-steps' forward/backward into ZeRO, then its step.
+StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data, int64_t step,
+                      double lr, std::vector<int>& in, std::vector<int>& tgt) {
+  const Config& cfg = r.cfg;
+  Ops& ops = *m.rt.ops;
+  const double global_tokens = static_cast<double>(cfg.train.global_batch_tokens);
+  const auto t0 = Clock::now();
+  double loss_sum = 0;
+  const double exposed_at_start = m.rt.comm->stats().exposed_seconds;
+  for (int micro = 0; micro < r.accum; micro++) {
+    train_data.micro_batch(step, micro, in.data(), tgt.data());
+    m.engine->begin_micro_step(micro, r.accum);
+    loss_sum += m.model->forward_backward(in.data(), tgt.data(),
+                                          static_cast<float>(1.0 / global_tokens), *m.engine);
+    m.engine->end_micro_step();
+  }
+  ops.synchronize();
+  const auto t_opt = Clock::now();
+  const double exposed_at_opt = m.rt.comm->stats().exposed_seconds;
+  OptimSettings os{static_cast<float>(lr), static_cast<float>(cfg.train.beta1),
+                   static_cast<float>(cfg.train.beta2), static_cast<float>(cfg.train.eps),
+                   static_cast<float>(cfg.train.weight_decay)};
+  StepResult res;
+  res.norm = m.engine->step(os, static_cast<int>(step) + 1);
+  ops.synchronize();
+  // Compute = wall time less the time blocked in the communicator's wait().
+  const double exposed_now = m.rt.comm->stats().exposed_seconds;
+  res.compute = {
+      (std::chrono::duration<double>(t_opt - t0).count() - (exposed_at_opt - exposed_at_start)) *
+          1e3 / r.accum,
+      (seconds_since(t_opt) - (exposed_now - exposed_at_opt)) * 1e3};
+  res.loss = sum_over_ranks(loss_sum) / global_tokens;
+  res.ms = seconds_since(t0) * 1e3;
+  return res;
+}
+
+// After a step: validation, HellaSwag, the progress line and metrics record,
+// a sample and a checkpoint, each when due.
+void finish_step(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
+                 const CheckpointContext& ckpt, LoopTotals& t, StepRecord rec, double run_seconds,
+                 int rank, int world) {
+  const Config& cfg = r.cfg;
+  const int64_t step = t.step;
+  const bool last = step + 1 == cfg.train.steps;
+  if (d.val && ((step + 1) % cfg.train.eval_every == 0 || last))
+    rec.val_loss = t.last_val =
+        evaluate(*m.model, *m.engine, *d.val, cfg.train.eval_batches, r.B, r.T, world);
+  const bool score = m.hellaswag && ((step + 1) % cfg.train.hellaswag_every == 0 || last);
+  HellaswagResult h;
+  if (score) {
+    h = score_hellaswag(*m.hellaswag, *m.engine, d.hellaswag, rank, world, sum_over_ranks);
+    rec.hellaswag_examples = h.examples;
+    rec.hellaswag_correct = h.correct;
+    rec.hellaswag_correct_norm = h.correct_norm;
+  }
+  out.step(rec, cfg.train.steps,
+           static_cast<double>(cfg.train.global_batch_tokens) / (rec.ms / 1e3), run_seconds,
+           static_cast<int>(step + 1 - t.start_step), cfg.train.log_every);
+  if (score && rank == 0)
+    std::printf("step %5lld | %s\n", static_cast<long long>(step + 1),
+                describe_hellaswag(h, cfg.train.hellaswag_file).c_str());
+  if (m.sampler && ((step + 1) % cfg.train.sample_every == 0 || last)) {
+    SampleSettings ss{cfg.train.sample_tokens, cfg.train.temperature, cfg.train.top_k,
+                      cfg.train.seed + static_cast<uint64_t>(step), d.tokenizer->vocab_size()};
+    std::vector<int> toks =
+        sample_tokens(*m.sampler, *m.engine, sample_prompt(*d.tokenizer, ""), ss);
+    if (rank == 0) out.sample(step + 1, sample_text(*d.tokenizer, toks));
+  }
+  if (cfg.train.checkpoint_every > 0 && ((step + 1) % cfg.train.checkpoint_every == 0 || last))
+    save_checkpoint(ckpt, step + 1, *m.engine, rank, world);
+}
+
+// 6. The loop, from t.start_step until the last step or a stop signal.
+void run_steps(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
+               const CheckpointContext& ckpt, LoopTotals& t, int rank, int world) {
+  const Config& cfg = r.cfg;
+  std::vector<int> in(static_cast<size_t>(r.B) * r.T), tgt(in.size());
+  const auto run_t0 = Clock::now();
+  // Like llm.c, evaluate the untrained model too: the curve starts at step 0.
+  if (d.val && t.start_step == 0) {
+    t.initial_val = evaluate(*m.model, *m.engine, *d.val, cfg.train.eval_batches, r.B, r.T, world);
+    if (rank == 0)
+      std::printf("step     0/%d | val %.4f (before training)\n", cfg.train.steps, t.initial_val);
+  }
+  t.comm_at_start = m.rt.comm->stats();
+  for (t.step = t.start_step; t.step < cfg.train.steps; t.step++) {
+    if (sum_over_ranks(g_stop_signal != 0 ? 1.0 : 0.0) > 0) break;
+    r.fault.maybe_fail(rank, t.step);
+    m.rt.comm->set_step(t.step);
+    const double lr = learning_rate(cfg.train, static_cast<int>(t.step));
+    const StepResult s = train_step(r, m, *d.train, t.step, lr, in, tgt);
+    t.compute_ms.push_back(s.compute);
+    t.last_loss = s.loss;
+    t.step_ms.push_back(s.ms);
+    if (t.step > t.start_step || cfg.train.steps - t.start_step == 1) {
+      t.timed_seconds += s.ms / 1e3;
+      t.timed_tokens += cfg.train.global_batch_tokens;
+    }
+    finish_step(r, m, d, out, ckpt, t, StepRecord{t.step + 1, s.loss, lr, s.norm, s.ms, -1},
+                seconds_since(run_t0), rank, world);
+  }
+}
+
+// 7. The summary's figures; `comm` holds the training steps' counts only.
+RunSummary run_summary(const RunSettings& r, const RunModels& m, const LoopTotals& t,
+                       const CommStats& comm, const std::string& config_json, int world) {
+  const Config& cfg = r.cfg;
+  Ops& ops = *m.rt.ops;
+  ZeroEngine& engine = *m.engine;
+  RunSummary s;
+  s.world = world;
+  s.steps_done = t.step;
+  s.steps_this_run = t.step - t.start_step;
+  s.final_train_loss = t.last_loss;
+  s.final_val_loss = t.last_val;
+  s.initial_val_loss = t.initial_val;
+  s.tokens_per_second = t.timed_seconds > 0 ? t.timed_tokens / t.timed_seconds : 0;
+  s.step_ms = t.step_ms;
+  s.compute = compute_medians(t.compute_ms);
+  s.micro_steps = r.accum;
+  s.params = m.table.total();
+  s.padded_params = engine.padded_params();
+  s.config_json = config_json;
+  s.stage = engine.stage();
+  s.grad_path = engine.grad_path_key();
+  s.zero = cfg.zero;
+  s.comm = comm;
+  s.ledger = &ops.ledger();
+  s.host_ledger = &ops.services().host_ledger();
+  s.offload_grad_bytes_early = engine.optimizer().grad_copy_bytes().early;
+  s.offload_grad_bytes_at_step = engine.optimizer().grad_copy_bytes().at_step;
+  s.offload_param_read_ahead_bytes = engine.param_read_ahead_bytes();
+  s.dtype_bytes = static_cast<int>(dtype_size(ops.dtype()));
+  s.device = ops.name();
+  s.persistent_bytes = engine.persistent_param_bytes();
+  s.live_params_peak_bytes = engine.live_params_peak_bytes();
+  s.recompute = recompute_name(m.recompute);
+  s.activations_per_micro_batch = m.model_activations;
+  s.activations_per_micro_batch_formula =
+      activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype());
+  s.nodes = m.rt.comm->nodes().nodes();
+  s.ranks_per_node = m.rt.comm->nodes().ranks_per_node();
+  s.cluster_text = r.cluster;
+  return s;
+}
+
+}  // namespace
+
+int run_train(const TrainArgs& a) {
+  int rank = 0, world = 1, local_rank = 0, local_size = 1;
+  mpi_ranks(&rank, &world, &local_rank, &local_size);
+  const RunSettings settings = load_run_settings(a, world);
+  RunData data = load_run_data(settings, rank, world);
+  RunModels models(settings, data);
+  RunOutputs out(a.run_dir, rank == 0);
+  if (rank == 0) print_run_header(a, settings, models, world);
+  const CheckpointContext ckpt = checkpoint_context(a, settings, *models.rt.ops);
+  LoopTotals totals;
+  totals.start_step = load_initial_state(a, settings, ckpt.tokenizer, models, rank);
+  open_run_outputs(a, settings, models, out, totals.start_step, rank);
+  std::signal(SIGTERM, on_stop_signal);
+  std::signal(SIGINT, on_stop_signal);
+
+  run_steps(settings, models, data, out, ckpt, totals, rank, world);
+  const CommStats comm =
+      with_job_mean_inter_node(models.rt.comm->stats().minus(totals.comm_at_start), world);
+  out.summary(run_summary(settings, models, totals, comm, ckpt.config_json, world));
+  if (g_stop_signal != 0) {
+    if (rank == 0)
+      std::fprintf(stderr, "zerotrain: stopped by signal %d after step %lld\n",
+                   static_cast<int>(g_stop_signal), static_cast<long long>(totals.step));
+    return 128 + static_cast<int>(g_stop_signal);
+  }
+  return 0;
+}
+
+}  // namespace zt

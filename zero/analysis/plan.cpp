@@ -1,0 +1,262 @@
+#include "zero/analysis/plan.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include "zero/analysis/memory_formula.h"
+#include "zero/schedule/param_gatherer.h"
+#include "zero/comm/quantized_blocks.h"
+#include "zero/comm/quantized_reduce.h"
+#include "zero/schedule/stage012_schedule.h"
+#include "zero/schedule/stage3_schedule.h"
+
+namespace zt {
+namespace {
+
+// A qgZ call stands for its four all-to-alls (on L ranks per node).
+void add_bucket_calls(const BucketSchedule& g, const std::vector<int>& buckets, Phase phase,
+                      int micro, DType wire, double at, std::vector<PlannedCall>& out, int W = 1,
+                      int ranks_per_node = 1) {
+  for (int b : buckets)
+    for (const BucketCall& c : g.buckets[b].calls) {
+      const std::string what = "gradients, bucket " + std::to_string(b);
+      if (c.primitive != Primitive::AllToAll) {
+        out.push_back(
+            {phase, micro, Purpose::Gradients, c.primitive, wire, c.count, c.root, what, at});
+        continue;
+      }
+      const QgzShape q{c.count * W, ranks_per_node, W / ranks_per_node, c.quant_groups};
+      for (const QgzCall& a : qgz_calls(q))
+        out.push_back({phase, micro, Purpose::Gradients, Primitive::AllToAll, a.dtype, a.count, -1,
+                       what + ", " + a.what, at, a.group, a.dtype == DType::F32});
+    }
+}
+
+// reduce_at[i]'s place in the backward: the share of the gradient elements
+// that arrived before order[i]; 1 for the flush after the last.
+std::vector<double> arrival_fractions(const BucketSchedule& g, const ParamTable& table) {
+  std::vector<double> at;
+  double done = 0;
+  for (int p : g.order) {
+    at.push_back(done / table.total());
+    done += table.params()[p].numel;
+  }
+  at.push_back(1.0);
+  return at;
+}
+
+std::vector<PlannedCall> stage012_step(const Stage012Schedule& s, const ParamTable& table, int A) {
+  const std::vector<double> at = arrival_fractions(s.grads, table);
+  std::vector<PlannedCall> out;
+  for (int m = 0; m < A; m++) {
+    if (!s.every_micro_step && m + 1 < A) continue;
+    for (size_t i = 0; i < s.grads.reduce_at.size(); i++)
+      add_bucket_calls(s.grads, s.grads.reduce_at[i], Phase::Backward, m, s.wire,
+                       s.during_backward ? at[i] : 1.0, out);
+  }
+  for (const StepCall& c : s.step)
+    out.push_back({Phase::Step, A - 1,
+                   c.kind == StepCall::Norm ? Purpose::Scalars : Purpose::Parameters, c.primitive,
+                   c.dtype, c.count, -1, c.what});
+  return out;
+}
+
+// The gatherer's backend for planning: records each call, moves nothing, and
+// tracks what is gathered for the live peak.
+class RecordingBackend : public GatherBackend {
+ public:
+  RecordingBackend(const ParamTable& t, const Stage3Layout& l, DType dtype, bool quantized)
+      : table_(t), layout_(l), dtype_(dtype), quantized_(quantized) {}
+  void gather(const std::vector<int>& params, bool from_secondary) override {
+    size_t per_rank = 0;
+    for (int p : params) {
+      per_rank += from_secondary ? layout_.secondary_piece(p) : layout_.piece(p);
+      call_of_[p] = next_;
+    }
+    members_[next_++] = params;
+    std::string what = "parameters";
+    for (size_t k = 0; k < params.size() && k < 3; k++)
+      what += " " + table_.params()[params[k]].name;
+    if (params.size() > 3) what += " (+" + std::to_string(params.size() - 3) + " more)";
+    if (from_secondary) what += ", hpZ secondary";
+    const RankGroup group = from_secondary ? layout_.hpz_group() : RankGroup{0, 1};
+    std::vector<size_t>& at = index_of_[next_ - 1];
+    // A group of one issues no call (the engine's backend copies; DeepSpeed's
+    // _no_gather_coalesced).
+    if ((from_secondary ? layout_.hpz_group().size : layout_.world()) == 1) return;
+    if (quantized_) {
+      const QuantizedGatherShape q = qwz_shape(per_rank);
+      at.push_back(out->size());
+      out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, DType::I8, per_rank,
+                      -1, what + ", int8 codes", position, group});
+      at.push_back(out->size());
+      out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, DType::F32, q.blocks,
+                      -1, what + ", scales (blocks of " + std::to_string(q.block) + ")", position,
+                      group, true});
+    } else {
+      at.push_back(out->size());
+      out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, dtype_, per_rank, -1,
+                      what, position, group});
+    }
+  }
+  void wait(int param) override {
+    const int call = call_of_.at(param);
+    for (size_t i : index_of_.at(call)) (*out)[i].at = position;  // needed here, whenever issued
+    index_of_.erase(call);
+    for (int p : members_[call]) {
+      call_of_.erase(p);
+      if (!layout_.persistent(p) && gathered_.insert(p).second) live_ += table_.params()[p].numel;
+    }
+    members_.erase(call);
+    peak = std::max(peak, live_);
+  }
+  void drop(int param, bool) override {
+    if (gathered_.erase(param)) live_ -= table_.params()[param].numel;
+  }
+  void drop_secondaries() override {}
+  std::vector<int64_t> broadcast_from_rank0(const std::vector<int64_t>& mine) override {
+    out->push_back({phase, micro, Purpose::Scalars, Primitive::Broadcast, DType::I64, mine.size(),
+                    0, "stage 3 trace check"});
+    return mine;
+  }
+  std::vector<PlannedCall>* out = nullptr;
+  Phase phase = Phase::Forward;
+  int micro = 0;
+  double position = 0;  // the share of the current pass's compute done
+  uint64_t peak = 0;
+
+ private:
+  const ParamTable& table_;
+  const Stage3Layout& layout_;
+  DType dtype_;
+  bool quantized_;
+  std::map<int, int> call_of_;
+  std::map<int, std::vector<int>> members_;
+  std::map<int, std::vector<size_t>> index_of_;  // call -> its places in *out, until waited for
+  std::set<int> gathered_;
+  uint64_t live_ = 0;
+  int next_ = 0;
+};
+
+// Two steps of stage 3 through the engine's own gatherer and bucket schedule.
+void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DType model,
+                 StepPlan& plan) {
+  const Stage3Schedule sched(s, table, W, model);
+  const Stage3Layout& layout = sched.layout;
+  const BucketSchedule& grads = sched.grads;
+  const DType wire = sched.wire;
+  RecordingBackend rec(table, layout, model, s.z.zero_quantized_weights);
+  ParamStates st = released_param_states(table.params().size());
+  ParamGatherer train(table, layout, s.z, st, rec);
+  for (std::vector<PlannedCall>* out : {&plan.first_step, &plan.steady_step}) {
+    rec.out = out;
+    for (int m = 0; m < A; m++) {
+      rec.micro = m;
+      size_t arrived = 0;
+      double done = 0;  // parameter elements of the modules that ran in this pass
+      for (const ModuleEvent& e : s.events) {
+        // A GradReady event's index is a parameter's, not a module's.
+        const bool root = e.kind != ModuleEvent::GradReady && table.modules()[e.index].parent < 0;
+        if (e.kind == ModuleEvent::Fetch) {
+          if (root) {
+            rec.phase = e.backward ? Phase::Backward : Phase::Forward;
+            done = 0;
+          }
+          rec.position = done / table.total();
+          train.fetch(e.index, e.backward);
+        } else if (e.kind == ModuleEvent::Release) {
+          for (int p : table.modules()[e.index].params) done += table.params()[p].numel;
+          rec.position = done / table.total();
+          train.release(e.index, e.backward);
+          if (root && e.backward) train.end_pass();
+        } else {
+          add_bucket_calls(grads, grads.reduce_at[arrived++], Phase::Backward, m, wire,
+                           rec.position, *out, W, s.ranks_per_node);
+        }
+      }
+      add_bucket_calls(grads, grads.reduce_at[arrived], Phase::Backward, m, wire, 1.0, *out, W,
+                       s.ranks_per_node);
+    }
+    rec.phase = Phase::Step;
+    rec.position = 0;
+    run_stage3_step(train, [&] {
+      for (const StepCall& c : layout.norm_calls())
+        out->push_back(
+            {Phase::Step, A - 1, Purpose::Scalars, c.primitive, c.dtype, c.count, -1, c.what});
+    });
+  }
+  const uint64_t es = dtype_size(model);
+  plan.overlap_comm = sched.overlap;
+  plan.double_buffered = grads.buffers > 1;
+  plan.path = sched.path_row;
+  plan.grads = grads;
+  plan.when = sched.when;
+  plan.bucket_rule = sched.bucket_rule;
+  plan.persistent_tensors = layout.persistent_params().size();
+  plan.padded_params = layout.shard_size() * W;
+  plan.hpz_secondary_bytes = es * layout.secondary_elems();
+  plan.persistent_bytes = es * layout.persistent_elems();
+  plan.live_params_peak_bytes = es * rec.peak;
+}
+
+}  // namespace
+
+PrimitiveTotals totals(const std::vector<PlannedCall>& calls, int W, const NodeMap& nodes,
+                       const Purpose* only) {
+  PrimitiveTotals t{};
+  for (const PlannedCall& c : calls) {
+    if (only && c.purpose != *only) continue;
+    PlannedPrimitive& x = t[static_cast<int>(c.primitive)];
+    const RankGroup g = c.group.size > 0 ? c.group : RankGroup{W, 1};
+    const uint64_t bytes = payload_bytes(c.primitive, c.count, c.dtype, g.size);
+    const double bus = bytes * bus_factor(c.primitive, g.size);
+    x.calls++;
+    x.bytes += bytes;
+    x.bus_bytes += bus;
+    x.inter_node_bus_bytes += bus * nodes.group_inter_node_share(c.primitive, g);
+  }
+  return t;
+}
+
+StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DType model,
+                   const NodeMap& nodes) {
+  StepPlan plan;
+  plan.stage = s.z.stage;
+  if (s.z.stage == 3) {
+    plan_stage3(s, table, W, A, model, plan);
+  } else {
+    const Stage012Schedule sched = make_stage012_schedule(s, table, W, model);
+    plan.steady_step = stage012_step(sched, table, A);
+    plan.overlap_comm = sched.overlap;
+    plan.double_buffered = sched.grads.buffers > 1;
+    plan.first_step = plan.steady_step;
+    plan.path = sched.path_row;
+    plan.grads = sched.grads;
+    plan.when = sched.when;
+    plan.bucket_rule = sched.bucket_rule;
+    if (s.z.stage > 0)
+      for (const FlatRange& g : sched.layout->group_ranges())
+        plan.group_buffer_elems.push_back(g.size());
+    plan.padded_params = sched.layout->padded_total();
+  }
+  plan.placement = model_states_placement(s.z, plan.padded_params, W, model, plan.persistent_bytes);
+  plan.dtype_bytes = static_cast<int>(dtype_size(model));
+  plan.params_offloaded = s.z.stage == 3 && s.z.offload_param.enabled();
+  plan.params_bytes = plan.placement.device.params;
+  plan.grads_bytes = plan.placement.device.grads;
+  plan.optimizer_bytes = plan.placement.device.optimizer;
+  plan.optimizer_offload = plan_optimizer_offload(
+      s.z, s.z.stage == 0 ? plan.padded_params : plan.padded_params / W, model);
+  plan.per_step = totals(plan.steady_step, W, nodes);
+  plan.first = totals(plan.first_step, W, nodes);
+  for (int u = 0; u < static_cast<int>(Purpose::kCount); u++) {
+    const Purpose purpose = static_cast<Purpose>(u);
+    plan.per_step_by_purpose[u] = totals(plan.steady_step, W, nodes, &purpose);
+  }
+  for (const PlannedPrimitive& p : plan.per_step_by_purpose[static_cast<int>(Purpose::Gradients)])
+    plan.gradient_bus_bytes += static_cast<uint64_t>(p.bus_bytes);
+  return plan;
+}
+
+}  // namespace zt

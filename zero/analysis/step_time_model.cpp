@@ -1,0 +1,191 @@
+#include "zero/analysis/step_time_model.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace zt {
+namespace {
+
+double curve_seconds(const CallCurve& c, double bytes) {
+  const std::vector<double>& x = c.bytes;
+  const std::vector<double>& y = c.seconds;
+  if (bytes <= x.front()) return y.front();
+  if (bytes >= x.back()) return y.back() * bytes / x.back();
+  const size_t i = std::upper_bound(x.begin(), x.end(), bytes) - x.begin();
+  const double w = (bytes - x[i - 1]) / (x[i] - x[i - 1]);
+  return y[i - 1] + w * (y[i] - y[i - 1]);
+}
+
+// Ring steps of one call (latency terms); an all-to-all's W - 1 exchanges.
+int ring_steps(Primitive p, int world) {
+  if (world <= 1) return 0;
+  return p == Primitive::AllReduce ? 2 * (world - 1) : world - 1;
+}
+
+// One call over groups g (all groups at once) on link figures: latency per
+// step, then the bytes that stay in a node at the intra-node bandwidth and,
+// side by side, a node's link carrying its ranks' inter-node share.
+double link_seconds(const LinkFigures& link, Primitive p, double bytes, const RankGroup& g,
+                    const NodeMap& nodes) {
+  const double share = nodes.group_inter_node_share(p, g);
+  const double bus = bytes * bus_factor(p, g.size);
+  double transfer = 0;
+  // A ring's rank sends all its bus bytes to one neighbour; an all-to-all's
+  // splits them over its peers.
+  if (share < 1)
+    transfer = bus * (p == Primitive::AllToAll ? 1 - share : 1.0) / link.intra_node_bytes_per_s;
+  if (share > 0)
+    transfer =
+        std::max(transfer, nodes.ranks_per_node() * bus * share / link.inter_node_bytes_per_s);
+  const double latency = share > 0 ? link.inter_latency_s : link.intra_latency_s;
+  return ring_steps(p, g.size) * latency + transfer;
+}
+
+// Link figures that reproduce a world-wide curve: its largest size's time
+// fixes the bandwidth of the part that gates it (the node link when any
+// bytes cross, else the intra-node one), its smallest the latency per step.
+LinkFigures fitted_link(const CallCurve& c, int world, const NodeMap& nodes) {
+  LinkFigures f;
+  const RankGroup g{world, 1};
+  const double share = nodes.group_inter_node_share(c.primitive, g);
+  const double bus = c.bytes.back() * bus_factor(c.primitive, world);
+  const double steps = std::max(1, ring_steps(c.primitive, world));
+  const double latency = c.seconds.front() / steps;
+  const double transfer = std::max(1e-12, c.seconds.back() - steps * latency);
+  if (share > 0) {
+    f.inter_node_bytes_per_s = nodes.ranks_per_node() * bus * share / transfer;
+    f.inter_latency_s = latency;
+    f.intra_node_bytes_per_s = 1e15;  // beside the measured link: the curve cannot tell
+  } else {
+    f.intra_node_bytes_per_s = bus / transfer;
+    f.intra_latency_s = latency;
+    f.inter_node_bytes_per_s = f.intra_node_bytes_per_s;
+  }
+  return f;
+}
+
+// The compute of one pass, advancing at a constant rate, stalled by the calls
+// it waits for. `anchor_f` of the pass was done at time `anchor_t`.
+struct PassClock {
+  double duration, anchor_t, anchor_f = 0;
+  double time_at(double f) const {
+    return anchor_t + (std::max(f, anchor_f) - anchor_f) * duration;
+  }
+  void wait_until(double f, double t) {  // the compute cannot pass f before t
+    f = std::max(f, anchor_f);
+    if (t > time_at(f)) {
+      anchor_t = t;
+      anchor_f = f;
+    }
+  }
+  double end() const { return time_at(1.0); }
+};
+
+}  // namespace
+
+double NetworkModel::call_seconds(const PlannedCall& c, int world, const NodeMap& nodes) const {
+  const RankGroup g = c.group.size > 0 ? c.group : RankGroup{world, 1};
+  const double bytes = static_cast<double>(payload_bytes(c.primitive, c.count, c.dtype, g.size));
+  if (g.size <= 1) return 0;
+  if (!curves.empty()) {
+    const CallCurve* best = nullptr;
+    for (const CallCurve& k : curves)
+      if (k.primitive == c.primitive && (!best || k.dtype == c.dtype)) best = &k;
+    if (!best)
+      throw std::runtime_error(source + ": no curve for " + primitive_name(c.primitive) +
+                               " (measure it with commbench --primitives all)");
+    if (g.size == world) return curve_seconds(*best, bytes);
+    return link_seconds(fitted_link(*best, world, nodes), c.primitive, bytes, g, nodes);
+  }
+  return link_seconds(link, c.primitive, bytes, g, nodes);
+}
+
+StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps,
+                                const NodeMap& nodes, const NetworkModel& net,
+                                const ComputeTimes& compute) {
+  StepTimePrediction out;
+  const double fwd = compute.micro_step_s / 3, bwd = compute.micro_step_s * 2 / 3;
+  double t = 0, channel = 0;
+  // Offload: the end of each gradient call of the last micro-step, and its
+  // elements, where the shard's copies to the host start.
+  std::vector<std::pair<double, double>> final_grads;
+  auto seconds = [&](const PlannedCall& c) {
+    const double s = net.call_seconds(c, world, nodes);
+    out.comm_s += s;
+    out.comm_by_primitive_s[static_cast<int>(c.primitive)] += s;
+    return s;
+  };
+  for (int m = 0; m < micro_steps; m++) {
+    for (Phase phase : {Phase::Forward, Phase::Backward}) {
+      PassClock clock{phase == Phase::Forward ? fwd : bwd, t};
+      // Stage 2's alternating buckets: (place, end) of each bucket's calls.
+      std::vector<std::pair<double, double>> groups;
+      for (const PlannedCall& c : plan.steady_step) {
+        if (c.phase != phase || c.micro != m) continue;
+        double d = seconds(c);
+        if (c.purpose == Purpose::Parameters && plan.params_offloaded && net.host.known() &&
+            c.group.size == 0)
+          d += static_cast<double>(c.count) * plan.dtype_bytes / net.host.pcie_bytes_per_s;
+        if (c.purpose == Purpose::Parameters) {
+          const double start = std::max(channel, t);
+          channel = start + d;
+          clock.wait_until(c.at, channel);
+          continue;
+        }
+        if (plan.double_buffered) {
+          if (groups.empty() || groups.back().first != c.at) {
+            if (groups.size() >= 2)
+              clock.wait_until(groups[groups.size() - 1].first, groups[groups.size() - 2].second);
+            groups.push_back({c.at, 0});
+          }
+        }
+        const double start = std::max(channel, clock.time_at(c.at));
+        channel = start + d;
+        if (c.purpose == Purpose::Gradients && m + 1 == micro_steps)
+          final_grads.push_back({channel, static_cast<double>(c.count)});
+        if (plan.double_buffered) groups.back().second = channel;
+        else if (!plan.overlap_comm) clock.wait_until(c.at, channel);
+      }
+      t = clock.end();
+      if (phase == Phase::Backward) t = std::max(t, channel);
+    }
+  }
+  const double compute_passes = micro_steps * compute.micro_step_s;
+  double optimizer = compute.optimizer_s * (plan.stage == 0 ? 1.0 : 1.0 / world);
+  const OptimizerOffloadPlan& off = plan.optimizer_offload;
+  if (off.device != "none" && net.host.known()) {
+    const double shard = static_cast<double>(off.shard), es = plan.dtype_bytes;
+    const double pcie = net.host.pcie_bytes_per_s;
+    // The gradients' copies: each call's share of the shard, in proportion to
+    // its elements, after the call, one copy at a time.
+    double total = 0, copies = 0;
+    for (const auto& g : final_grads) total += g.second;
+    if (total > 0) {
+      for (const auto& g : final_grads)
+        copies = std::max(copies, g.first) + es * shard * g.second / total / pcie;
+    } else {
+      copies = t + es * shard / pcie;
+    }
+    // Chunks: the host AdamW (or the nvme reads and writes, 24 bytes per
+    // element, where longer) of one overlaps the upload of the one before.
+    const double k = std::max<double>(1, static_cast<double>(off.chunks));
+    const double adamw = shard / net.host.adamw_elements_per_s;
+    const double io = off.device == "nvme" && net.host.nvme_bytes_per_s > 0
+                          ? 24 * shard / net.host.nvme_bytes_per_s
+                          : 0;
+    const double host = std::max(adamw, io) / k;
+    const double up = plan.params_offloaded ? 0 : es * shard / pcie / k;
+    optimizer = std::max(0.0, copies - t) + host + up + (k - 1) * std::max(host, up);
+  }
+  t += optimizer;
+  for (const PlannedCall& c : plan.steady_step)
+    if (c.phase == Phase::Step) t += seconds(c);
+  out.compute_s = compute_passes + optimizer;
+  out.optimizer_s = optimizer;
+  out.step_s = t;
+  out.exposed_s = t - out.compute_s;
+  return out;
+}
+
+}  // namespace zt

@@ -1,0 +1,104 @@
+// The step-time model: from a plan's collectives (zero/analysis/plan.h), a network's
+// cost per call and the compute time of a micro-step, the time of one
+// optimizer step and the part of its communication the compute does not hide.
+//
+// Assumptions (docs/step_time_model.md):
+// - A call's time is the network's time for its primitive at its payload,
+//   alone on the network (a call over sub-groups, hpZ's and qgZ's, runs in
+//   every group at once: from link figures, or from figures fitted to the
+//   measured world-wide curve of its primitive); calls run one at a time in issue order (one
+//   communication channel per rank, as one NCCL stream or one MPI progress
+//   engine serves them), so calls issued together queue.
+// - Compute: forward = 1/3 and backward = 2/3 of a micro-step (backward does
+//   twice forward's matrix products); it advances uniformly over the
+//   parameter elements of the modules it runs (PlannedCall::at).
+// - Gradient calls can start once the compute reaches their place; with
+//   overlap_comm they run beside the compute, otherwise the compute waits for
+//   each. Stage 2 with overlap_comm alternates two buckets: the compute cannot
+//   fill a bucket's successor's successor before the bucket is reduced.
+// - Stage 3's parameter gathers are prefetched: they start as soon as the
+//   channel is free and the compute waits where it needs them.
+// - Every micro-step's backward ends when its gradient calls have finished;
+//   the optimizer step's collectives and the optimizer itself run one after
+//   another, nothing hidden.
+// - Offload (where the network file gives host figures): the shard's
+//   gradients go device -> host over PCIe on a copy channel of their own, each
+//   gradient call's share (by elements) once the call of the last micro-step
+//   is done; the step starts when the last copy is done. It is then a pipeline
+//   of chunks: the host AdamW of one (with nvme: or the state's reads and
+//   writes, 24 bytes per element, where longer) beside the parameters of the
+//   one before going host -> device. Stage 3's offloaded parameters cross PCIe
+//   before each gather, and are written to the host store, not uploaded.
+//   Without host figures the compute times' optimizer stands (a measured
+//   offloaded run's includes all of it). Quantization kernels: not counted.
+#pragma once
+#include <array>
+#include <string>
+#include <vector>
+
+#include "zero/analysis/plan.h"
+
+namespace zt {
+
+// Time per call from measured curves (commbench): payload bytes -> seconds,
+// linear between measured sizes, bandwidth-bound (proportional) above the
+// largest and the smallest's time below it.
+struct CallCurve {
+  Primitive primitive;
+  DType dtype;
+  std::vector<double> bytes, seconds;  // ascending bytes
+};
+
+// Time per call from link figures (a preset of published numbers, or an
+// emulated cluster's shaped link): latency per algorithm step, then the bytes
+// that stay in a node at the intra-node bandwidth and the bytes that cross a
+// node's link at that link's rate (the ring-in-rank-order rule of
+// zero/comm/comm_stats.h: a node's ranks together send G x the per-rank mean of
+// inter-node bus bytes through it).
+struct LinkFigures {
+  double intra_node_bytes_per_s = 0;                // per rank
+  double inter_node_bytes_per_s = 0;                // per node, each direction (all its NICs)
+  double intra_latency_s = 0, inter_latency_s = 0;  // per algorithm step
+};
+
+// The host side of offload (a preset's "host" block; 0: not known).
+struct HostFigures {
+  double pcie_bytes_per_s = 0;      // device <-> host, each direction, per GPU
+  double adamw_elements_per_s = 0;  // the host AdamW's rate for one GPU's share of cores
+  double nvme_bytes_per_s = 0;      // per GPU, reads and writes together
+  std::string source;
+  bool known() const { return pcie_bytes_per_s > 0 && adamw_elements_per_s > 0; }
+};
+
+struct NetworkModel {
+  std::string source;             // where the numbers come from, for the output
+  std::vector<CallCurve> curves;  // measured; used when not empty
+  LinkFigures link;               // otherwise
+  HostFigures host;               // offload's host side, where known
+  // Seconds for one call alone on the network. Throws std::runtime_error
+  // when curves lack the primitive.
+  double call_seconds(const PlannedCall& c, int world, const NodeMap& nodes) const;
+};
+
+struct ComputeTimes {
+  double micro_step_s = 0;  // forward + backward of one micro-step on one rank
+  double optimizer_s = 0;   // the optimizer step over the whole model on one rank
+  std::string source;
+};
+
+struct StepTimePrediction {
+  double compute_s = 0;    // forward, backward and optimizer, without waiting
+  double optimizer_s = 0;  // of which the optimizer (offload: from the gradient copies' end)
+  double comm_s = 0;       // every call's time, added up
+  double exposed_s = 0;    // the communication the compute does not hide
+  double step_s = 0;       // compute + exposed
+  std::array<double, static_cast<int>(Primitive::kCount)> comm_by_primitive_s{};
+};
+
+// One steady optimizer step of `plan` with `micro_steps` micro-steps. The
+// optimizer updates the whole model at stage 0, a 1/W shard at stages 1-3.
+StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps,
+                                const NodeMap& nodes, const NetworkModel& net,
+                                const ComputeTimes& compute);
+
+}  // namespace zt

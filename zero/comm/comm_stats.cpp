@@ -1,0 +1,259 @@
+#include "zero/comm/comm_stats.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+
+namespace zt {
+
+const char* primitive_name(Primitive p) {
+  static const char* names[] = {"all_reduce", "reduce_scatter", "all_gather",
+                                "reduce",     "broadcast",      "all_to_all"};
+  return names[static_cast<int>(p)];
+}
+
+const char* purpose_name(Purpose p) {
+  static const char* names[] = {"gradients", "parameters", "scalars"};
+  return names[static_cast<int>(p)];
+}
+
+const char* phase_name(Phase p) {
+  static const char* names[] = {"fwd", "bwd", "step"};
+  return names[static_cast<int>(p)];
+}
+
+double bus_factor(Primitive p, int W) {
+  switch (p) {
+    case Primitive::AllReduce: return 2.0 * (W - 1) / W;
+    case Primitive::ReduceScatter:
+    case Primitive::AllGather:
+    case Primitive::AllToAll: return static_cast<double>(W - 1) / W;
+    default: return 1.0;
+  }
+}
+
+uint64_t payload_bytes(Primitive p, size_t count, DType t, int W) {
+  const uint64_t b = static_cast<uint64_t>(count) * dtype_size(t);
+  return (p == Primitive::ReduceScatter || p == Primitive::AllGather || p == Primitive::AllToAll)
+             ? b * W
+             : b;
+}
+
+std::vector<int> RankGroup::members_of(int rank) const {
+  const int base = rank / (size * stride) * (size * stride) + rank % stride;
+  std::vector<int> out;
+  for (int k = 0; k < size; k++) out.push_back(base + k * stride);
+  return out;
+}
+
+int NodeMap::nodes() const {
+  int n = 0;
+  for (int x : node_of) n = std::max(n, x + 1);
+  return std::max(n, 1);
+}
+
+int NodeMap::ranks_per_node() const {
+  std::vector<int> count(nodes(), 0);
+  for (int x : node_of) count[x]++;
+  return node_of.empty() ? 1 : *std::max_element(count.begin(), count.end());
+}
+
+bool NodeMap::sends_across(int rank) const {
+  const int W = static_cast<int>(node_of.size());
+  return W > 1 && node_of[rank] != node_of[(rank + 1) % W];
+}
+
+double NodeMap::inter_node_share(Primitive p, int rank) const {
+  const int W = static_cast<int>(node_of.size());
+  if (W < 2) return 0;
+  if (p != Primitive::AllToAll) return sends_across(rank) ? 1.0 : 0.0;
+  int across = 0;
+  for (int r = 0; r < W; r++) across += node_of[r] != node_of[rank];
+  return static_cast<double>(across) / (W - 1);
+}
+
+NodeMap NodeMap::of_members(const std::vector<int>& members) const {
+  NodeMap m;
+  for (int r : members) m.node_of.push_back(r < static_cast<int>(node_of.size()) ? node_of[r] : 0);
+  return m;
+}
+
+double NodeMap::group_inter_node_share(Primitive p, const RankGroup& g) const {
+  const int W = static_cast<int>(node_of.size());
+  if (W == 0 || g.size < 2) return 0;
+  const auto key = std::make_tuple(p == Primitive::AllToAll, g.size, g.stride, W);
+  auto cached = share_cache_.find(key);
+  if (cached != share_cache_.end()) return cached->second;
+  double sum = 0;
+  for (int r = 0; r < W; r++) {
+    const int block = g.size * g.stride, base = r / block * block + r % g.stride;
+    const int idx = g.index_of(r);
+    if (p != Primitive::AllToAll) {
+      const int next = base + ((idx + 1) % g.size) * g.stride;
+      sum += node_of[next] != node_of[r];
+      continue;
+    }
+    int across = 0;
+    for (int k = 0; k < g.size; k++) across += node_of[base + k * g.stride] != node_of[r];
+    sum += static_cast<double>(across) / (g.size - 1);
+  }
+  share_cache_.emplace(key, sum / W);
+  return sum / W;
+}
+
+NodeMap NodeMap::uniform(int world, int g) {
+  NodeMap m;
+  for (int r = 0; r < world; r++) m.node_of.push_back(r / std::max(1, g));
+  return m;
+}
+
+namespace {
+
+PrimitiveStats minus(const PrimitiveStats& a, const PrimitiveStats& b) {
+  return {a.calls - b.calls, a.bytes - b.bytes, a.bus_bytes - b.bus_bytes,
+          a.inter_node_bus_bytes - b.inter_node_bus_bytes, a.seconds - b.seconds};
+}
+
+}  // namespace
+
+CommStats CommStats::minus(const CommStats& e) const {
+  CommStats d;
+  for (size_t i = 0; i < by_primitive.size(); i++) {
+    d.by_primitive[i] = zt::minus(by_primitive[i], e.by_primitive[i]);
+    for (size_t u = 0; u < by_purpose.size(); u++)
+      d.by_purpose[u][i] = zt::minus(by_purpose[u][i], e.by_purpose[u][i]);
+  }
+  d.exposed_seconds = exposed_seconds - e.exposed_seconds;
+  return d;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Completes the primitive's timing when the caller first observes completion.
+class TimedHandle : public CommHandle {
+ public:
+  TimedHandle(Handle inner, Clock::time_point t0, double* seconds, double* exposed)
+      : inner_(std::move(inner)), t0_(t0), seconds_(seconds), exposed_(exposed) {}
+  void wait() override {
+    if (finished_) return;
+    auto w0 = Clock::now();
+    inner_->wait();
+    *exposed_ += since(w0);
+    finish();
+  }
+  bool done() override {
+    if (!finished_ && inner_->done()) finish();
+    return finished_;
+  }
+
+ private:
+  void finish() {
+    finished_ = true;
+    *seconds_ += since(t0_);
+  }
+  Handle inner_;
+  Clock::time_point t0_;
+  double* seconds_;
+  double* exposed_;
+  bool finished_ = false;
+};
+
+}  // namespace
+
+CountingCommunicator::CountingCommunicator(std::unique_ptr<Communicator> inner)
+    : inner_(std::move(inner)), group_{inner_->world(), 1}, world_rank_(inner_->rank()) {}
+
+CountingCommunicator::CountingCommunicator(std::unique_ptr<Communicator> inner,
+                                           CountingCommunicator* root, const RankGroup& g)
+    : inner_(std::move(inner)), root_(root), group_(g), world_rank_(root->rank()) {
+  nodes_ = root->nodes_.of_members(g.members_of(world_rank_));
+}
+
+std::unique_ptr<CountingCommunicator> CountingCommunicator::counted_subgroup(const RankGroup& g) {
+  if (root_ != this) throw std::logic_error("comm: subgroups are made from the world communicator");
+  if (g.size < 1 || g.stride < 1 || world() % (g.size * g.stride) != 0)
+    throw std::logic_error("comm: a group of " + std::to_string(g.size) + " ranks " +
+                           std::to_string(g.stride) + " apart does not tile " +
+                           std::to_string(world()) + " ranks");
+  std::unique_ptr<Communicator> inner = inner_->subgroup(g.members_of(rank()));
+  return std::unique_ptr<CountingCommunicator>(new CountingCommunicator(std::move(inner), this, g));
+}
+
+std::unique_ptr<Communicator> CountingCommunicator::subgroup(const std::vector<int>& members) {
+  const int size = static_cast<int>(members.size());
+  const RankGroup g{size, size > 1 ? members[1] - members[0] : 1};
+  if (g.members_of(rank()) != members)
+    throw std::logic_error("comm: subgroup members are not a group of equally spaced ranks");
+  return counted_subgroup(g);
+}
+
+CountingCommunicator::~CountingCommunicator() {
+  if (trace_ && root_ == this) std::fclose(trace_);
+}
+
+void CountingCommunicator::open_trace(const std::string& path) {
+  trace_ = std::fopen(path.c_str(), "w");
+  if (!trace_) throw std::runtime_error(path + ": cannot open the comm trace for writing");
+}
+
+Handle CountingCommunicator::record(Primitive p, size_t count, DType t, int root, Handle h) {
+  CountingCommunicator& r = *root_;
+  const uint64_t bytes = payload_bytes(p, count, t, world());
+  const double bus = bytes * bus_factor(p, world());
+  const double across =
+      static_cast<int>(nodes_.node_of.size()) == world() ? nodes_.inter_node_share(p, rank()) : 0.0;
+  for (PrimitiveStats* s :
+       {&r.stats_[p], &r.stats_.by_purpose[static_cast<int>(r.purpose_)][static_cast<int>(p)]}) {
+    s->calls++;
+    s->bytes += bytes;
+    s->bus_bytes += bus;
+    s->inter_node_bus_bytes += bus * across;
+  }
+  if (r.keep_log_)
+    r.log_.push_back({r.step_, r.phase_, r.purpose_, r.micro_, p, t, count, root, group_});
+  if (r.trace_) {
+    std::fprintf(r.trace_,
+                 "{\"step\":%lld,\"phase\":\"%s\",\"micro\":%d,\"rank\":%d,\"op\":\"%s\","
+                 "\"count\":%zu,\"dtype\":\"%s\",\"bytes\":%llu,\"root\":%d,\"purpose\":\"%s\","
+                 "\"group\":[%d,%d]}\n",
+                 static_cast<long long>(r.step_), phase_name(r.phase_), r.micro_, world_rank_,
+                 primitive_name(p), count, dtype_name(t), static_cast<unsigned long long>(bytes),
+                 root, purpose_name(r.purpose_), group_.size, group_.stride);
+  }
+  return h;
+}
+
+#define ZT_TIMED(prim, count, t, root, call)                                             \
+  do {                                                                                   \
+    auto t0 = Clock::now();                                                              \
+    Handle h = call;                                                                     \
+    return record(prim, count, t, root,                                                  \
+                  Handle(new TimedHandle(std::move(h), t0, &root_->stats_[prim].seconds, \
+                                         &root_->stats_.exposed_seconds)));              \
+  } while (0)
+
+Handle CountingCommunicator::all_reduce(void* buf, size_t n, DType t) {
+  ZT_TIMED(Primitive::AllReduce, n, t, -1, inner_->all_reduce(buf, n, t));
+}
+Handle CountingCommunicator::reduce_scatter(const void* send, void* recv, size_t n, DType t) {
+  ZT_TIMED(Primitive::ReduceScatter, n, t, -1, inner_->reduce_scatter(send, recv, n, t));
+}
+Handle CountingCommunicator::all_gather(const void* send, void* recv, size_t n, DType t) {
+  ZT_TIMED(Primitive::AllGather, n, t, -1, inner_->all_gather(send, recv, n, t));
+}
+Handle CountingCommunicator::reduce(const void* send, void* recv, size_t n, DType t, int root) {
+  ZT_TIMED(Primitive::Reduce, n, t, root, inner_->reduce(send, recv, n, t, root));
+}
+Handle CountingCommunicator::broadcast(void* buf, size_t n, DType t, int root) {
+  ZT_TIMED(Primitive::Broadcast, n, t, root, inner_->broadcast(buf, n, t, root));
+}
+Handle CountingCommunicator::all_to_all(const void* send, void* recv, size_t n, DType t) {
+  ZT_TIMED(Primitive::AllToAll, n, t, -1, inner_->all_to_all(send, recv, n, t));
+}
+
+}  // namespace zt

@@ -1,0 +1,148 @@
+// Counting wrapper around any Communicator: per primitive, the calls, the
+// payload bytes as nccl-tests counts them (the whole buffer: all-reduce,
+// reduce and broadcast their count, reduce-scatter its input, all-gather its
+// output), the bus bytes (payload x nccl-tests' bus factor: all-reduce
+// 2(W-1)/W, reduce-scatter and all-gather (W-1)/W, reduce and broadcast 1) and the seconds from
+// issue to completion. Also the exposed time: seconds the caller spent blocked in wait().
+// Optionally writes one JSON line per collective (system.comm_trace), with the phase and micro-step
+// the engine annotated.
+//
+// Node-aware accounting: the bus bytes are split into intra- and inter-node
+// under one stated assumption for every primitive but all-to-all: it runs as
+// a ring over the ranks of its communicator in rank order (mpirun places ranks
+// node by node), so each rank sends its bus bytes to the next rank of the
+// group (wrapping around), and they cross the network exactly when that rank
+// is on another node. An all-to-all sends count elements to each peer: the
+// share to peers on other nodes crosses. NCCL's rings and Open MPI's ring
+// algorithms for large messages move bytes this way; tree and recursive-
+// doubling algorithms (small messages) send fewer bytes across nodes than this.
+#pragma once
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "zero/comm/communicator.h"
+
+namespace zt {
+
+struct PrimitiveStats {
+  uint64_t calls = 0;
+  uint64_t bytes = 0;
+  double bus_bytes = 0;
+  double inter_node_bus_bytes = 0;  // the part of bus_bytes sent to another node
+  double seconds = 0;
+};
+
+// Which node each rank is on (MPI_COMM_TYPE_SHARED), and the rule above.
+struct NodeMap {
+  std::vector<int> node_of;  // per rank
+  int nodes() const;
+  int ranks_per_node() const;  // the most ranks any node has
+  bool sends_across(int rank) const;
+  // The share of `rank`'s bus bytes of primitive p that crosses nodes (the rule above).
+  double inter_node_share(Primitive p, int rank) const;
+  // The nodes of these ranks, in this order (a sub-communicator's map).
+  NodeMap of_members(const std::vector<int>& members) const;
+  // A call over groups g on this (world) map: the share, averaged over the
+  // ranks; remembered per group shape (node_of is not to change afterwards).
+  double group_inter_node_share(Primitive p, const RankGroup& g) const;
+
+ private:
+  mutable std::map<std::tuple<bool, int, int, int>, double> share_cache_;
+
+ public:
+  // Ranks placed node by node, G per node.
+  static NodeMap uniform(int world, int ranks_per_node);
+};
+
+struct CommStats {
+  using PerPrimitive = std::array<PrimitiveStats, static_cast<int>(Primitive::kCount)>;
+  PerPrimitive by_primitive{};  // all purposes
+  std::array<PerPrimitive, static_cast<int>(Purpose::kCount)> by_purpose{};
+  double exposed_seconds = 0;  // time blocked in wait()
+  PrimitiveStats& operator[](Primitive p) { return by_primitive[static_cast<int>(p)]; }
+  const PrimitiveStats& operator[](Primitive p) const { return by_primitive[static_cast<int>(p)]; }
+  CommStats minus(const CommStats& earlier) const;
+};
+
+double bus_factor(Primitive p, int world);
+uint64_t payload_bytes(Primitive p, size_t count, DType t, int world);
+
+// One collective as a trace records it.
+struct CallRecord {
+  int64_t step;
+  Phase phase;
+  Purpose purpose;
+  int micro;
+  Primitive primitive;
+  DType dtype;
+  size_t count;
+  int root;
+  RankGroup group;  // the ranks it ran over ({W, 1}: the world)
+};
+
+class CountingCommunicator : public Communicator {
+ public:
+  explicit CountingCommunicator(std::unique_ptr<Communicator> inner);
+  ~CountingCommunicator() override;
+  int rank() const override { return inner_->rank(); }
+  int world() const override { return inner_->world(); }
+  std::string name() const override { return inner_->name(); }
+  Handle all_reduce(void* buf, size_t n, DType t) override;
+  Handle reduce_scatter(const void* send, void* recv, size_t n, DType t) override;
+  Handle all_gather(const void* send, void* recv, size_t n, DType t) override;
+  Handle reduce(const void* send, void* recv, size_t n, DType t, int root) override;
+  Handle broadcast(void* buf, size_t n, DType t, int root) override;
+  Handle all_to_all(const void* send, void* recv, size_t n, DType t) override;
+  // A sub-communicator counted into this one's stats, log and trace, as group `g`
+  // (so callers state its shape; its members must be g.members_of(rank())).
+  std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override;
+  std::unique_ptr<CountingCommunicator> counted_subgroup(const RankGroup& g);
+  void barrier() override { inner_->barrier(); }
+  void annotate(Phase phase, int micro) override {
+    root_->phase_ = phase;
+    root_->micro_ = micro;
+  }
+  void purpose(Purpose p) override { root_->purpose_ = p; }
+  [[noreturn]] void abort(const std::string& why) override {
+    inner_->abort(why);
+    std::_Exit(1);  // unreachable: every communicator's abort ends the process
+  }
+
+  const CommStats& stats() const { return stats_; }
+  // One JSON line per collective into this file (rank-local).
+  void open_trace(const std::string& path);
+  void set_nodes(const NodeMap& nodes) { nodes_ = nodes; }
+  const NodeMap& nodes() const { return nodes_; }
+  // Keeps every collective in memory too (tests compare it with the plan).
+  void keep_log() { keep_log_ = true; }
+  const std::vector<CallRecord>& log() const { return log_; }
+  void set_step(int64_t step) { step_ = step; }
+
+ private:
+  Handle record(Primitive p, size_t count, DType t, int root, Handle h);
+  CountingCommunicator(std::unique_ptr<Communicator> inner, CountingCommunicator* root,
+                       const RankGroup& g);
+  std::unique_ptr<Communicator> inner_;
+  CountingCommunicator* root_ = this;  // where a sub-communicator's records go
+  RankGroup group_;                    // its shape in the world
+  int world_rank_ = 0;
+  CommStats stats_;
+  FILE* trace_ = nullptr;
+  int64_t step_ = 0;
+  Phase phase_ = Phase::Step;
+  int micro_ = 0;
+  Purpose purpose_ = Purpose::Scalars;
+  NodeMap nodes_;
+  bool keep_log_ = false;
+  std::vector<CallRecord> log_;
+};
+
+}  // namespace zt

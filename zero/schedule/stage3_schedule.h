@@ -1,0 +1,35 @@
+// Stage 3 as one schedule, built once from the setup, as Stage012Schedule is
+// for stages 0-2: the layout (stage3_layout.h), the gradient path the registry
+// selects, the buckets it fills over the backward's arrival order and their
+// buffer count, the wire dtype, and the step's sequence. The engine
+// (stage3.cpp) executes it; plan (plan.cpp) runs the same gatherer over the
+// model's events with a recording backend; explain prints it.
+#pragma once
+#include <functional>
+#include <string>
+
+#include "zero/stages/engine.h"
+#include "zero/schedule/grad_path_registry.h"
+#include "zero/schedule/param_gatherer.h"
+#include "zero/layout/stage3_layout.h"
+
+namespace zt {
+
+struct Stage3Schedule {
+  Stage3Schedule(const ZeroSetup& s, const ParamTable& table, int world, DType model);
+  const GradPathRow* path_row;
+  Stage3Layout layout;
+  BucketSchedule grads;  // every backward, with its buffer count
+  DType wire;
+  bool overlap;                   // overlap_comm: buckets reduced beside the backward
+  std::string when, bucket_rule;  // for explain
+};
+
+// Every parameter released, nothing in flight: how a stage-3 run starts.
+ParamStates released_param_states(size_t params);
+
+// The step's sequence, in stage3.py's order: every parameter released, the
+// norms and the update (`update`), then the persistent tensors gathered anew.
+void run_stage3_step(ParamGatherer& gatherer, const std::function<void()>& update);
+
+}  // namespace zt
