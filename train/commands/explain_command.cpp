@@ -10,17 +10,18 @@
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
-#include "train/config/config.h"
-#include "train/deepspeed/deepspeed_import.h"
 #include "train/commands/offload_report.h"
-#include "train/config/zero_setup.h"
 #include "train/commands/zeropp_report.h"
+#include "train/config/config.h"
+#include "train/config/zero_setup.h"
+#include "train/deepspeed/deepspeed_import.h"
 #include "zero/analysis/paper_volume.h"
 #include "zero/analysis/plan.h"
 
@@ -239,41 +240,55 @@ void print_notes(const Config& cfg, const ZeroSetup& s, const ParamTable& table,
         "0.9 did; current DeepSpeed issues one call per group\n");
 }
 
-}  // namespace
-
-int run_explain_command(const std::vector<std::string>& args) {
-  const CliArgs f = command_args("explain", args);
-  const WorldLayout layout = world_layout(f);
-  const int world = layout.world, per_node = layout.ranks_per_node;
-  if (f.has("--config") && f.has("--model")) f.fail("give --config or --model, not both");
-  const std::string config_path = f.has("--config")  ? f.get("--config")
-                                  : f.has("--model") ? preset_file(f, f.get("--model"))
-                                                     : preset_file(f, "tiny");
-  const std::string ds_path = f.positional()[0];
-  const NodeMap nodes = NodeMap::uniform(world, per_node);
-
-  Config cfg = load_config(config_path, f.all("--set"));
+// Everything explain prints, built once: the inputs, the model and the plan
+// of the configured step (the same objects a run executes).
+struct Explained {
+  std::string ds_path, config_path, ds_dtype;
   std::vector<std::string> warnings;
-  std::string ds_dtype;
-  apply_deepspeed_config(ds_path, cfg, warnings, world, &ds_dtype);
-  validate_config(cfg);
-  validate_for_world(cfg, world);
-  const int A = grad_accum_steps(cfg, world);
-  const DType model = deepspeed_train_dtype(ds_dtype);
-  const ParamTable table(cfg.model);
-  const ZeroSetup s = zero_setup(cfg, table, nodes.ranks_per_node());
-  const ZeroConfig& z = s.z;
-  const StepPlan mine = plan_step(s, table, world, A, model, nodes);
-  const DType wire = gradient_wire_dtype(z, model);
+  Config cfg;
+  int world = 1, per_node = 1, A = 1;
+  NodeMap nodes;
+  DType model = DType::F32;
+  std::unique_ptr<ParamTable> table;
+  ZeroSetup s;
+  StepPlan mine;
+};
 
+Explained load_explained(const std::vector<std::string>& args) {
+  const CliArgs f = command_args("explain", args);
+  Explained e;
+  const WorldLayout layout = world_layout(f);
+  e.world = layout.world;
+  e.per_node = layout.ranks_per_node;
+  if (f.has("--config") && f.has("--model")) f.fail("give --config or --model, not both");
+  e.config_path = f.has("--config")  ? f.get("--config")
+                  : f.has("--model") ? preset_file(f, f.get("--model"))
+                                     : preset_file(f, "tiny");
+  e.ds_path = f.positional()[0];
+  e.nodes = NodeMap::uniform(e.world, e.per_node);
+  e.cfg = load_config(e.config_path, f.all("--set"));
+  apply_deepspeed_config(e.ds_path, e.cfg, e.warnings, e.world, &e.ds_dtype);
+  validate_config(e.cfg);
+  validate_for_world(e.cfg, e.world);
+  e.A = grad_accum_steps(e.cfg, e.world);
+  e.model = deepspeed_train_dtype(e.ds_dtype);
+  e.table.reset(new ParamTable(e.cfg.model));
+  e.s = zero_setup(e.cfg, *e.table, e.nodes.ranks_per_node());
+  e.mine = plan_step(e.s, *e.table, e.world, e.A, e.model, e.nodes);
+  return e;
+}
+
+// What partitions the model: the stage, the groups and their padding.
+void print_partitioning(const Explained& e) {
+  const ZeroConfig& z = e.s.z;
+  const ParamTable& table = *e.table;
   std::printf(
       "explain: %s on %s: %zu parameters (Ψ), W = %d (%d node%s of %d ranks), %d micro-steps of "
       "%d sequences per rank per step, DeepSpeed trains in %s\n",
-      ds_path.c_str(), config_path.c_str(), table.total(), world, nodes.nodes(),
-      nodes.nodes() == 1 ? "" : "s", per_node, A, cfg.train.micro_batch, ds_dtype.c_str());
-  for (const std::string& w : warnings) std::printf("deepspeed: %s\n", w.c_str());
-
-  // What partitions the model: the groups and their padding.
+      e.ds_path.c_str(), e.config_path.c_str(), table.total(), e.world, e.nodes.nodes(),
+      e.nodes.nodes() == 1 ? "" : "s", e.per_node, e.A, e.cfg.train.micro_batch,
+      e.ds_dtype.c_str());
+  for (const std::string& w : e.warnings) std::printf("deepspeed: %s\n", w.c_str());
   std::printf("\nZeRO stage %d: %s\n", z.stage,
               z.stage == 0   ? "no ZeRO optimizer; DeepSpeed's engine all-reduces the gradients"
               : z.stage == 3 ? "parameters, gradients and optimizer states partitioned "
@@ -282,16 +297,16 @@ int run_explain_command(const std::vector<std::string>& args) {
                                                "DeepSpeedZeroOptimizer)"
                                              : "optimizer states and gradients partitioned "
                                                "(stage_1_and_2.py, DeepSpeedZeroOptimizer)"));
-  std::printf("parameter groups (train.param_groups: %s): %zu\n", cfg.train.param_groups.c_str(),
-              s.groups.size());
-  for (size_t g = 0; g < s.groups.size(); g++) {
+  std::printf("parameter groups (train.param_groups: %s): %zu\n", e.cfg.train.param_groups.c_str(),
+              e.s.groups.size());
+  for (size_t g = 0; g < e.s.groups.size(); g++) {
     size_t elements = 0;
-    for (int p : s.groups[g].params) elements += table.params()[p].numel;
+    for (int p : e.s.groups[g].params) elements += table.params()[p].numel;
     std::printf("  group %zu (%s): %zu tensors, %zu elements", g,
-                s.groups[g].decay ? "weight decay" : "no weight decay", s.groups[g].params.size(),
-                elements);
+                e.s.groups[g].decay ? "weight decay" : "no weight decay",
+                e.s.groups[g].params.size(), elements);
     if (z.stage == 1 || z.stage == 2)
-      std::printf(", flat buffer %zu elements (%s)", mine.group_buffer_elems[g],
+      std::printf(", flat buffer %zu elements (%s)", e.mine.group_buffer_elems[g],
                   z.native_reduce_scatter
                       ? "zerotrain's aligned chunks"
                       : "padded to a multiple of 2W, all the padding in the last rank's partition");
@@ -299,10 +314,14 @@ int run_explain_command(const std::vector<std::string>& args) {
   }
   if (z.stage == 3)
     std::printf("  each tensor is split on its own into W pieces of ceil(numel / W) elements\n");
+}
 
-  // The gradient path and why.
-  std::printf("\ngradient path: %s (%s)\n", mine.path->key.c_str(), mine.path->describe.c_str());
-  std::printf("  chosen by: %s\n", mine.path->chosen_by.c_str());
+// The gradient path, the switches that chose it and its buckets.
+void print_gradient_path(const Explained& e) {
+  const ZeroConfig& z = e.s.z;
+  const GradPathRow& path = *e.mine.path;
+  std::printf("\ngradient path: %s (%s)\n", path.key.c_str(), path.describe.c_str());
+  std::printf("  chosen by: %s\n", path.chosen_by.c_str());
   if (z.stage == 1 || z.stage == 2)
     std::printf(
         "  switches: contiguous_gradients %s, reduce_scatter %s, use_multi_rank_bucket_allreduce "
@@ -313,8 +332,9 @@ int run_explain_command(const std::vector<std::string>& args) {
   if (z.stage == 3)
     std::printf("  switches: reduce_scatter %s, contiguous_gradients %s\n",
                 yes_no(z.reduce_scatter), yes_no(z.contiguous_gradients));
-  std::printf("  DeepSpeed code: %s\n", mine.path->deepspeed_code.c_str());
-  std::printf("  wire dtype: %s (communication_data_type %s)\n", dtype_name(wire),
+  std::printf("  DeepSpeed code: %s\n", path.deepspeed_code.c_str());
+  std::printf("  wire dtype: %s (communication_data_type %s)\n",
+              dtype_name(gradient_wire_dtype(z, e.model)),
               z.communication_data_type == "auto" ? "not set: the model's dtype"
                                                   : z.communication_data_type.c_str());
   if (z.stage == 1 || z.stage == 2)
@@ -323,21 +343,17 @@ int run_explain_command(const std::vector<std::string>& args) {
                     ? "tensor i of a group goes to the (i mod W)-th run of the flat buffer, so "
                       "consecutive tensors have different owners and reduces fragment"
                     : "each group's tensors lie in model order in its flat buffer");
-
-  // The buckets of one reducing pass.
   std::printf("\n");
-  print_buckets(table, mine.grads, world, mine.when, mine.bucket_rule);
+  print_buckets(*e.table, e.mine.grads, e.world, e.mine.when, e.mine.bucket_rule);
+}
 
-  print_totals(mine, world);
-  ZeroSetup unquantized = s;
-  unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
-  print_zeropp(mine, plan_step(unquantized, table, world, A, model, nodes), z, world, nodes);
-  if (z.offload_optimizer.enabled() || z.offload_param.enabled())
-    print_offload_memory(mine, z, per_node);
-
-  // The paper's volume beside this config's.
-  const PaperVolume paper = paper_volume(z.stage, table.total(), A, model);
-  const double ring = static_cast<double>(world - 1) / world;
+// The paper's volume beside this config's, each switch's effect and the
+// smallest change that reaches the paper, all planned with the same schedules.
+void print_volume(const Explained& e) {
+  const ZeroConfig& z = e.s.z;
+  const StepPlan& mine = e.mine;
+  const PaperVolume paper = paper_volume(z.stage, e.table->total(), e.A, e.model);
+  const double ring = static_cast<double>(e.world - 1) / e.world;
   const double moved = moved_bytes(mine);
   double grads_moved = 0;
   for (const PlannedPrimitive& x : mine.per_step_by_purpose[static_cast<int>(Purpose::Gradients)])
@@ -353,10 +369,9 @@ int run_explain_command(const std::vector<std::string>& args) {
       grads_moved, moved - grads_moved, moved, moved / paper.total(),
       moved / (paper.total() * ring));
 
-  // The smallest change that reaches it, planned.
-  const std::vector<SwitchChange> switches = switches_deciding_volume(z, model);
+  const std::vector<SwitchChange> switches = switches_deciding_volume(z, e.model);
   const std::vector<PlannedChange> planned =
-      plan_changes(s, table, world, A, model, nodes, switches, 3);
+      plan_changes(e.s, *e.table, e.world, e.A, e.model, e.nodes, switches, 3);
   if (!switches.empty()) {
     std::printf("\neach switch changed on its own (planned with the same schedules):\n");
     std::printf("  %-40s %-22s %16s %8s\n", "change", "gradient path", "bus B", "x paper");
@@ -377,16 +392,31 @@ int run_explain_command(const std::vector<std::string>& args) {
                 best->text().c_str(), best->plan.path->key.c_str(), best->moved,
                 best->moved / paper.total(), best->moved / (paper.total() * ring));
   if ((z.stage == 1 || z.stage == 2) && !z.native_reduce_scatter) {
-    ZeroSetup native = s;
+    ZeroSetup native = e.s;
     apply_change(native.z, {"native_reduce_scatter", "true"});
-    const StepPlan n = plan_step(native, table, world, A, model, nodes);
+    const StepPlan n = plan_step(native, *e.table, e.world, e.A, e.model, e.nodes);
     std::printf(
         "zerotrain's own (not a DeepSpeed setting): zero.native_reduce_scatter: true: one "
         "reduce-scatter per bucket, %.0f B, %.2f x the paper, %.2f x the ring optimum\n",
         moved_bytes(n), moved_bytes(n) / paper.total(), moved_bytes(n) / (paper.total() * ring));
   }
+}
 
-  print_notes(cfg, s, table, world, A, model, nodes, ds_dtype, mine);
+}  // namespace
+
+int run_explain_command(const std::vector<std::string>& args) {
+  const Explained e = load_explained(args);
+  print_partitioning(e);
+  print_gradient_path(e);
+  print_totals(e.mine, e.world);
+  ZeroSetup unquantized = e.s;
+  unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
+  print_zeropp(e.mine, plan_step(unquantized, *e.table, e.world, e.A, e.model, e.nodes), e.s.z,
+               e.world, e.nodes);
+  if (e.s.z.offload_optimizer.enabled() || e.s.z.offload_param.enabled())
+    print_offload_memory(e.mine, e.s.z, e.per_node);
+  print_volume(e);
+  print_notes(e.cfg, e.s, *e.table, e.world, e.A, e.model, e.nodes, e.ds_dtype, e.mine);
   return 0;
 }
 

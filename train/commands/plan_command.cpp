@@ -3,21 +3,22 @@
 // integers, without training. The configured one is marked with '*'.
 #include <algorithm>
 #include <cstdio>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "model/activation_memory.h"
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
-#include "train/config/config.h"
-#include "train/deepspeed/deepspeed_import.h"
-#include "train/config/network_file.h"
 #include "train/commands/offload_report.h"
-#include "train/config/zero_setup.h"
 #include "train/commands/zeropp_report.h"
-#include "zero/schedule/grad_path_registry.h"
+#include "train/config/config.h"
+#include "train/config/network_file.h"
+#include "train/config/zero_setup.h"
+#include "train/deepspeed/deepspeed_import.h"
 #include "zero/analysis/plan.h"
 #include "zero/analysis/step_time_model.h"
+#include "zero/schedule/grad_path_registry.h"
 
 namespace zt {
 namespace {
@@ -133,80 +134,110 @@ void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel
   std::printf("  (%d micro-steps per step)\n", A);
 }
 
-}  // namespace
-
-int run_plan_command(const std::vector<std::string>& args) {
-  const CliArgs f = command_args("plan", args);
-  const WorldLayout layout = world_layout(f);
-  const int world = layout.world, per_node = layout.ranks_per_node;
-  const NodeMap nodes = NodeMap::uniform(world, per_node);
-  const bool predict = f.has("--network");
-  if (!predict && (f.has("--compute-from") || f.has("--compute-ms")))
-    f.fail("--compute-from and --compute-ms need --network FILE.json");
-  if (predict && f.has("--compute-from") == f.has("--compute-ms"))
-    f.fail("--network needs one of --compute-from SUMMARY.json or --compute-ms MICRO,OPT");
+// What plan prints, built before anything is printed: the inputs, the
+// configured step's plan, and every variant planned (and timed, with a network).
+struct Planned {
+  std::string path;
+  std::vector<std::string> ds_warnings;
+  Config cfg;
+  int world = 1, per_node = 1, A = 1;
+  NodeMap nodes;
+  DType dtype = DType::F32;
+  std::unique_ptr<ParamTable> table;
+  ZeroSetup configured;
+  StepPlan mine;
+  bool predict = false, calls = false;
   NetworkModel net;
   ComputeTimes compute;
-  if (predict) {
-    net = read_network_file(f.get("--network"));
-    compute = f.has("--compute-from") ? read_compute_times(f.get("--compute-from"))
-                                      : parse_compute_ms(f.get("--compute-ms"), "--compute-ms");
-  }
-  std::vector<PredictedRow> predicted;
+  std::vector<PredictedRow> variants;  // in plan's row order; t and why_not with a network
   std::string configured_label;
-  const std::string path = f.positional()[0];
-  const std::vector<std::string> overrides = f.all("--set");
-  Config cfg = load_config(path, overrides);
+};
+
+Planned load_planned(const std::vector<std::string>& args) {
+  const CliArgs f = command_args("plan", args);
+  Planned p;
+  const WorldLayout layout = world_layout(f);
+  p.world = layout.world;
+  p.per_node = layout.ranks_per_node;
+  p.nodes = NodeMap::uniform(p.world, p.per_node);
+  p.predict = f.has("--network");
+  p.calls = f.has("--calls");
+  if (!p.predict && (f.has("--compute-from") || f.has("--compute-ms")))
+    f.fail("--compute-from and --compute-ms need --network FILE.json");
+  if (p.predict && f.has("--compute-from") == f.has("--compute-ms"))
+    f.fail("--network needs one of --compute-from SUMMARY.json or --compute-ms MICRO,OPT");
+  if (p.predict) {
+    p.net = read_network_file(f.get("--network"));
+    p.compute = f.has("--compute-from") ? read_compute_times(f.get("--compute-from"))
+                                        : parse_compute_ms(f.get("--compute-ms"), "--compute-ms");
+  }
+  p.path = f.positional()[0];
+  p.cfg = load_config(p.path, f.all("--set"));
   // --deepspeed plans what DeepSpeed itself runs with that file: its switches, batch sizes and
   // clipping as `train --deepspeed` imports them, and its training dtype (as explain does).
-  std::vector<std::string> ds_warnings;
   std::string ds_dtype;
   if (f.has("--deepspeed")) {
-    apply_deepspeed_config(f.get("--deepspeed"), cfg, ds_warnings, world, &ds_dtype);
-    validate_config(cfg);
+    apply_deepspeed_config(f.get("--deepspeed"), p.cfg, p.ds_warnings, p.world, &ds_dtype);
+    validate_config(p.cfg);
   }
-  validate_for_world(cfg, world);
-  const int A = grad_accum_steps(cfg, world);
-  const DType t = !ds_dtype.empty()             ? deepspeed_train_dtype(ds_dtype)
-                  : cfg.system.device == "cuda" ? DType::BF16
-                                                : DType::F32;
-  ParamTable table(cfg.model);
-  const ZeroSetup configured = zero_setup(cfg, table, nodes.ranks_per_node());
-  const StepPlan mine = plan_step(configured, table, world, A, t, nodes);
+  validate_for_world(p.cfg, p.world);
+  p.A = grad_accum_steps(p.cfg, p.world);
+  p.dtype = !ds_dtype.empty()               ? deepspeed_train_dtype(ds_dtype)
+            : p.cfg.system.device == "cuda" ? DType::BF16
+                                            : DType::F32;
+  p.table.reset(new ParamTable(p.cfg.model));
+  p.configured = zero_setup(p.cfg, *p.table, p.nodes.ranks_per_node());
+  p.mine = plan_step(p.configured, *p.table, p.world, p.A, p.dtype, p.nodes);
+  for (const Variant& v : variants(p.cfg.zero, p.nodes.nodes(), p.per_node)) {
+    ZeroSetup setup = p.configured;
+    setup.z = v.z;
+    PredictedRow row{v.label,
+                     v.deepspeed_default,
+                     plan_step(setup, *p.table, p.world, p.A, p.dtype, p.nodes),
+                     {},
+                     ""};
+    if (same_variant(row.plan, v.z, p.mine, p.cfg.zero)) p.configured_label = v.label;
+    if (p.predict) {
+      try {
+        row.t = predict_step(row.plan, p.world, p.A, p.nodes, p.net, p.compute);
+      } catch (const std::runtime_error& e) {
+        row.why_not = e.what();
+      }
+    }
+    p.variants.push_back(std::move(row));
+  }
+  return p;
+}
+
+void print_plan_header(const Planned& p) {
+  const Config& cfg = p.cfg;
   std::printf(
       "plan: %s, %zu parameters, W = %d, %d micro-steps per step, %s gradients and "
       "parameters, reduce_bucket_size %lld, allgather %s\n",
-      path.c_str(), table.total(), world, A, dtype_name(t),
+      p.path.c_str(), p.table->total(), p.world, p.A, dtype_name(p.dtype),
       static_cast<long long>(cfg.zero.reduce_bucket_size),
       cfg.zero.allgather_bucketed ? "bucketed" : "one call per partition group");
-  for (const std::string& w : ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
-  std::printf("activations: %llu bytes per micro-batch of %d x %d per rank (train.recompute: %s)\n",
-              static_cast<unsigned long long>(activation_bytes(
-                  cfg.model, cfg.train.micro_batch, cfg.model.seq_len, recompute_level(cfg), t)),
-              cfg.train.micro_batch, cfg.model.seq_len, cfg.train.recompute.c_str());
+  for (const std::string& w : p.ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
+  std::printf(
+      "activations: %llu bytes per micro-batch of %d x %d per rank (train.recompute: %s)\n",
+      static_cast<unsigned long long>(activation_bytes(
+          cfg.model, cfg.train.micro_batch, cfg.model.seq_len, recompute_level(cfg), p.dtype)),
+      cfg.train.micro_batch, cfg.model.seq_len, cfg.train.recompute.c_str());
   std::printf(
       "bytes are per rank per optimizer step; payload as nccl-tests counts it, bus = "
       "payload x bus factor; inter-node = the bus bytes a ring in rank order sends to another "
       "node (%d node%s of %d ranks), averaged over the ranks\n\n",
-      nodes.nodes(), nodes.nodes() == 1 ? "" : "s", per_node);
+      p.nodes.nodes(), p.nodes.nodes() == 1 ? "" : "s", p.per_node);
+}
+
+// One block of rows per variant: its bytes, then a line per primitive.
+void print_variant_table(const Planned& planned) {
   std::printf("  %-30s %14s %14s %14s %14s | %-14s %6s %16s %18s %16s\n", "configuration",
               "params B", "grads B", "optimizer B", "model states B", "primitive", "calls",
               "payload B", "bus B", "inter-node B");
-  for (const Variant& v : variants(cfg.zero, nodes.nodes(), per_node)) {
-    ZeroSetup setup = configured;
-    setup.z = v.z;
-    const StepPlan p = plan_step(setup, table, world, A, t, nodes);
-    const char* mark = same_variant(p, v.z, mine, cfg.zero) ? "*" : " ";
-    if (*mark == '*') configured_label = v.label;
-    if (predict) {
-      PredictedRow row{v.label, v.deepspeed_default, p, {}, ""};
-      try {
-        row.t = predict_step(p, world, A, nodes, net, compute);
-      } catch (const std::runtime_error& e) {
-        row.why_not = e.what();
-      }
-      predicted.push_back(row);
-    }
+  for (const PredictedRow& v : planned.variants) {
+    const StepPlan& p = v.plan;
+    const char* mark = v.label == planned.configured_label ? "*" : " ";
     bool first = true;
     for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
       const PlannedPrimitive& c = p.per_step[i];
@@ -237,17 +268,27 @@ int run_plan_command(const std::vector<std::string>& args) {
   std::printf(
       "\nstage 3 rows: stage3_param_persistence_threshold %lld keeps tensors of at most that "
       "many elements whole on every rank\n",
-      static_cast<long long>(cfg.zero.stage3_param_persistence_threshold));
-  ZeroSetup unquantized = configured;
+      static_cast<long long>(planned.cfg.zero.stage3_param_persistence_threshold));
+}
+
+}  // namespace
+
+int run_plan_command(const std::vector<std::string>& args) {
+  const Planned p = load_planned(args);
+  print_plan_header(p);
+  print_variant_table(p);
+  ZeroSetup unquantized = p.configured;
   unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
-  print_zeropp(mine, plan_step(unquantized, table, world, A, t, nodes), cfg.zero, world, nodes);
-  if (cfg.zero.offload_optimizer.enabled() || cfg.zero.offload_param.enabled())
-    print_offload_memory(mine, cfg.zero, per_node);
-  if (predict) print_predictions(predicted, net, compute, A, configured_label);
-  if (f.has("--calls")) {
+  print_zeropp(p.mine, plan_step(unquantized, *p.table, p.world, p.A, p.dtype, p.nodes), p.cfg.zero,
+               p.world, p.nodes);
+  if (p.cfg.zero.offload_optimizer.enabled() || p.cfg.zero.offload_param.enabled())
+    print_offload_memory(p.mine, p.cfg.zero, p.per_node);
+  if (p.predict) print_predictions(p.variants, p.net, p.compute, p.A, p.configured_label);
+  if (p.calls) {
     print_calls("every collective of a steady step, in order (the configured variant)",
-                mine.steady_step);
-    if (mine.stage == 3) print_calls("the first step (stage 3 records its trace)", mine.first_step);
+                p.mine.steady_step);
+    if (p.mine.stage == 3)
+      print_calls("the first step (stage 3 records its trace)", p.mine.first_step);
   }
   return 0;
 }
