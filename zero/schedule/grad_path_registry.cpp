@@ -138,7 +138,7 @@ const std::vector<GradPathRow>& grad_path_registry() {
        3,
        {{"reduce_scatter", "false"}, {"contiguous_gradients", "false"}},
        1,
-       [](const ZeroConfig& z) { return !z.reduce_scatter; },
+       [](const ZeroConfig& z) { return !z.reduce_scatter && !z.contiguous_gradients; },
        "one reduce-scatter per bucket",
        "reduce_scatter: false with contiguous_gradients: false (stage 3 all-reduces only a "
        "contiguous bucket, so every bucket reduce-scatters)",
