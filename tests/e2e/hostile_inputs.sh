@@ -1,8 +1,7 @@
 # Inputs that are not what they claim: a FIFO, a device or a directory as the
 # config, a shard (through a data.train glob) or a model file; a config past the
 # 1 MiB limit; an empty config. Each is one line and exit 2, with no run
-# directory created; the empty config trains and says that every key takes its
-# default. Every command runs under `timeout 300` (far above a normal run even
+# directory created. Every command runs under `timeout 300` (far above a normal run even
 # on a loaded machine), so a read that blocks fails the test instead of hanging it.
 . "$(dirname "$0")/../support/e2e_lib.sh"
 FAST=("${SMALL[@]}" --set train.global_batch_tokens=256 --set train.steps=1)
