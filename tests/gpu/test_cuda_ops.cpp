@@ -19,8 +19,8 @@
 
 #include "model/device_services.h"
 #include "model/ops.h"
-#include "tests/support/catch.h"
 #include "tests/gpu/gpu_test_support.h"
+#include "tests/support/catch.h"
 #include "tests/support/test_support.h"
 
 namespace zt {
@@ -40,7 +40,7 @@ float round_bf16(float x) {
 
 struct Rng {
   std::mt19937_64 gen;
-  explicit Rng(uint64_t salt) : gen(test_seed() + 0x9E3779B97F4A7C15ull * salt) {}
+  explicit Rng(uint64_t salt) : gen(test_rng(salt)) {}
   Vec bf16_values(size_t n, float lo, float hi) {
     std::uniform_real_distribution<float> d(lo, hi);
     Vec v(n);

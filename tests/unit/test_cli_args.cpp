@@ -21,13 +21,8 @@ const CliSpec kSpec = {"cmd",
 
 CliArgs parse(const std::vector<std::string>& args) { return CliArgs(kSpec, args); }
 
-std::string error_of(const std::vector<std::string>& args) {
-  try {
-    parse(args).get_int("--world", 1, 1, 8);
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
+std::string world_error(const std::vector<std::string>& args) {
+  return error_of<ConfigError>([&] { parse(args).get_int("--world", 1, 1, 8); });
 }
 
 TEST_CASE("cli: options with and without '=', repeats and flags", "[config]") {
@@ -42,21 +37,22 @@ TEST_CASE("cli: options with and without '=', repeats and flags", "[config]") {
 }
 
 TEST_CASE("cli: every bad input is one line naming the option and the usage", "[config]") {
-  require_parts(error_of({"x", "--world", "two"}), {"cmd: --world expects an integer in [1, 8]",
-                                                    "'two'", "usage: zerotrain cmd X [--world W]"});
-  require_parts(error_of({"x", "--world", "0"}), {"--world", "'0'"});
-  require_parts(error_of({"x", "--world"}), {"--world needs a value"});
-  require_parts(error_of({"x", "--bogus"}), {"unknown option '--bogus'"});
-  require_parts(error_of({"x", "--world=1", "--world=2"}), {"--world given twice"});
-  require_parts(error_of({"x", "--resume=yes"}), {"--resume takes no value"});
-  require_parts(error_of({}), {"missing argument"});
-  require_parts(error_of({"x", "y"}), {"unexpected argument 'y'"});
+  require_parts(
+      world_error({"x", "--world", "two"}),
+      {"cmd: --world expects an integer in [1, 8]", "'two'", "usage: zerotrain cmd X [--world W]"});
+  require_parts(world_error({"x", "--world", "0"}), {"--world", "'0'"});
+  require_parts(world_error({"x", "--world"}), {"--world needs a value"});
+  require_parts(world_error({"x", "--bogus"}), {"unknown option '--bogus'"});
+  require_parts(world_error({"x", "--world=1", "--world=2"}), {"--world given twice"});
+  require_parts(world_error({"x", "--resume=yes"}), {"--resume takes no value"});
+  require_parts(world_error({}), {"missing argument"});
+  require_parts(world_error({"x", "y"}), {"unexpected argument 'y'"});
   CliArgs a = parse({"x", "--world", "9", "--rate", "nan"});
   CHECK_THROWS_AS(a.get_int("--world", 0, 1, 8), ConfigError);
   CHECK_THROWS_AS(a.get_double("--rate", 0, 0, 1), ConfigError);
   CHECK_THROWS_AS(parse({"x", "--rate", "0"}).get_double("--rate", 1, 0, 1, true), ConfigError);
   for (const auto& args : std::vector<std::vector<std::string>>{{"x", "--world", "two"}, {}})
-    CHECK(error_of(args).find('\n') == std::string::npos);
+    CHECK(world_error(args).find('\n') == std::string::npos);
 }
 
 TEST_CASE("cli: the usage line is generated from the spec", "[config]") {

@@ -19,23 +19,8 @@
 namespace zt {
 namespace {
 
-// A YAML file in the temp directory, removed when the test ends.
-class TempYaml {
- public:
-  explicit TempYaml(const std::string& text) {
-    static int counter = 0;
-    path_ =
-        (std::filesystem::temp_directory_path() /
-         ("zt_test_config_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".yaml"))
-            .string();
-    std::ofstream(path_) << text;
-  }
-  ~TempYaml() { std::filesystem::remove(path_); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+// A YAML file in its own temporary directory, removed when the test ends.
+using TempYaml = TestFile;
 
 // 1-based line of the first line of `text` containing `needle`.
 int line_of(const std::string& text, const std::string& needle) {
@@ -83,14 +68,14 @@ std::mt19937_64 seeded_rng() {
 
 TEST_CASE("missing keys keep the struct defaults", "[config]") {
   TempYaml bare("model:\n");
-  require_same_config(load_config(bare.path(), {}), Config{});
+  require_same_config(load_config(bare.path, {}), Config{});
 
   TempYaml partial("model:\n  n_layer: 7\nzero:\n");
   Config expected;
   expected.model.n_layer = 7;
-  Config loaded = load_config(partial.path(), {});
+  Config loaded = load_config(partial.path, {});
   require_same_config(loaded, expected);
-  REQUIRE(loaded.source == partial.path());
+  REQUIRE(loaded.source == partial.path);
 }
 
 TEST_CASE("overrides apply after the file, later ones win", "[config]") {
@@ -99,13 +84,13 @@ TEST_CASE("overrides apply after the file, later ones win", "[config]") {
       last = 1 + int(rng() % 1000);
   TempYaml file("train:\n  steps: " + std::to_string(file_steps) + "\n  lr: 0.5\n");
   Config c =
-      load_config(file.path(), {"train.steps=" + std::to_string(first), "train.lr=2e-3",
-                                "train.steps=" + std::to_string(last), "data.train='a b.bin'"});
+      load_config(file.path, {"train.steps=" + std::to_string(first), "train.lr=2e-3",
+                              "train.steps=" + std::to_string(last), "data.train='a b.bin'"});
   REQUIRE(c.train.steps == last);
   REQUIRE(c.train.lr == 2e-3);
   REQUIRE(c.data.train == "a b.bin");
-  REQUIRE(load_config(file.path(), {}).train.steps == file_steps);
-  REQUIRE(load_config(file.path(), {"system.fault_inject=1:3:exit", "system.fault_inject="})
+  REQUIRE(load_config(file.path, {}).train.steps == file_steps);
+  REQUIRE(load_config(file.path, {"system.fault_inject=1:3:exit", "system.fault_inject="})
               .system.fault_inject.empty());
 }
 
@@ -118,7 +103,7 @@ TEST_CASE("integer keys accept integral scientific notation", "[config]") {
   std::string sci = std::to_string(mantissa) + "e" + std::to_string(exponent);
   TempYaml file("zero:\n  reduce_bucket_size: " + sci + "\n  allgather_bucket_size: 2.5E7\n" +
                 "  stage3_prefetch_bucket_size: \"" + sci + "\"\n");
-  Config c = load_config(file.path(), {"zero.stage3_max_live_parameters=" + sci});
+  Config c = load_config(file.path, {"zero.stage3_max_live_parameters=" + sci});
   REQUIRE(c.zero.reduce_bucket_size == expected);
   REQUIRE(c.zero.allgather_bucket_size == 25000000);
   REQUIRE(c.zero.stage3_prefetch_bucket_size == expected);
@@ -129,15 +114,15 @@ TEST_CASE("overlap_comm defaults to true for stage 3 only, unless set", "[config
   TempYaml stage_only("zero:\n  stage: 3\n");
   for (int stage = 0; stage <= 3; ++stage) {
     INFO("stage " << stage);
-    Config c = load_config(stage_only.path(), {"zero.stage=" + std::to_string(stage)});
+    Config c = load_config(stage_only.path, {"zero.stage=" + std::to_string(stage)});
     REQUIRE(c.zero.overlap_comm == (stage == 3));
     REQUIRE_FALSE(c.zero.overlap_comm_set);
   }
   TempYaml explicit_off("zero:\n  stage: 3\n  overlap_comm: false\n");
-  Config off = load_config(explicit_off.path(), {});
+  Config off = load_config(explicit_off.path, {});
   REQUIRE_FALSE(off.zero.overlap_comm);
   REQUIRE(off.zero.overlap_comm_set);
-  Config on = load_config(explicit_off.path(), {"zero.stage=1", "zero.overlap_comm=true"});
+  Config on = load_config(explicit_off.path, {"zero.stage=1", "zero.overlap_comm=true"});
   REQUIRE(on.zero.overlap_comm);
   REQUIRE(on.zero.overlap_comm_set);
 }
@@ -190,13 +175,13 @@ TEST_CASE("config_to_yaml reloads to an identical config", "[config]") {
     std::string text = config_to_yaml(c);
     INFO(text);
     TempYaml saved(text);
-    require_same_config(load_config(saved.path(), {}), c);
+    require_same_config(load_config(saved.path, {}), c);
   }
 }
 
 TEST_CASE("the effective config lists every key and marks a defaulted overlap_comm", "[config]") {
   TempYaml file("zero:\n  stage: 3\n");
-  std::string text = config_to_yaml(load_config(file.path(), {}));
+  std::string text = config_to_yaml(load_config(file.path, {}));
   for (const ConfigKey& key : config_keys()) {
     INFO(key.path());
     REQUIRE(text.find(std::string("\n  ") + key.name + ": ") != std::string::npos);
@@ -326,9 +311,8 @@ TEST_CASE("bad config files give one-line errors with file, line, key and expect
   for (const Case& bad : cases) {
     INFO("yaml:\n" << bad.yaml);
     TempYaml file(bad.yaml);
-    std::string message = load_error(file.path());
-    std::string where =
-        file.path() + ":" + std::to_string(line_of(bad.yaml, bad.line_needle)) + ": ";
+    std::string message = load_error(file.path);
+    std::string where = file.path + ":" + std::to_string(line_of(bad.yaml, bad.line_needle)) + ": ";
     require_parts(message, {where});
     REQUIRE(message.rfind(where, 0) == 0);
     require_parts(message, bad.parts);
@@ -350,9 +334,9 @@ TEST_CASE("the line number follows the offending key wherever it is", "[config]"
   std::string yaml = "train:\n";
   for (const std::string& line : good) yaml += line;
   TempYaml file(yaml);
-  std::string message = load_error(file.path());
+  std::string message = load_error(file.path);
   require_parts(message,
-                {file.path() + ":" + std::to_string(line_of(yaml, "warmup_stepz")) +
+                {file.path + ":" + std::to_string(line_of(yaml, "warmup_stepz")) +
                  ": key 'train.warmup_stepz': unknown key (did you mean 'warmup_steps'?)"});
 }
 
@@ -360,8 +344,8 @@ TEST_CASE("file-level errors name the file", "[config]") {
   std::string missing = "/nonexistent/zt_no_such_config.yaml";
   require_parts(load_error(missing), {missing + ": cannot open config file", "No such file"});
   TempYaml scalar("just text\n");
-  require_parts(load_error(scalar.path()),
-                {scalar.path() + ":1: expected a map of sections", "got 'just text'"});
+  require_parts(load_error(scalar.path),
+                {scalar.path + ":1: expected a map of sections", "got 'just text'"});
 }
 
 TEST_CASE("config files: only regular files, at most 1 MiB, not empty", "[config]") {
@@ -382,15 +366,15 @@ TEST_CASE("config files: only regular files, at most 1 MiB, not empty", "[config
     TempYaml empty(text);
     std::string error;
     try {
-      load_config(empty.path(), {"train.steps=3"});
+      load_config(empty.path, {"train.steps=3"});
     } catch (const ConfigError& e) {
       error = e.what();
     }
     CHECK(error ==
-          empty.path() + " is empty (no key set); write at least one, e.g. 'train: {steps: 200}'");
+          empty.path + " is empty (no key set); write at least one, e.g. 'train: {steps: 200}'");
   }
   TempYaml section_only("model:\n");
-  require_same_config(load_config(section_only.path(), {}), Config{});
+  require_same_config(load_config(section_only.path, {}), Config{});
 }
 
 TEST_CASE("bad overrides give one-line errors naming the --set text", "[config]") {
@@ -420,14 +404,14 @@ TEST_CASE("bad overrides give one-line errors naming the --set text", "[config]"
   };
   for (const Case& bad : cases) {
     INFO("--set " << bad.set);
-    require_parts(load_error(file.path(), {bad.set}), bad.parts);
+    require_parts(load_error(file.path, {bad.set}), bad.parts);
   }
 }
 
 TEST_CASE("validate_for_world needs the global batch to divide over the ranks", "[config]") {
   auto rng = seeded_rng();
   TempYaml file("train:\n  micro_batch: 2\n  global_batch_tokens: 768\nmodel:\n  seq_len: 64\n");
-  Config c = load_config(file.path(), {});  // 768 tokens = 6 micro-batches of 2 x 64
+  Config c = load_config(file.path, {});  // 768 tokens = 6 micro-batches of 2 x 64
   for (int world = 1; world <= 8; ++world) {
     INFO("world " << world);
     if (6 % world == 0) {

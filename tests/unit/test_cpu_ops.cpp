@@ -33,7 +33,7 @@ using Vec = std::vector<double>;
 // to float so that float and double runs start from identical inputs.
 struct Rng {
   std::mt19937_64 gen;
-  explicit Rng(uint64_t salt) : gen(test_seed() + 0x9E3779B97F4A7C15ull * salt) {}
+  explicit Rng(uint64_t salt) : gen(test_rng(salt)) {}
   Vec uniform(size_t n, double lo = -1, double hi = 1) {
     std::uniform_real_distribution<double> d(lo, hi);
     Vec v(n);

@@ -10,6 +10,7 @@
 #include "model/gpt.h"
 #include "tests/support/catch.h"
 #include "tests/support/flat_hooks.h"
+#include "tests/support/test_support.h"
 #include "train/loop/init_weights.h"
 
 namespace zt {
@@ -28,15 +29,7 @@ std::vector<std::string> texts(const ParamTable& t, const std::vector<ModuleEven
   return out;
 }
 
-GPTConfig small_model(int n_layer) {
-  GPTConfig c;
-  c.n_layer = n_layer;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.vocab_size = 32;
-  c.seq_len = 8;
-  return c;
-}
+GPTConfig small_model(int n_layer) { return gpt_shape(n_layer, 2, 16, 32, 8); }
 
 // The events one forward_backward of a full-width model emits.
 std::vector<ModuleEvent> run_events(const ParamTable& table, Recompute recompute) {

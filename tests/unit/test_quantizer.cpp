@@ -90,7 +90,7 @@ Input encode(DType type, const std::vector<float>& values) {
 
 struct Rng {
   std::mt19937_64 gen;
-  explicit Rng(uint64_t salt) : gen(test_seed() + 0x9E3779B97F4A7C15ull * salt) {}
+  explicit Rng(uint64_t salt) : gen(test_rng(salt)) {}
   size_t size(size_t lo, size_t hi) { return std::uniform_int_distribution<size_t>(lo, hi)(gen); }
   std::vector<float> gaussian(size_t n, double sigma) {
     std::normal_distribution<double> d(0, sigma);

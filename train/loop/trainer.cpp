@@ -24,20 +24,20 @@
 #include "model/activation_memory.h"
 #include "model/device_services.h"
 #include "model/gpt.h"
-#include "train/io/checkpoint.h"
-#include "train/config/cluster_description.h"
 #include "train/cli/command_registry.h"
-#include "train/loop/data_fallback.h"
+#include "train/config/cluster_description.h"
+#include "train/config/zero_setup.h"
 #include "train/deepspeed/deepspeed_import.h"
+#include "train/io/checkpoint.h"
+#include "train/io/llmc_model_file.h"
+#include "train/io/run_outputs.h"
+#include "train/loop/data_fallback.h"
 #include "train/loop/fault_inject.h"
 #include "train/loop/hellaswag.h"
 #include "train/loop/init_weights.h"
-#include "train/io/llmc_model_file.h"
 #include "train/loop/lr_schedule.h"
-#include "train/io/run_outputs.h"
 #include "train/loop/runtime.h"
 #include "train/loop/sampler.h"
-#include "train/config/zero_setup.h"
 #include "zero/stages/engine.h"
 
 namespace zt {
@@ -323,9 +323,11 @@ struct StepResult {
   ComputeSample compute{};
 };
 
-// One optimizer step: the micro-steps' forward/backward into ZeRO, then its step.
+// One optimizer step: the micro-steps' forward/backward into ZeRO, then its
+// step; `adam_t` is AdamW's step count (1 at the run's first step, resumed runs
+// continue it).
 StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data, int64_t step,
-                      double lr, std::vector<int>& in, std::vector<int>& tgt) {
+                      int adam_t, double lr, std::vector<int>& in, std::vector<int>& tgt) {
   const Config& cfg = r.cfg;
   Ops& ops = *m.rt.ops;
   const double global_tokens = static_cast<double>(cfg.train.global_batch_tokens);
@@ -346,7 +348,7 @@ StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data
                    static_cast<float>(cfg.train.beta2), static_cast<float>(cfg.train.eps),
                    static_cast<float>(cfg.train.weight_decay)};
   StepResult res;
-  res.norm = m.engine->step(os, static_cast<int>(step) + 1);
+  res.norm = m.engine->step(os, adam_t);
   ops.synchronize();
   // Compute = wall time less the time blocked in the communicator's wait().
   const double exposed_now = m.rt.comm->stats().exposed_seconds;
@@ -413,7 +415,8 @@ void run_steps(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
     r.fault.maybe_fail(rank, t.step);
     m.rt.comm->set_step(t.step);
     const double lr = learning_rate(cfg.train, static_cast<int>(t.step));
-    const StepResult s = train_step(r, m, *d.train, t.step, lr, in, tgt);
+    const int adam_t = static_cast<int>(t.step) + 1;
+    const StepResult s = train_step(r, m, *d.train, t.step, adam_t, lr, in, tgt);
     t.compute_ms.push_back(s.compute);
     t.last_loss = s.loss;
     t.step_ms.push_back(s.ms);
