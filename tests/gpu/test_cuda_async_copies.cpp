@@ -11,8 +11,8 @@
 #include "model/device_services.h"
 #include "model/host_floats.h"
 #include "model/ops.h"
-#include "tests/support/catch.h"
 #include "tests/gpu/gpu_test_support.h"
+#include "tests/support/catch.h"
 #include "tests/support/test_support.h"
 
 namespace zt {

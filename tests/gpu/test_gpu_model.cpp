@@ -9,14 +9,14 @@
 
 #include "model/activation_memory.h"
 #include "model/gpt.h"
+#include "tests/gpu/gpu_test_support.h"
 #include "tests/support/catch.h"
 #include "tests/support/flat_hooks.h"
-#include "tests/gpu/gpu_test_support.h"
 #include "tests/support/zero_harness.h"
 #include "train/loop/init_weights.h"
 #include "zero/analysis/memory_formula.h"
-#include "zero/comm/nccl_factory.h"
 #include "zero/analysis/plan.h"
+#include "zero/comm/nccl_factory.h"
 
 namespace zt {
 namespace {

@@ -38,8 +38,8 @@
 #include "tests/support/catch.h"
 #include "tests/support/flat_hooks.h"
 #include "tests/support/test_support.h"
-#include "train/io/checkpoint.h"
 #include "train/cli/commands.h"
+#include "train/io/checkpoint.h"
 #include "train/loop/init_weights.h"
 #include "train/loop/trainer.h"
 

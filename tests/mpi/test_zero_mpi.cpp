@@ -21,12 +21,12 @@
 #include "tests/support/catch.h"
 #include "tests/support/zero_harness.h"
 #include "train/loop/init_weights.h"
-#include "zero/comm/comm_stats.h"
-#include "zero/comm/communicators.h"
-#include "zero/stages/engine.h"
 #include "zero/analysis/memory_formula.h"
 #include "zero/analysis/plan.h"
+#include "zero/comm/comm_stats.h"
+#include "zero/comm/communicators.h"
 #include "zero/schedule/stage012_schedule.h"
+#include "zero/stages/engine.h"
 
 namespace zt {
 namespace {

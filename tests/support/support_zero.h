@@ -5,8 +5,8 @@
 
 #include "model/gpt.h"
 #include "model/param_table.h"
-#include "zero/stages/engine.h"
 #include "zero/layout/param_groups.h"
+#include "zero/stages/engine.h"
 
 namespace zt {
 

@@ -18,9 +18,9 @@
 #include "train/loop/init_weights.h"
 #include "zero/comm/comm_stats.h"
 #include "zero/comm/communicators.h"
-#include "zero/stages/engine.h"
-#include "zero/optim/offload_store.h"
 #include "zero/layout/param_groups.h"
+#include "zero/optim/offload_store.h"
+#include "zero/stages/engine.h"
 
 namespace zt {
 

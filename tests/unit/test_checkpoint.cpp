@@ -25,9 +25,9 @@
 #include "tests/support/catch.h"
 #include "tests/support/support_zero.h"
 #include "tests/support/test_support.h"
+#include "train/config/config.h"
 #include "train/io/atomic_file.h"
 #include "train/io/checkpoint.h"
-#include "train/config/config.h"
 #include "train/loop/runtime.h"
 #include "zero/comm/communicators.h"
 

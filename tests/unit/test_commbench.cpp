@@ -15,8 +15,8 @@
 #include "tests/support/zero_harness.h"
 #include "train/cli/commands.h"
 #include "train/config/config.h"
-#include "zero/comm/comm_stats.h"
 #include "zero/bench/commbench.h"
+#include "zero/comm/comm_stats.h"
 #include "zero/comm/communicators.h"
 
 namespace zt {

@@ -20,9 +20,9 @@
 #include "tests/support/catch.h"
 #include "tests/support/test_support.h"
 #include "tests/support/zero_harness.h"
-#include "zero/stages/bucket_reducer.h"
 #include "zero/comm/communicators.h"
 #include "zero/schedule/stage012_schedule.h"
+#include "zero/stages/bucket_reducer.h"
 
 namespace zt {
 

@@ -24,8 +24,8 @@
 #include "train/config/config.h"
 #include "train/loop/lr_schedule.h"
 #include "zero/comm/communicators.h"
-#include "zero/stages/engine.h"
 #include "zero/layout/param_groups.h"
+#include "zero/stages/engine.h"
 #include "zero/stages/replicated_params.h"
 
 namespace zt {

@@ -12,9 +12,9 @@
 #include "model/param_table.h"
 #include "tests/support/catch.h"
 #include "tests/support/test_support.h"
-#include "zero/schedule/param_gatherer.h"
 #include "zero/layout/param_groups.h"
 #include "zero/layout/stage3_layout.h"
+#include "zero/schedule/param_gatherer.h"
 
 namespace zt {
 namespace {

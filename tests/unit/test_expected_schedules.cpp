@@ -24,10 +24,10 @@
 #include "tests/support/test_support.h"
 #include "tests/support/zero_harness.h"
 #include "zero/layout/flat_layout.h"
-#include "zero/schedule/grad_path.h"
 #include "zero/layout/param_groups.h"
-#include "zero/schedule/stage012_schedule.h"
 #include "zero/layout/stage3_layout.h"
+#include "zero/schedule/grad_path.h"
+#include "zero/schedule/stage012_schedule.h"
 
 namespace zt {
 namespace {

@@ -213,7 +213,8 @@ std::vector<std::vector<int>> tiktoken_ids(const Gpt2Tokenizer& tokenizer,
     write_file(dir + name, texts[i]);
   }
   const std::string here = __FILE__;
-  const std::string script = here.substr(0, here.find_last_of('/') + 1) + "../reference/tiktoken_reference.py";
+  const std::string script =
+      here.substr(0, here.find_last_of('/') + 1) + "../reference/tiktoken_reference.py";
   const std::string cmd = "PYTHONPATH='" + pydeps + "' /usr/bin/python3 '" + script + "' '" +
                           tokenizer.vocab_path() + "' '" + dir + "' >/dev/null 2>&1";
   const int status = std::system(cmd.c_str());

@@ -11,9 +11,9 @@
 #include "tests/support/catch.h"
 #include "tests/support/test_support.h"
 #include "tests/support/zero_harness.h"
-#include "zero/comm/communicators.h"
 #include "zero/analysis/paper_volume.h"
 #include "zero/analysis/plan.h"
+#include "zero/comm/communicators.h"
 
 namespace zt {
 namespace {

@@ -23,9 +23,9 @@
 #include "tests/support/catch.h"
 #include "tests/support/flat_hooks.h"
 #include "tests/support/test_support.h"
+#include "train/io/run_outputs.h"
 #include "train/loop/hellaswag.h"
 #include "train/loop/init_weights.h"
-#include "train/io/run_outputs.h"
 
 namespace zt {
 namespace {

@@ -21,8 +21,8 @@
 #include "tests/support/catch.h"
 #include "tests/support/test_support.h"
 #include "tests/support/zero_harness.h"
-#include "zero/optim/host_adamw.h"
 #include "zero/analysis/memory_formula.h"
+#include "zero/optim/host_adamw.h"
 #include "zero/optim/offload_store.h"
 
 namespace zt {

@@ -24,8 +24,8 @@
 #include "tests/support/catch.h"
 #include "tests/support/flat_hooks.h"
 #include "tests/support/test_support.h"
-#include "train/loop/init_weights.h"
 #include "train/io/llmc_model_file.h"
+#include "train/loop/init_weights.h"
 
 namespace zt {
 namespace {
@@ -65,7 +65,8 @@ struct ScriptRun {
 // The script lives next to this source file; the tests run from the repository root.
 ScriptRun run_reference(const std::string& args) {
   const std::string here = __FILE__;
-  const std::string script = here.substr(0, here.find_last_of('/') + 1) + "../reference/torch_reference.py";
+  const std::string script =
+      here.substr(0, here.find_last_of('/') + 1) + "../reference/torch_reference.py";
   REQUIRE(fs::exists(script));
   const std::string cmd = std::string(kPython) + " '" + script + "' " + args + " 2>&1";
   ScriptRun run;

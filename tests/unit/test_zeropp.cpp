@@ -12,8 +12,8 @@
 #include "tests/support/catch.h"
 #include "tests/support/test_support.h"
 #include "tests/support/zero_harness.h"
-#include "zero/comm/communicators.h"
 #include "zero/analysis/plan.h"
+#include "zero/comm/communicators.h"
 #include "zero/comm/quantized_blocks.h"
 #include "zero/comm/quantized_reduce.h"
 

@@ -12,16 +12,16 @@
 #include <string>
 #include <vector>
 
-#include "train/io/atomic_file.h"
-#include "train/config/cluster_description.h"
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
+#include "train/config/cluster_description.h"
 #include "train/config/config.h"
+#include "train/io/atomic_file.h"
 #include "train/io/json_writer.h"
 #include "train/loop/runtime.h"
-#include "zero/comm/comm_stats.h"
 #include "zero/bench/commbench.h"
 #include "zero/bench/host_bench.h"
+#include "zero/comm/comm_stats.h"
 #include "zero/optim/offload_store.h"
 
 namespace zt {

@@ -7,9 +7,9 @@
 
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
+#include "train/commands/grad_path_table.h"
 #include "train/config/config.h"
 #include "train/config/config_schema.h"
-#include "train/commands/grad_path_table.h"
 
 namespace zt {
 namespace {

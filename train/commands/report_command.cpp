@@ -18,9 +18,9 @@
 #include "train/cli/commands.h"
 #include "train/config/config.h"
 #include "train/config/network_file.h"
+#include "train/loop/runtime.h"
 #include "train/report/report_prediction.h"
 #include "train/report/report_table.h"
-#include "train/loop/runtime.h"
 
 extern char** environ;
 

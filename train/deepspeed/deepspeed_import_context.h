@@ -1,6 +1,6 @@
-// Shared by the DeepSpeed importer's files (train/deepspeed/deepspeed_import.cpp, the batch, ZeRO and
-// precision keys; train/deepspeed/deepspeed_optimizer.cpp, the optimizer and scheduler): where a key is,
-// how to warn and fail about it, and DeepSpeed's (pydantic's lax) reading of scalars.
+// Shared by the DeepSpeed importer's files (train/deepspeed/deepspeed_import.cpp, the batch, ZeRO
+// and precision keys; train/deepspeed/deepspeed_optimizer.cpp, the optimizer and scheduler): where
+// a key is, how to warn and fail about it, and DeepSpeed's (pydantic's lax) reading of scalars.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -38,11 +38,12 @@ class DsContext {
   std::vector<std::string>& warnings;
 };
 
-// train/deepspeed/deepspeed_optimizer.cpp: the "optimizer" and "scheduler" blocks (either may be null).
+// train/deepspeed/deepspeed_optimizer.cpp: the "optimizer" and "scheduler" blocks (either may be
+// null).
 void import_optimizer(DsContext& ctx, const JsonMember* optimizer);
 void import_scheduler(DsContext& ctx, const JsonMember* scheduler, bool has_optimizer);
-// train/deepspeed/deepspeed_zero_import.cpp: the "zero_optimization" block; sets *offload_to_cpu when it
-// offloads the optimizer to the CPU or NVMe (which the precision check reads).
+// train/deepspeed/deepspeed_zero_import.cpp: the "zero_optimization" block; sets *offload_to_cpu
+// when it offloads the optimizer to the CPU or NVMe (which the precision check reads).
 void import_zero_optimization(DsContext& ctx, const JsonMember& block, bool* offload_to_cpu);
 // train/deepspeed/deepspeed_activation_checkpointing.cpp: the "activation_checkpointing" block.
 void import_activation_checkpointing(DsContext& ctx, const JsonMember& block);

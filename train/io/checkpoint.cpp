@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "data/shard.h"
-#include "train/io/atomic_file.h"
 #include "train/config/config.h"
+#include "train/io/atomic_file.h"
 #include "train/loop/runtime.h"
 
 namespace zt {

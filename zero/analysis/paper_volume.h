@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "zero/schedule/grad_path_registry.h"
 #include "zero/analysis/plan.h"
+#include "zero/schedule/grad_path_registry.h"
 
 namespace zt {
 

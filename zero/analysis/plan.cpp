@@ -5,9 +5,9 @@
 #include <set>
 
 #include "zero/analysis/memory_formula.h"
-#include "zero/schedule/param_gatherer.h"
 #include "zero/comm/quantized_blocks.h"
 #include "zero/comm/quantized_reduce.h"
+#include "zero/schedule/param_gatherer.h"
 #include "zero/schedule/stage012_schedule.h"
 #include "zero/schedule/stage3_schedule.h"
 

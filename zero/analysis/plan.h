@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "model/param_table.h"
-#include "zero/comm/comm_stats.h"
-#include "zero/stages/engine.h"
-#include "zero/schedule/grad_path_registry.h"
 #include "zero/analysis/memory_formula.h"
+#include "zero/comm/comm_stats.h"
 #include "zero/optim/offload_optimizer.h"
+#include "zero/schedule/grad_path_registry.h"
 #include "zero/schedule/schedule.h"
+#include "zero/stages/engine.h"
 
 namespace zt {
 

@@ -4,9 +4,9 @@
 #include <stdexcept>
 #include <string>
 
+#include "zero/comm/quantized_reduce.h"
 #include "zero/schedule/bucketing.h"
 #include "zero/schedule/grad_path_registry.h"
-#include "zero/comm/quantized_reduce.h"
 
 namespace zt {
 

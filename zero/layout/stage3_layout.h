@@ -14,8 +14,8 @@
 
 #include "model/param_table.h"
 #include "zero/layout/param_groups.h"
-#include "zero/schedule/schedule.h"
 #include "zero/optim/shard_optimizer.h"
+#include "zero/schedule/schedule.h"
 #include "zero/zero_config.h"
 
 namespace zt {

@@ -19,9 +19,9 @@
 #include <string>
 #include <vector>
 
-#include "zero/stages/engine.h"
 #include "zero/layout/flat_layout.h"
 #include "zero/schedule/grad_path.h"
+#include "zero/stages/engine.h"
 
 namespace zt {
 

@@ -8,10 +8,10 @@
 #include <functional>
 #include <string>
 
-#include "zero/stages/engine.h"
+#include "zero/layout/stage3_layout.h"
 #include "zero/schedule/grad_path_registry.h"
 #include "zero/schedule/param_gatherer.h"
-#include "zero/layout/stage3_layout.h"
+#include "zero/stages/engine.h"
 
 namespace zt {
 

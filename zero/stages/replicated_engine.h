@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
+#include "zero/schedule/stage012_schedule.h"
 #include "zero/stages/bucket_reducer.h"
 #include "zero/stages/replicated_params.h"
-#include "zero/schedule/stage012_schedule.h"
 
 namespace zt {
 
