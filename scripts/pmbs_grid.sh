@@ -51,7 +51,7 @@ for s in $stages; do
 done
 
 # Stage 1/2 gradient paths: short name, then the switches that select it
-# (zero/grad_path_select.cpp chooses exactly as DeepSpeed does).
+# (zero/schedule/grad_path_registry.cpp chooses exactly as DeepSpeed does).
 paths12=(
   "allreduce zero.reduce_scatter=false zero.use_multi_rank_bucket_allreduce=true zero.native_reduce_scatter=false"
   "ds_default zero.reduce_scatter=true zero.use_multi_rank_bucket_allreduce=true zero.native_reduce_scatter=false"
