@@ -32,6 +32,8 @@ struct ModuleInfo {
   std::string name;         // "h.3.attn.c_attn"; "" for the root
   std::vector<int> params;  // its own parameters (not its children's), in registration order
   int parent = -1;          // -1 for the root
+  // The whole model: its fetch opens a pass and its release closes one.
+  bool is_root() const { return parent < 0; }
   // False where the module's inputs carry no gradient (the root and the
   // embeddings read token ids): PyTorch then runs no hook after its backward.
   bool inputs_need_grad = true;

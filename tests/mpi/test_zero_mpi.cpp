@@ -247,6 +247,10 @@ TEST_CASE("every stage and gradient path matches one rank, the plan and the form
       diff = compare_calls(got.calls, s, s == 0 ? plan.first_step : plan.steady_step);
     INFO("first difference from the plan: " << diff);
     CHECK(all_ranks(diff.empty()));
+    // The engine's gathers and plan's recording backend count live parameters alike.
+    INFO("live parameter peak: engine " << got.live_params_peak << " B, plan "
+                                        << plan.live_params_peak_bytes << " B");
+    CHECK(all_ranks(got.live_params_peak == plan.live_params_peak_bytes));
     // Inter-node bus bytes, averaged over the ranks, as the plan counts them.
     bool inter_ok = true;
     for (int p = 0; p < static_cast<int>(Primitive::kCount); p++) {

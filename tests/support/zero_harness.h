@@ -54,6 +54,7 @@ struct RunResult {
   std::vector<float> state;                   // this rank's master | m | v shard at the end
   size_t padded = 0;
   uint64_t hpz_secondary_peak = 0;
+  uint64_t live_params_peak = 0;  // stage 3: most non-persistent parameter bytes gathered at once
   ShardOptimizer::GradCopyBytes grad_copies;  // offload: the last step's gradients to the host
   size_t owned = 0;                           // elements of this rank's optimizer pieces
   uint64_t param_read_ahead = 0;              // offload_param nvme: bytes gathers found read ahead
@@ -123,6 +124,7 @@ inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
   res.state.insert(res.state.end(), v.begin(), v.end());
   res.padded = engine->padded_params();
   res.hpz_secondary_peak = engine->hpz_secondary_peak_bytes();
+  res.live_params_peak = engine->live_params_peak_bytes();
   res.grad_copies = engine->optimizer().grad_copy_bytes();
   for (const OptimPiece& p : engine->optimizer().pieces()) res.owned += p.n;
   res.param_read_ahead = engine->param_read_ahead_bytes();

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <set>
 
 #include "zero/analysis/memory_formula.h"
 #include "zero/comm/quantized_blocks.h"
@@ -67,7 +66,7 @@ std::vector<PlannedCall> stage012_step(const Stage012Schedule& s, const ParamTab
 class RecordingBackend : public GatherBackend {
  public:
   RecordingBackend(const ParamTable& t, const Stage3Layout& l, DType dtype, bool quantized)
-      : table_(t), layout_(l), dtype_(dtype), quantized_(quantized) {}
+      : table_(t), layout_(l), dtype_(dtype), quantized_(quantized), live_(t, l) {}
   void gather(const std::vector<int>& params, bool from_secondary) override {
     size_t per_rank = 0;
     for (int p : params) {
@@ -106,14 +105,11 @@ class RecordingBackend : public GatherBackend {
     index_of_.erase(call);
     for (int p : members_[call]) {
       call_of_.erase(p);
-      if (!layout_.persistent(p) && gathered_.insert(p).second) live_ += table_.params()[p].numel;
+      live_.gathered(p);
     }
     members_.erase(call);
-    peak = std::max(peak, live_);
   }
-  void drop(int param, bool) override {
-    if (gathered_.erase(param)) live_ -= table_.params()[param].numel;
-  }
+  void drop(int param, bool) override { live_.dropped(param); }
   void drop_secondaries() override {}
   std::vector<int64_t> broadcast_from_rank0(const std::vector<int64_t>& mine) override {
     out->push_back({phase, micro, Purpose::Scalars, Primitive::Broadcast, DType::I64, mine.size(),
@@ -124,7 +120,7 @@ class RecordingBackend : public GatherBackend {
   Phase phase = Phase::Forward;
   int micro = 0;
   double position = 0;  // the share of the current pass's compute done
-  uint64_t peak = 0;
+  uint64_t live_peak() const { return live_.peak(); }
 
  private:
   const ParamTable& table_;
@@ -134,8 +130,7 @@ class RecordingBackend : public GatherBackend {
   std::map<int, int> call_of_;
   std::map<int, std::vector<int>> members_;
   std::map<int, std::vector<size_t>> index_of_;  // call -> its places in *out, until waited for
-  std::set<int> gathered_;
-  uint64_t live_ = 0;
+  LiveParams live_;
   int next_ = 0;
 };
 
@@ -157,7 +152,7 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
       double done = 0;  // parameter elements of the modules that ran in this pass
       for (const ModuleEvent& e : s.events) {
         // A GradReady event's index is a parameter's, not a module's.
-        const bool root = e.kind != ModuleEvent::GradReady && table.modules()[e.index].parent < 0;
+        const bool root = e.kind != ModuleEvent::GradReady && table.modules()[e.index].is_root();
         if (e.kind == ModuleEvent::Fetch) {
           if (root) {
             rec.phase = e.backward ? Phase::Backward : Phase::Forward;
@@ -197,7 +192,7 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
   plan.padded_params = layout.shard_size() * W;
   plan.hpz_secondary_bytes = es * layout.secondary_elems();
   plan.persistent_bytes = es * layout.persistent_elems();
-  plan.live_params_peak_bytes = es * rec.peak;
+  plan.live_params_peak_bytes = es * rec.live_peak();
 }
 
 }  // namespace

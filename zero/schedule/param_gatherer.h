@@ -38,6 +38,7 @@
 // Data moves through a GatherBackend: the engine's really gathers, the
 // planner's only records.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -82,6 +83,33 @@ struct ParamStates {
   std::vector<bool> secondary;        // hpZ: has a secondary piece (since its last release)
   std::map<int, std::vector<int>> calls;
   int next_call = 0;
+};
+
+// Elements of the non-persistent parameters gathered at once, and their peak
+// (summary.json's and plan's stage3_live_params_peak): the engine's gathers
+// and plan's recording backend count with the same rule.
+class LiveParams {
+ public:
+  LiveParams(const ParamTable& table, const Stage3Layout& layout)
+      : table_(table), layout_(layout), held_(table.params().size(), false) {}
+  void gathered(int p) {
+    if (layout_.persistent(p) || held_[p]) return;
+    held_[p] = true;
+    live_ += table_.params()[p].numel;
+    peak_ = std::max(peak_, live_);
+  }
+  void dropped(int p) {
+    if (!held_[p]) return;
+    held_[p] = false;
+    live_ -= table_.params()[p].numel;
+  }
+  uint64_t peak() const { return peak_; }
+
+ private:
+  const ParamTable& table_;
+  const Stage3Layout& layout_;
+  std::vector<bool> held_;
+  uint64_t live_ = 0, peak_ = 0;
 };
 
 class ParamGatherer {

@@ -24,7 +24,7 @@ void ReplicatedEngine::refresh_params_from_master() {
 }
 
 const void* const* ReplicatedEngine::fetch(int module, bool backward) {
-  if (table_.modules()[module].parent < 0)
+  if (table_.modules()[module].is_root())
     comm_.annotate(backward ? Phase::Backward : Phase::Forward, micro_);
   return params_.module(module);
 }

@@ -109,7 +109,7 @@ class Stage3 : public ZeroEngine {
 
   // ---- module hooks ----
   const void* const* fetch(int module, bool backward) override {
-    const bool root = table_.modules()[module].parent < 0;
+    const bool root = table_.modules()[module].is_root();
     if (root) comm_.annotate(backward ? Phase::Backward : Phase::Forward, micro_);
     gatherer().fetch(module, backward);
     const std::vector<int>& params = table_.modules()[module].params;
@@ -125,7 +125,7 @@ class Stage3 : public ZeroEngine {
     ParamGatherer& g = gatherer();
     g.release(module, backward);
     // The root's release closes a pass: its backward in training, its forward otherwise.
-    if (table_.modules()[module].parent < 0 && (backward || !in_micro_)) g.end_pass();
+    if (table_.modules()[module].is_root() && (backward || !in_micro_)) g.end_pass();
   }
   void* grad(int p) override { return staging_.acquire(p, table_.params()[p].numel * es_); }
   void grad_ready(int p) override {

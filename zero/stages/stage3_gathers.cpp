@@ -9,7 +9,7 @@ namespace zt {
 Stage3Gathers::Stage3Gathers(const ZeroConfig& z, const ParamTable& table,
                              const Stage3Layout& layout, Ops& ops, Communicator& comm)
     : table_(table), layout_(layout), ops_(ops), comm_(comm), dt_(ops.dtype()),
-      es_(dtype_size(dt_)), quantized_weights_(z.zero_quantized_weights) {
+      es_(dtype_size(dt_)), quantized_weights_(z.zero_quantized_weights), live_(table, layout) {
   const size_t n = table.params().size();
   full_.assign(n, nullptr);
   secondary_.assign(n, nullptr);
@@ -125,9 +125,8 @@ void Stage3Gathers::wait(int param) {
     at += piece;
     full_[p] = buf;
     call_of_.erase(p);
-    if (!layout_.persistent(p)) live_ += numel;
+    live_.gathered(p);
   }
-  live_peak_ = std::max(live_peak_, live_);
   free_call(c);
   pending_.erase(id);
 }
@@ -147,7 +146,7 @@ void Stage3Gathers::drop(int param, bool keep_secondary) {
   }
   ops_.release(full_[param]);
   full_[param] = nullptr;
-  if (!layout_.persistent(param)) live_ -= table_.params()[param].numel;
+  live_.dropped(param);
 }
 
 void Stage3Gathers::drop_all() {

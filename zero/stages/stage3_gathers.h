@@ -52,7 +52,7 @@ class Stage3Gathers : public GatherBackend {
   void step_shard(ShardOptimizer& optimizer, const void* grads, const OptimSettings& s,
                   float grad_scale, int t);
 
-  uint64_t live_peak_bytes() const { return live_peak_ * es_; }
+  uint64_t live_peak_bytes() const { return live_.peak() * es_; }
   uint64_t secondary_peak_bytes() const { return secondary_peak_ * es_; }
   uint64_t read_ahead_bytes() const {
     return param_uploader_ ? param_uploader_->read_ahead_bytes() : 0;
@@ -91,7 +91,7 @@ class Stage3Gathers : public GatherBackend {
   std::vector<void*> secondary_;  // hpZ: each parameter's secondary piece, when it has one
   std::unique_ptr<Communicator> hpz_comm_;
   uint64_t secondary_live_ = 0, secondary_peak_ = 0;
-  uint64_t live_ = 0, live_peak_ = 0;  // non-persistent gathered elements
+  LiveParams live_;
   std::map<int, Call> pending_;
   std::map<int, int> call_of_;
   int pending_id_ = 0;
