@@ -12,6 +12,8 @@ n=$(ls tests/reference/deepspeed/expected/*.calls | wc -l)
 [ "$n" -ge 101 ] || fail "expected at least 101 recorded variants, found $n"
 printf '%s\n' "$out" | grep -q "^deepspeed expected calls: $n variants, $n match, 0 differ$" ||
   fail "not every recorded variant matched"
+printf '%s\n' "$out" | grep -q "^gradient paths traced: \([0-9]*\) of the registry's \1 DeepSpeed paths$" ||
+  fail "the recorded variants do not exercise every DeepSpeed path of the registry"
 
 # The checker itself fails on a wrong plan: one recorded call changed must be reported.
 cp tests/reference/deepspeed/expected/s2_mrbafalse_b1e4.calls "$WORK/"

@@ -14,7 +14,9 @@ check: for every expected file, runs `zerotrain plan configs/pmbs/cpu_base.yaml 
 --deepspeed ds_config.json --set model.*=... --set train.param_groups=G --calls` and compares
 its steady-step list with DeepSpeed's, rank by rank: the ordered sequence of (phase, micro, op,
 dtype, count, root), exactly. A file whose spec differs from variants.py's is stale (re-trace
-and record). Needs no DeepSpeed and never skips; about a second for all variants.
+and record). Checking every file also checks that the recorded variants exercise each gradient
+path DeepSpeed has, as zerotrain's registry lists them (`zerotrain config-reference
+--grad-paths`). Needs no DeepSpeed and never skips; about a second for all variants.
 
 File format (one call a line, identical consecutive calls folded into "xN"):
   spec {json}
@@ -170,8 +172,10 @@ def planned_calls(spec, zerotrain):
         run = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if run.returncode != 0:
         raise InputError(f"plan exited with status {run.returncode}: {run.stderr.strip()}")
-    calls, on = [], False
+    calls, on, path = [], False, None
     for line in run.stdout.splitlines():
+        if line.startswith("* stage ") and path is None:
+            path = configured_path(line[2:32].split())
         if line.startswith("every collective of a steady step"):
             on = True
         elif on and not line.strip():
@@ -182,7 +186,34 @@ def planned_calls(spec, zerotrain):
             if w[0] == "phase":
                 continue
             calls.append((w[0], int(w[1]), w[2], w[3], int(w[4]), int(w[5])))
-    return calls
+    return calls, path
+
+
+def configured_path(label):
+    """(stage, gradient path key) of plan's starred row ("stage 2 per_owner_reduce"; "stage 0"
+    has one path); None for a ZeRO++ row."""
+    stage = int(label[1])
+    if stage == 0:
+        return (0, "allreduce")
+    return (stage, label[2]) if len(label) == 3 and "Z" not in label[2] else None
+
+
+def deepspeed_paths(zerotrain):
+    """Every (stage, key) of the registry's rows that DeepSpeed has (its code is not "none"),
+    from `zerotrain config-reference --grad-paths`."""
+    run = subprocess.run([zerotrain, "config-reference", "--grad-paths"], capture_output=True,
+                         text=True, stdin=subprocess.DEVNULL)
+    if run.returncode != 0:
+        raise InputError(f"config-reference --grad-paths exited with status {run.returncode}")
+    paths = set()
+    for line in run.stdout.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) < 5 or cells[4].startswith("none"):
+            continue
+        key = cells[1].split("`")[1]
+        for stage in cells[0].split(","):
+            paths.add((int(stage), key))
+    return paths
 
 
 def first_difference(a, b):
@@ -211,17 +242,19 @@ def load_and_plan(path, zerotrain):
         if VARIANTS[name] != spec:
             raise InputError(f"{path}: its spec is not variants.py's; trace the variant again "
                              f"and record it")
-        return name, ranks, planned_calls(spec, zerotrain)
+        calls, path = planned_calls(spec, zerotrain)
+        return name, ranks, calls, path
     except InputError as e:
-        return name, str(e), None
+        return name, str(e), None, None
 
 
-def check(paths, zerotrain):
+def check(paths, zerotrain, whole_set):
     matched, problems = 0, []
     # Each plan is a process that mostly waits for MPI's start-up: run several at once.
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(lambda p: load_and_plan(p, zerotrain), paths))
-    for name, ranks, planned in results:
+    traced = {r[3] for r in results if r[3] is not None}
+    for name, ranks, planned, _ in results:
         if planned is None:
             problems.append((name, [ranks]))
             continue
@@ -242,7 +275,14 @@ def check(paths, zerotrain):
         print("\n".join("    " + line for line in lines))
     print(f"deepspeed expected calls: {len(paths)} variants, {matched} match, "
           f"{len(paths) - matched} differ")
-    return not problems
+    if not whole_set:
+        return not problems
+    # The recorded set must exercise every path DeepSpeed has, as the registry lists them.
+    wanted = deepspeed_paths(zerotrain)
+    missing = sorted(wanted - traced)
+    print(f"gradient paths traced: {len(wanted & traced)} of the registry's {len(wanted)} "
+          f"DeepSpeed paths" + (f"; never traced: {missing}" if missing else ""))
+    return not problems and not missing
 
 
 def main():
@@ -272,7 +312,7 @@ def main():
                              f"them")
         names = args.variants or recorded
         sys.exit(0 if check([os.path.join(args.expected, n + ".calls") for n in names],
-                            args.bin) else 1)
+                            args.bin, not args.variants) else 1)
     except (InputError, OSError) as e:
         print(f"expected_calls: {e}")
         sys.exit(2)
