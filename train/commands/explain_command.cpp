@@ -18,6 +18,7 @@
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
 #include "train/commands/offload_report.h"
+#include "train/commands/planned_config.h"
 #include "train/commands/zeropp_report.h"
 #include "train/config/config.h"
 #include "train/config/zero_setup.h"
@@ -242,39 +243,20 @@ void print_notes(const Config& cfg, const ZeroSetup& s, const ParamTable& table,
 
 // Everything explain prints, built once: the inputs, the model and the plan
 // of the configured step (the same objects a run executes).
-struct Explained {
-  std::string ds_path, config_path, ds_dtype;
-  std::vector<std::string> warnings;
-  Config cfg;
-  int world = 1, per_node = 1, A = 1;
-  NodeMap nodes;
-  DType model = DType::F32;
-  std::unique_ptr<ParamTable> table;
-  ZeroSetup s;
-  StepPlan mine;
+struct Explained : PlannedConfig {
+  std::string ds_path, config_path;
 };
 
 Explained load_explained(const std::vector<std::string>& args) {
   const CliArgs f = command_args("explain", args);
-  Explained e;
   const WorldLayout layout = world_layout(f);
-  e.world = layout.world;
-  e.per_node = layout.ranks_per_node;
+  Explained e;
   if (f.has("--config") && f.has("--model")) f.fail("give --config or --model, not both");
   e.config_path = f.has("--config")  ? f.get("--config")
                   : f.has("--model") ? preset_file(f, f.get("--model"))
                                      : preset_file(f, "tiny");
   e.ds_path = f.positional()[0];
-  e.nodes = NodeMap::uniform(e.world, e.per_node);
-  e.cfg = load_config(e.config_path, f.all("--set"));
-  apply_deepspeed_config(e.ds_path, e.cfg, e.warnings, e.world, &e.ds_dtype);
-  validate_config(e.cfg);
-  validate_for_world(e.cfg, e.world);
-  e.A = grad_accum_steps(e.cfg, e.world);
-  e.model = deepspeed_train_dtype(e.ds_dtype);
-  e.table.reset(new ParamTable(e.cfg.model));
-  e.s = zero_setup(e.cfg, *e.table, e.nodes.ranks_per_node());
-  e.mine = plan_step(e.s, *e.table, e.world, e.A, e.model, e.nodes);
+  plan_config(e, e.config_path, f.all("--set"), e.ds_path, layout);
   return e;
 }
 

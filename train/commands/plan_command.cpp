@@ -11,6 +11,7 @@
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
 #include "train/commands/offload_report.h"
+#include "train/commands/planned_config.h"
 #include "train/commands/zeropp_report.h"
 #include "train/config/config.h"
 #include "train/config/network_file.h"
@@ -136,16 +137,8 @@ void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel
 
 // What plan prints, built before anything is printed: the inputs, the
 // configured step's plan, and every variant planned (and timed, with a network).
-struct Planned {
+struct Planned : PlannedConfig {
   std::string path;
-  std::vector<std::string> ds_warnings;
-  Config cfg;
-  int world = 1, per_node = 1, A = 1;
-  NodeMap nodes;
-  DType dtype = DType::F32;
-  std::unique_ptr<ParamTable> table;
-  ZeroSetup configured;
-  StepPlan mine;
   bool predict = false, calls = false;
   NetworkModel net;
   ComputeTimes compute;
@@ -155,11 +148,8 @@ struct Planned {
 
 Planned load_planned(const std::vector<std::string>& args) {
   const CliArgs f = command_args("plan", args);
-  Planned p;
   const WorldLayout layout = world_layout(f);
-  p.world = layout.world;
-  p.per_node = layout.ranks_per_node;
-  p.nodes = NodeMap::uniform(p.world, p.per_node);
+  Planned p;
   p.predict = f.has("--network");
   p.calls = f.has("--calls");
   if (!p.predict && (f.has("--compute-from") || f.has("--compute-ms")))
@@ -172,28 +162,15 @@ Planned load_planned(const std::vector<std::string>& args) {
                                         : parse_compute_ms(f.get("--compute-ms"), "--compute-ms");
   }
   p.path = f.positional()[0];
-  p.cfg = load_config(p.path, f.all("--set"));
   // --deepspeed plans what DeepSpeed itself runs with that file: its switches, batch sizes and
   // clipping as `train --deepspeed` imports them, and its training dtype (as explain does).
-  std::string ds_dtype;
-  if (f.has("--deepspeed")) {
-    apply_deepspeed_config(f.get("--deepspeed"), p.cfg, p.ds_warnings, p.world, &ds_dtype);
-    validate_config(p.cfg);
-  }
-  validate_for_world(p.cfg, p.world);
-  p.A = grad_accum_steps(p.cfg, p.world);
-  p.dtype = !ds_dtype.empty()               ? deepspeed_train_dtype(ds_dtype)
-            : p.cfg.system.device == "cuda" ? DType::BF16
-                                            : DType::F32;
-  p.table.reset(new ParamTable(p.cfg.model));
-  p.configured = zero_setup(p.cfg, *p.table, p.nodes.ranks_per_node());
-  p.mine = plan_step(p.configured, *p.table, p.world, p.A, p.dtype, p.nodes);
+  plan_config(p, p.path, f.all("--set"), f.get("--deepspeed"), layout);
   for (const Variant& v : variants(p.cfg.zero, p.nodes.nodes(), p.per_node)) {
-    ZeroSetup setup = p.configured;
+    ZeroSetup setup = p.s;
     setup.z = v.z;
     PredictedRow row{v.label,
                      v.deepspeed_default,
-                     plan_step(setup, *p.table, p.world, p.A, p.dtype, p.nodes),
+                     plan_step(setup, *p.table, p.world, p.A, p.model, p.nodes),
                      {},
                      ""};
     if (same_variant(row.plan, v.z, p.mine, p.cfg.zero)) p.configured_label = v.label;
@@ -214,14 +191,14 @@ void print_plan_header(const Planned& p) {
   std::printf(
       "plan: %s, %zu parameters, W = %d, %d micro-steps per step, %s gradients and "
       "parameters, reduce_bucket_size %lld, allgather %s\n",
-      p.path.c_str(), p.table->total(), p.world, p.A, dtype_name(p.dtype),
+      p.path.c_str(), p.table->total(), p.world, p.A, dtype_name(p.model),
       static_cast<long long>(cfg.zero.reduce_bucket_size),
       cfg.zero.allgather_bucketed ? "bucketed" : "one call per partition group");
-  for (const std::string& w : p.ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
+  for (const std::string& w : p.warnings) std::printf("deepspeed: %s\n", w.c_str());
   std::printf(
       "activations: %llu bytes per micro-batch of %d x %d per rank (train.recompute: %s)\n",
       static_cast<unsigned long long>(activation_bytes(
-          cfg.model, cfg.train.micro_batch, cfg.model.seq_len, recompute_level(cfg), p.dtype)),
+          cfg.model, cfg.train.micro_batch, cfg.model.seq_len, recompute_level(cfg), p.model)),
       cfg.train.micro_batch, cfg.model.seq_len, cfg.train.recompute.c_str());
   std::printf(
       "bytes are per rank per optimizer step; payload as nccl-tests counts it, bus = "
@@ -277,9 +254,9 @@ int run_plan_command(const std::vector<std::string>& args) {
   const Planned p = load_planned(args);
   print_plan_header(p);
   print_variant_table(p);
-  ZeroSetup unquantized = p.configured;
+  ZeroSetup unquantized = p.s;
   unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
-  print_zeropp(p.mine, plan_step(unquantized, *p.table, p.world, p.A, p.dtype, p.nodes), p.cfg.zero,
+  print_zeropp(p.mine, plan_step(unquantized, *p.table, p.world, p.A, p.model, p.nodes), p.cfg.zero,
                p.world, p.nodes);
   if (p.cfg.zero.offload_optimizer.enabled() || p.cfg.zero.offload_param.enabled())
     print_offload_memory(p.mine, p.cfg.zero, p.per_node);

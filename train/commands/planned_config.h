@@ -1,0 +1,35 @@
+// A config as plan and explain see it: loaded with its --set overrides, a
+// ds_config imported over it when given (as `train --deepspeed` imports it),
+// checked for the world size, and its configured step planned with the
+// schedules a run executes. Both commands build on this one sequence.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/param_table.h"
+#include "train/cli/cli_args.h"
+#include "train/config/config.h"
+#include "zero/analysis/plan.h"
+
+namespace zt {
+
+struct PlannedConfig {
+  Config cfg;
+  std::vector<std::string> warnings;   // the ds_config importer's
+  std::string ds_dtype;                // DeepSpeed's training dtype; "" without a ds_config
+  int world = 1, per_node = 1, A = 1;  // ranks, ranks per node, micro-steps per step
+  NodeMap nodes;
+  // DeepSpeed's training dtype with a ds_config; else bf16 on cuda, fp32 on the CPU.
+  DType model = DType::F32;
+  std::unique_ptr<ParamTable> table;
+  ZeroSetup s;
+  StepPlan mine;  // the configured step
+};
+
+// `ds_path` "": no ds_config.
+void plan_config(PlannedConfig& out, const std::string& config_path,
+                 const std::vector<std::string>& overrides, const std::string& ds_path,
+                 const WorldLayout& layout);
+
+}  // namespace zt
