@@ -30,6 +30,11 @@ constexpr const char* kOverflowRule =
     "the open bucket is reduced before a tensor that would overflow it; a larger tensor goes "
     "alone and is never cut";
 
+// Bucket buffers of the ZeRO optimizer's stages (1-3): DeepSpeed's ipg double
+// buffer with overlap_comm (one fills while the other reduces), else one.
+// Stage 0's engine reduces on the compute stream with one whatever it says.
+inline int zero_bucket_buffers(bool overlap_comm) { return overlap_comm ? 2 : 1; }
+
 std::vector<ClosedBucket> close_buckets(const ParamTable& table, const std::vector<int>& order,
                                         int64_t limit, BucketClose rule);
 

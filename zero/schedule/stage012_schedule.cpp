@@ -77,8 +77,7 @@ Stage012Schedule make_stage012_schedule(const ZeroSetup& s, const ParamTable& ta
       order.insert(order.end(), g.params.begin(), g.params.end());
   }
   out.grads = out.path->schedule(order);
-  // DeepSpeed's ipg buffers: with overlap_comm one fills while the other reduces.
-  out.grads.buffers = z.overlap_comm ? 2 : 1;
+  out.grads.buffers = zero_bucket_buffers(z.overlap_comm);
   const std::string bucket_size = std::to_string(z.reduce_bucket_size);
   out.when = z.stage == 2          ? "per backward (every micro-step)"
              : out.during_backward ? "per step, in the last micro-step's backward"

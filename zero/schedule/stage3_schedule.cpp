@@ -11,8 +11,7 @@ Stage3Schedule::Stage3Schedule(const ZeroSetup& s, const ParamTable& table, int 
       when("per backward (every micro-step)"),
       bucket_rule("backward (arrival) order; reduce_bucket_size " +
                   std::to_string(s.z.reduce_bucket_size) + ": " + kOverflowRule) {
-  // DeepSpeed's double buffer with overlap_comm, as at stages 1/2.
-  grads.buffers = s.z.overlap_comm ? 2 : 1;
+  grads.buffers = zero_bucket_buffers(s.z.overlap_comm);
 }
 
 ParamStates released_param_states(size_t n) {
