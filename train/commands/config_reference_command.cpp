@@ -14,17 +14,6 @@
 namespace zt {
 namespace {
 
-const char* type_column(const FieldRef& field) {
-  switch (field.index()) {
-    case 0:
-    case 1: return "integer";
-    case 2: return "unsigned integer";
-    case 3: return "number";
-    case 4: return "bool";
-    default: return "string";
-  }
-}
-
 std::string allowed_column(const ConfigKey& key, const FieldRef& field) {
   if (std::holds_alternative<bool*>(field)) return "true, false";
   if (std::holds_alternative<std::string*>(field)) return "";
@@ -41,7 +30,7 @@ std::string cell(const std::string& text) {
 
 std::string key_row(const ConfigKey& key, Config& defaults) {
   const FieldRef field = key.field(defaults);
-  return "| `" + key.path() + "` | " + type_column(field) + " | `" + cell(field_to_yaml(field)) +
+  return "| `" + key.path() + "` | " + field_type(field) + " | `" + cell(field_to_yaml(field)) +
          "` | " + cell(allowed_column(key, field)) + " | " + cell(key.meaning) + " |\n";
 }
 

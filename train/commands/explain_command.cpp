@@ -391,10 +391,7 @@ int run_explain_command(const std::vector<std::string>& args) {
   print_partitioning(e);
   print_gradient_path(e);
   print_totals(e.mine, e.world);
-  ZeroSetup unquantized = e.s;
-  unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
-  print_zeropp(e.mine, plan_step(unquantized, *e.table, e.world, e.A, e.model, e.nodes), e.s.z,
-               e.world, e.nodes);
+  print_zeropp(e.mine, e.unquantized, e.s.z, e.world, e.nodes);
   if (e.s.z.offload_optimizer.enabled() || e.s.z.offload_param.enabled())
     print_offload_memory(e.mine, e.s.z, e.per_node);
   print_volume(e);

@@ -254,10 +254,7 @@ int run_plan_command(const std::vector<std::string>& args) {
   const Planned p = load_planned(args);
   print_plan_header(p);
   print_variant_table(p);
-  ZeroSetup unquantized = p.s;
-  unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
-  print_zeropp(p.mine, plan_step(unquantized, *p.table, p.world, p.A, p.model, p.nodes), p.cfg.zero,
-               p.world, p.nodes);
+  print_zeropp(p.mine, p.unquantized, p.cfg.zero, p.world, p.nodes);
   if (p.cfg.zero.offload_optimizer.enabled() || p.cfg.zero.offload_param.enabled())
     print_offload_memory(p.mine, p.cfg.zero, p.per_node);
   if (p.predict) print_predictions(p.variants, p.net, p.compute, p.A, p.configured_label);

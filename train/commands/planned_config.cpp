@@ -24,6 +24,9 @@ void plan_config(PlannedConfig& out, const std::string& config_path,
   out.table.reset(new ParamTable(out.cfg.model));
   out.s = zero_setup(out.cfg, *out.table, out.nodes.ranks_per_node());
   out.mine = plan_step(out.s, *out.table, out.world, out.A, out.model, out.nodes);
+  ZeroSetup unquantized = out.s;
+  unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
+  out.unquantized = plan_step(unquantized, *out.table, out.world, out.A, out.model, out.nodes);
 }
 
 }  // namespace zt

@@ -25,6 +25,8 @@ struct PlannedConfig {
   std::unique_ptr<ParamTable> table;
   ZeroSetup s;
   StepPlan mine;  // the configured step
+  // The same without ZeRO++'s quantization: what qwZ and qgZ save is told against it.
+  StepPlan unquantized;
 };
 
 // `ds_path` "": no ds_config.

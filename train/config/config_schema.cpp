@@ -119,7 +119,8 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(zero, allgather_bucket_size, at_least(1),
              "elements per chunked parameter all-gather; used only with allgather_bucketed"),
       ZT_KEY(zero, reduce_scatter, any_value(),
-             "DeepSpeed's switch: false gives a plain all-reduce per bucket (stages 1-3)"),
+             "DeepSpeed's switch: false gives a plain all-reduce per bucket (stages 1/2; stage 3 "
+             "only with contiguous_gradients, for buckets that fit)"),
       ZT_KEY(zero, use_multi_rank_bucket_allreduce, any_value(),
              "DeepSpeed's switch: with reduce_scatter, true gives the packed all-reduce and false "
              "per-owner reduces (stages 1/2)"),
@@ -387,15 +388,11 @@ struct ScalarAssigner {
   }
 };
 
-const char* type_name(const FieldRef& field) {
-  switch (field.index()) {
-    case 0:
-    case 1: return "an integer";
-    case 2: return "a non-negative integer";
-    case 3: return "a number";
-    case 4: return "a boolean (true or false)";
-    default: return "a string";
-  }
+// "expected an integer", "expected a boolean (true or false)", ...
+std::string type_name(const FieldRef& field) {
+  const std::string type = field_type(field);
+  if (std::holds_alternative<bool*>(field)) return "a boolean (true or false)";
+  return (type[0] == 'i' ? "an " : "a ") + type;
 }
 
 }  // namespace
@@ -424,6 +421,17 @@ std::string check_range(const ConfigKey& key, Config& c) {
   bool high_ok = !r.has_max || (r.max_inclusive ? v <= r.max : v < r.max);
   if (low_ok && high_ok) return "";
   return std::string("expected ") + type_name(field) + " " + range_text(r) + ", got " + text;
+}
+
+const char* field_type(const FieldRef& field) {
+  switch (field.index()) {
+    case 0:
+    case 1: return "integer";
+    case 2: return "non-negative integer";
+    case 3: return "number";
+    case 4: return "boolean";
+    default: return "string";
+  }
 }
 
 std::string range_text(const Range& r) {

@@ -66,6 +66,10 @@ std::string describe_node(const YAML::Node& value);
 // "expected an integer >= 1, got 0" when the field is outside key.range, else "".
 std::string check_range(const ConfigKey& key, Config& c);
 
+// The kind of value a key holds: "integer", "non-negative integer", "number",
+// "boolean" or "string" (the config reference's type column; errors add an article).
+const char* field_type(const FieldRef& field);
+
 // "in [0, 1)", ">= 1", "> 0"; "" for an unbounded range.
 std::string range_text(const Range& r);
 
