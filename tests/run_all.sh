@@ -30,6 +30,10 @@ count_catch() {  # label logfile exit_code
   failed=$((failed + f))
   [ "$f" -gt 0 ] && failures+=("$label (log: $log)")
   echo "  $label: $p passed, $f failed"
+  # CI keeps only this output: name the seed and each failed check.
+  if [ "$f" -gt 0 ]; then
+    sed 's/\x1b\[[0-9;]*m//g' "$log" | grep -E -A4 '^\[tests\] seed|FAILED:' | head -60 | sed 's/^/    /'
+  fi
 }
 
 echo "== unit tests"

@@ -192,20 +192,34 @@ TEST_CASE("hellaswag: ending losses equal a direct computation at every rank", "
         }
       }
     }
-    // The predictions from the reference losses.
-    HellaswagResult expected;
+    // The predictions from the reference losses. The engine's losses match them
+    // only within the tolerance above, so an ending within that tolerance of the
+    // lowest may win either way: such an example may count as correct or not.
+    HellaswagResult certain, possible;
     for (size_t i = 0; i < reference.size(); ++i) {
-      int best = 0, best_norm = 0;
-      for (int k = 1; k < 4; ++k) {
-        if (reference[i][k].sum < reference[i][best].sum) best = k;
-        if (reference[i][k].mean() < reference[i][best_norm].mean()) best_norm = k;
-      }
-      expected.correct += best == set.examples[i].label;
-      expected.correct_norm += best_norm == set.examples[i].label;
+      auto count = [&](auto loss_of, int64_t& sure, int64_t& maybe) {
+        double lowest = loss_of(reference[i][0]);
+        for (size_t k = 1; k < 4; ++k) lowest = std::min(lowest, loss_of(reference[i][k]));
+        int near_lowest = 0;
+        bool label_near = false;
+        for (size_t k = 0; k < 4; ++k) {
+          const double x = loss_of(reference[i][k]);
+          const bool near = x - lowest <= 2e-4 * std::max(1.0, std::abs(x));
+          near_lowest += near;
+          if (near && int(k) == set.examples[i].label) label_near = true;
+        }
+        sure += label_near && near_lowest == 1;
+        maybe += label_near;
+      };
+      count([](const EndingLoss& l) { return l.sum; }, certain.correct, possible.correct);
+      count([](const EndingLoss& l) { return l.mean(); }, certain.correct_norm,
+            possible.correct_norm);
     }
+    CHECK(summed.correct >= certain.correct);
+    CHECK(summed.correct <= possible.correct);
+    CHECK(summed.correct_norm >= certain.correct_norm);
+    CHECK(summed.correct_norm <= possible.correct_norm);
     CHECK(summed.examples == int64_t(set.examples.size()));
-    CHECK(summed.correct == expected.correct);
-    CHECK(summed.correct_norm == expected.correct_norm);
     int64_t long_rows = 0;
     for (const auto& ex : set.examples)
       for (const auto& ending : ex.endings)
