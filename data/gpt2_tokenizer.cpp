@@ -2,7 +2,6 @@
 // merge loops (linear rescans for short pieces, a heap for long ones).
 #include "data/gpt2_tokenizer.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +12,7 @@
 #include <sstream>
 
 #include "data/gpt2_pretokenizer.h"
+#include "data/input/input_file.h"
 #include "data/shard.h"
 
 namespace zt {
@@ -77,18 +77,16 @@ bool base64_decode(std::string_view text, std::string* out) {
 }
 
 std::string read_vocab_file(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+  const std::string problem = input_path_problem(path);
+  if (problem == kInputAbsent)
     throw DataError(path + ": no such GPT-2 vocabulary file (expected gpt2.tiktoken, " +
                     "\"base64 rank\" per line)");
-  if (size_t(st.st_size) > kMaxVocabFileBytes)
-    throw DataError(path + ": " + std::to_string(st.st_size) +
+  if (!problem.empty()) throw DataError(path + ": the GPT-2 vocabulary file " + problem);
+  const InputFile file(path, "GPT-2 vocabulary file");
+  if (file.size() > kMaxVocabFileBytes)
+    throw DataError(path + ": " + std::to_string(file.size()) +
                     " bytes is too large for GPT-2's vocabulary (gpt2.tiktoken is 835 KB)");
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) throw DataError(path + ": cannot read the GPT-2 vocabulary file");
-  return text.str();
+  return file.read_all(kMaxVocabFileBytes);
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
 #include "data/hellaswag_file.h"
 
-#include <sys/stat.h>
 
 #include <cmath>
 #include <fstream>
 #include <sstream>
 
+#include "data/input/input_file.h"
 #include "data/json_reader.h"
 #include "data/shard.h"
 
@@ -23,15 +23,16 @@ const JsonValue& member(const JsonValue& object, const std::string& key, const s
 }  // namespace
 
 std::vector<HellaswagExample> read_hellaswag(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+  const std::string problem = input_path_problem(path);
+  if (problem == kInputAbsent)
     throw DataError(path + ": no such HellaSwag file (expected hellaswag_val.jsonl's format)");
-  if (size_t(st.st_size) > kMaxFileBytes)
+  if (!problem.empty()) throw DataError(path + ": the HellaSwag file " + problem);
+  const InputFile file(path, "HellaSwag file");
+  if (file.size() > kMaxFileBytes)
     throw DataError(
-        path + ": " + std::to_string(st.st_size) +
+        path + ": " + std::to_string(file.size()) +
         " bytes; a HellaSwag file over 256 MiB is refused (the validation set is 11 MB)");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError(path + ": cannot open for reading");
+  std::istringstream in(file.read_all(kMaxFileBytes));
   std::vector<HellaswagExample> examples;
   std::string line;
   int line_no = 0;

@@ -6,6 +6,7 @@
 #include "data/json_reader.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <set>
@@ -345,7 +346,12 @@ class Parser {
     if (delimited || !hjson_) {
       if (token == "true" || token == "false") v.kind = JsonValue::Kind::boolean;
       else if (token == "null") v.kind = JsonValue::Kind::null;
-      else if (is_json_number(token)) v.kind = JsonValue::Kind::number;
+      else if (is_json_number(token)) {
+        // JSON's grammar has no bound; ours is a double's, so 1e400 never reads as inf.
+        if (!std::isfinite(std::strtod(token.c_str(), nullptr)))
+          fail("number " + token.substr(0, 24) + " is beyond the range of a double");
+        v.kind = JsonValue::Kind::number;
+      }
       else if (!hjson_) fail("expected a value, got '" + token.substr(0, 20) + "'");
       if (v.kind != JsonValue::Kind::null || token == "null") {
         v.text = token;

@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 
+#include "data/input/input_file.h"
 #include "data/prepare_documents.h"
 #include "data/shard.h"
 #include "data/shard_writer.h"
@@ -69,6 +70,8 @@ void prepare_lines(const PrepareOptions& o, std::ostream& out) {
   if (fs::is_directory(o.input))
     throw DataError(o.input + ": a directory; --tokenizer " + o.tokenizer +
                     " reads one text file (folders and globs need --tokenizer gpt2)");
+  if (const std::string problem = input_path_problem(o.input); !problem.empty())
+    throw DataError(o.input + ": the input " + problem);
   WorkDirectory work(o.out);
 
   int64_t num_lines = 0;

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "data/input_file.h"
+#include "data/input/input_file.h"
 
 namespace zt {
 namespace {

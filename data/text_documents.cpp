@@ -4,52 +4,44 @@
 
 #include <algorithm>
 #include <cstring>
-#include <filesystem>
 
+#include "data/input/input_file.h"
+#include "data/input/input_tree.h"
 #include "data/shard.h"
 
 namespace zt {
 
-namespace fs = std::filesystem;
 
 namespace {
 
 constexpr size_t kReadBlockBytes = size_t(1) << 20;
-
-bool is_regular_file(const std::string& path) {
-  struct stat st;
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
-}
 
 bool is_directory(const std::string& path) {
   struct stat st;
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
+// Far more files than any corpus folder holds; a bound on the list's memory.
+constexpr size_t kMaxInputFiles = size_t(1) << 20;
+
 }  // namespace
 
 std::vector<std::string> list_text_inputs(const std::string& input) {
-  if (is_regular_file(input)) return {input};
-  std::vector<std::string> files;
+  const std::string problem = input_path_problem(input);
+  if (problem.empty()) return {input};
   if (is_directory(input)) {
-    std::error_code ec;
-    fs::recursive_directory_iterator it(input, fs::directory_options::follow_directory_symlink, ec),
-        end;
-    if (ec) throw DataError(input + ": cannot list the directory: " + ec.message());
-    for (; it != end; it.increment(ec)) {
-      if (ec) throw DataError(input + ": cannot list the directory: " + ec.message());
-      if (it->path().filename().string().rfind('.', 0) == 0) {
-        if (it->is_directory(ec)) it.disable_recursion_pending();
-        continue;
-      }
-      if (is_regular_file(it->path().string())) files.push_back(it->path().string());
-    }
+    std::vector<std::string> files = list_regular_files(input, kMaxInputFiles);
     if (files.empty()) throw DataError(input + ": the directory holds no files");
-  } else {
-    for (const std::string& path : expand_glob(input))
-      if (is_regular_file(path)) files.push_back(path);
-    if (files.empty()) throw DataError(input + ": matches no regular files");
+    return files;
   }
+  if (problem != kInputAbsent) throw DataError(input + ": the input " + problem);
+  std::vector<std::string> files;
+  for (const std::string& path : expand_glob(input)) {
+    const std::string match_problem = input_path_problem(path);
+    if (match_problem.empty()) files.push_back(path);
+    else if (!is_directory(path)) throw DataError(path + ": the input " + match_problem);
+  }
+  if (files.empty()) throw DataError(input + ": matches no regular files");
   std::sort(files.begin(), files.end());
   return files;
 }

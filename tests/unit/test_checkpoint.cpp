@@ -18,7 +18,7 @@
 #include <string>
 #include <vector>
 
-#include "data/input_file.h"
+#include "data/input/input_file.h"
 #include "data/shard.h"
 #include "model/gpt.h"
 #include "model/ops.h"

@@ -32,7 +32,7 @@ TEST_CASE("cli: options with and without '=', repeats and flags", "[config]") {
   CHECK(a.all("--set") == std::vector<std::string>{"a.b=1", "c.d=2"});
   CHECK(a.has("--resume"));
   CHECK(!a.has("--rate"));
-  CHECK(a.get_double("--rate", 2.5, 0, 10) == 2.5);
+  CHECK(a.get_double("--rate", 2.5, between(0, 10, true)) == 2.5);
   CHECK(parse({"x", "--world", "5e1"}).get_int("--world", 0, 1, 100) == 50);
 }
 
@@ -49,8 +49,15 @@ TEST_CASE("cli: every bad input is one line naming the option and the usage", "[
   require_parts(world_error({"x", "y"}), {"unexpected argument 'y'"});
   CliArgs a = parse({"x", "--world", "9", "--rate", "nan"});
   CHECK_THROWS_AS(a.get_int("--world", 0, 1, 8), ConfigError);
-  CHECK_THROWS_AS(a.get_double("--rate", 0, 0, 1), ConfigError);
-  CHECK_THROWS_AS(parse({"x", "--rate", "0"}).get_double("--rate", 1, 0, 1, true), ConfigError);
+  CHECK_THROWS_AS(a.get_double("--rate", 0, between(0, 1, true)), ConfigError);
+  // The range printed is the range checked, both ends.
+  for (const char* bad : {"0", "1", "inf", "-inf", "1e400", "-0.5", "0x1p-2", " 0.5"})
+    require_parts(error_of<ConfigError>([&] {
+                    parse({"x", "--rate", bad}).get_double("--rate", 1, open_between(0, 1, false));
+                  }),
+                  {"--rate expects a number in (0, 1), got '"});
+  CHECK(parse({"x", "--rate", "0.999"}).get_double("--rate", 1, open_between(0, 1, false)) ==
+        0.999);
   for (const auto& args : std::vector<std::vector<std::string>>{{"x", "--world", "two"}, {}})
     CHECK(world_error(args).find('\n') == std::string::npos);
 }

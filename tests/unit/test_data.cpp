@@ -469,7 +469,17 @@ TEST_CASE("prepare: byte shards, usage errors, nothing left on failure", "[data]
   const std::string missing_out = dir.file("out/missing");
   CHECK(run_prepare(
             {"--input", dir.file("nope.txt"), "--out", missing_out, "--tokenizer", "byte"}) == 2);
-  CHECK(contains(output.err.str(), "nope.txt: cannot open"));
+  CHECK(contains(output.err.str(), "nope.txt: the input does not exist"));
+  // A FIFO or a directory as the input: named by its kind, before any temporary
+  // directory exists (a FIFO used to block the open and leave one behind).
+  const std::string fifo = dir.file("pipe.txt");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  output.err.str("");
+  CHECK(run_prepare({"--input", fifo, "--out", missing_out, "--tokenizer", "byte"}) == 2);
+  CHECK(contains(output.err.str(), "pipe.txt: the input is a named pipe (FIFO)"));
+  output.err.str("");
+  CHECK(run_prepare({"--input", "/dev/zero", "--out", missing_out, "--tokenizer", "byte"}) == 2);
+  CHECK(contains(output.err.str(), "/dev/zero: the input is a character device"));
   CHECK(std::distance(fs::directory_iterator(dir.file("out")), fs::directory_iterator()) == 1);
 }
 

@@ -1,9 +1,8 @@
 #include "train/cli/cli_args.h"
 
-#include <cmath>
 
 #include "train/config/config.h"
-#include "train/config/config_schema.h"
+#include "data/input/input_scalar.h"
 
 namespace zt {
 
@@ -99,19 +98,16 @@ int64_t CliArgs::get_int(const std::string& name, int64_t fallback, int64_t min,
   int64_t v = 0;
   if (!parse_int64(text, v) || v < min || v > max)
     fail(name + " expects an integer in [" + std::to_string(min) + ", " + std::to_string(max) +
-         "], got '" + text + "'");
+         "], got " + quote_value(text));
   return v;
 }
 
-double CliArgs::get_double(const std::string& name, double fallback, double min, double max,
-                           bool min_exclusive) const {
+double CliArgs::get_double(const std::string& name, double fallback, const Range& range) const {
   if (!has(name)) return fallback;
   const std::string text = get(name);
   double v = 0;
-  if (!parse_number(text, v) || !std::isfinite(v) || !(min_exclusive ? v > min : v >= min) ||
-      v > max)
-    fail(name + " expects a number in " + (min_exclusive ? "(" : "[") + format_double(min) + ", " +
-         format_double(max) + "], got '" + text + "'");
+  if (!parse_number(text, v) || !in_range(v, range))
+    fail(name + " expects a number " + range_text(range) + ", got " + quote_value(text));
   return v;
 }
 

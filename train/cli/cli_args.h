@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "data/input/input_scalar.h"
+
 namespace zt {
 
 struct CliOption {
@@ -51,8 +53,8 @@ class CliArgs {
   // Typed values within [min, max]; `fallback` when absent. Integers accept
   // integral scientific notation (5e8), as config files do.
   int64_t get_int(const std::string& name, int64_t fallback, int64_t min, int64_t max) const;
-  double get_double(const std::string& name, double fallback, double min, double max,
-                    bool min_exclusive = false) const;
+  // A finite number in `range`; the message quotes the range as checked.
+  double get_double(const std::string& name, double fallback, const Range& range) const;
   // ConfigError("<command>: <what>; <usage line>").
   [[noreturn]] void fail(const std::string& what) const;
 

@@ -12,6 +12,7 @@
 #include "train/cli/command_registry.h"
 #include "train/config/config.h"
 #include "train/config/zero_setup.h"
+#include "train/io/output_target.h"
 #include "train/io/checkpoint.h"
 #include "train/io/llmc_model_file.h"
 #include "train/loop/data_fallback.h"
@@ -133,7 +134,7 @@ int run_sample_command(const std::vector<std::string>& args) {
   s.tokens = static_cast<int>(f.get_int("--tokens", cfg.train.sample_tokens, 0, 1 << 24));
   s.top_k = static_cast<int>(f.get_int("--top-k", cfg.train.top_k, 0, 1 << 30));
   s.seed = static_cast<uint64_t>(f.get_int("--seed", 1, 0, INT64_MAX));
-  s.temperature = f.get_double("--temperature", cfg.train.temperature, 0, 1e9, true);
+  s.temperature = f.get_double("--temperature", cfg.train.temperature, open_between(0, 1e9, true));
   s.vocab_limit = tok->vocab_size();
   std::vector<int> prompt = sample_prompt(*tok, f.get("--prompt"));
   for (int t : prompt)
@@ -147,6 +148,8 @@ int run_export_command(const std::vector<std::string>& args) {
   const CliArgs f = command_args("export", args);
   if (f.get("--format", "llmc") != "llmc")
     f.fail("--format '" + f.get("--format") + "' is not supported (expected llmc)");
+  if (const std::string problem = output_file_problem(f.positional()[0]); !problem.empty())
+    f.fail(f.positional()[0] + ": " + problem);
   Config cfg;
   std::vector<float> w = checkpoint_weights(f.get("--checkpoint"), &cfg);
   ParamTable table(cfg.model);

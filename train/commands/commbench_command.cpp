@@ -16,6 +16,7 @@
 #include "train/cli/commands.h"
 #include "train/config/cluster_description.h"
 #include "train/config/config.h"
+#include "train/io/output_target.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json_writer.h"
 #include "train/loop/runtime.h"
@@ -176,7 +177,7 @@ CommbenchRequest parse_request(const CliArgs& f) {
            std::to_string(spec.min_bytes));
   spec.warmup = static_cast<int>(f.get_int("--warmup", spec.warmup, 0, 1000000));
   spec.iters = static_cast<int>(f.get_int("--iters", spec.iters, 1, 1000000));
-  spec.max_seconds = f.get_double("--max-seconds", spec.max_seconds, 0, 86400);
+  spec.max_seconds = f.get_double("--max-seconds", spec.max_seconds, between(0, 86400, true));
   spec.seed = static_cast<uint64_t>(f.get_int("--seed", 1, 0, INT64_MAX));
   r.sys.device = one_of(f, "--device", "auto", {"auto", "cpu", "cuda"});
   r.sys.communicator = one_of(f, "--communicator", "auto", {"auto", "mpi", "nccl"});
@@ -191,14 +192,9 @@ CommbenchRequest parse_request(const CliArgs& f) {
 // that all of them stop alike.
 void check_destinations(const CliArgs& f, const CommbenchRequest& r, int rank) {
   if (!r.out.empty()) {
-    double cannot = 0;
-    if (rank == 0) {
-      std::ofstream probe(r.out + ".tmp");
-      cannot = probe ? 0 : 1;
-      probe.close();
-      std::remove((r.out + ".tmp").c_str());
-    }
-    if (sum_over_ranks(cannot) > 0) throw ConfigError("--out " + r.out + ": cannot write there");
+    const std::string problem = rank == 0 ? output_file_problem(r.out) : "";
+    const std::string first = first_error_over_ranks(problem);
+    if (!first.empty()) f.fail("--out " + r.out + ": " + first);
   }
   if (!r.host_nvme.empty()) {
     const std::string problem = first_error_over_ranks(nvme_path_problem(r.host_nvme));

@@ -165,6 +165,10 @@ Planned load_planned(const std::vector<std::string>& args) {
   // --deepspeed plans what DeepSpeed itself runs with that file: its switches, batch sizes and
   // clipping as `train --deepspeed` imports them, and its training dtype (as explain does).
   plan_config(p, p.path, f.all("--set"), f.get("--deepspeed"), layout);
+  if (p.predict) {
+    const std::string mismatch = network_layout_mismatch(p.net, p.world, p.per_node);
+    if (!mismatch.empty()) f.fail("--network " + f.get("--network") + ": " + mismatch);
+  }
   for (const Variant& v : variants(p.cfg.zero, p.nodes.nodes(), p.per_node)) {
     ZeroSetup setup = p.s;
     setup.z = v.z;

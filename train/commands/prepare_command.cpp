@@ -45,9 +45,7 @@ int run_prepare_command(const std::vector<std::string>& args) {
     f.fail("--documents must be file or paragraphs, got '" + o.documents + "'");
   const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
   o.threads = int(f.get_int("--threads", cores, 1, 1024));
-  o.val_fraction = f.get_double("--val-fraction", 0.05, 0, 1, true);
-  if (o.val_fraction >= 1)
-    f.fail("--val-fraction must be in (0, 1), got " + f.get("--val-fraction"));
+  o.val_fraction = f.get_double("--val-fraction", 0.05, open_between(0, 1, false));
   o.shard_tokens = f.get_int("--shard-tokens", 100000000, 1, INT32_MAX);
   while (o.out.size() > 1 && o.out.back() == '/') o.out.pop_back();
   prepare_corpus(o, std::cout, std::cerr);

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "train/io/output_target.h"
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
 #include "train/config/config.h"
@@ -43,6 +44,9 @@ ReportArgs parse_report_args(const std::vector<std::string>& args) {
   a.out_dir = f.get("--out", a.runs_dir);
   a.plots = !f.has("--no-plots");
   a.network = f.get("--network");
+  if (const std::string problem = output_dir_problem(a.out_dir); !problem.empty())
+    f.fail((f.has("--out") ? "--out " : "RUNS_DIR (the default --out) ") + a.out_dir + ": " +
+           problem);
   return a;
 }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "data/shard.h"
+#include "data/input/input_scalar.h"
 #include "data/tokenizer.h"
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
@@ -44,11 +45,12 @@ std::vector<int> parse_ids(const std::string& text) {
     while (j < text.size() && !space(text[j])) ++j;
     ++word;
     const std::string w = text.substr(i, j - i);
-    long long v = -1;
-    if (w.size() <= 10 && w.find_first_not_of("0123456789") == std::string::npos) v = std::stoll(w);
-    if (v < 0 || v > 0x7FFFFFFF)
-      throw DataError("tokenize --decode: standard input word " + std::to_string(word) + " ('" +
-                      w.substr(0, 20) + "') is not a token id (expected a decimal integer)");
+    uint64_t v = 0;
+    if (w.find_first_not_of("0123456789") != std::string::npos || !parse_uint64(w, v) ||
+        v > 0x7FFFFFFF)
+      throw DataError("tokenize --decode: standard input word " + std::to_string(word) + " (" +
+                      quote_value(w) +
+                      ") is not a token id (expected a decimal integer in [0, 2147483647])");
     ids.push_back(int(v));
     i = j;
   }

@@ -1,9 +1,11 @@
 #include "train/config/cluster_description.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 
-#include "data/input_file.h"
+#include "data/input/input_file.h"
+#include "data/input/input_scalar.h"
 #include "data/json_reader.h"
 #include "data/shard.h"
 #include "train/config/config.h"
@@ -11,15 +13,24 @@
 namespace zt {
 namespace {
 
-double field(const JsonValue& obj, const char* key, const std::string& where, bool required) {
+// A number in `range` (an integer when `integer`); absent or null gives 0 when
+// not required. Each message names the key and the range it checked.
+double field(const JsonValue& obj, const char* key, const std::string& where, bool required,
+             const Range& range, bool integer) {
+  const char* kind = integer ? "an integer" : "a number";
+  const std::string expected = std::string(kind) + " " + range_text(range);
   const JsonValue* v = obj.find(key);
   if (!v || v->kind == JsonValue::Kind::null) {
-    if (required) throw ConfigError(where + ": field '" + key + "' missing (expected a number)");
+    if (required)
+      throw ConfigError(where + ": field '" + key + "' missing (expected " + expected + ")");
     return 0;
   }
-  if (v->kind != JsonValue::Kind::number)
-    throw ConfigError(where + ": field '" + key + "': expected a number, got " + describe_json(*v));
-  return v->number();
+  const double x = v->kind == JsonValue::Kind::number ? v->number() : 0;
+  if (v->kind != JsonValue::Kind::number || !in_range(x, range) ||
+      (integer && x != std::floor(x)))
+    throw ConfigError(where + ": field '" + key + "': expected " + expected + ", got " +
+                      describe_json(*v));
+  return x;
 }
 
 }  // namespace
@@ -28,16 +39,17 @@ ClusterDescription cluster_from_json(const JsonValue& root, const std::string& w
   ClusterDescription c;
   if (root.kind != JsonValue::Kind::object)
     throw ConfigError(where + ": expected a JSON object (scripts/cluster.sh's cluster.json)");
-  c.nodes = static_cast<int>(field(root, "nodes", where, true));
-  c.ranks_per_node = static_cast<int>(field(root, "ranks_per_node", where, true));
+  const Range ranks = between(1, 1 << 20, true);
+  c.nodes = static_cast<int>(field(root, "nodes", where, true, ranks, true));
+  c.ranks_per_node = static_cast<int>(field(root, "ranks_per_node", where, true, ranks, true));
   const JsonValue* link = root.find("link");
   if (!link || link->kind != JsonValue::Kind::object)
     throw ConfigError(where + ": field 'link' missing (expected an object with rate_bits_per_s)");
-  c.rate_bits_per_s = field(*link, "rate_bits_per_s", where + ": link", true);
-  c.delay_us = field(*link, "delay_us", where + ": link", false);
-  if (c.nodes < 1 || c.ranks_per_node < 1 || !(c.rate_bits_per_s > 0))
-    throw ConfigError(where + ": expected nodes >= 1, ranks_per_node >= 1 and a positive " +
-                      "link.rate_bits_per_s");
+  c.rate_bits_per_s = field(*link, "rate_bits_per_s", where + ": link", true, above(0), false);
+  // netem takes delays up to minutes; an hour per hop is surely a typo.
+  c.delay_us = field(*link, "delay_us", where + ": link", false, between(0, 3.6e9, true), false);
+  if (double(c.nodes) * c.ranks_per_node > double(1 << 20))
+    throw ConfigError(where + ": nodes x ranks_per_node is above 2^20 ranks");
   return c;
 }
 

@@ -14,7 +14,7 @@
 #include <map>
 #include <sstream>
 
-#include "data/input_file.h"
+#include "data/input/input_file.h"
 #include "data/shard.h"
 #include "train/config/config_schema.h"
 #include "train/io/json_writer.h"
@@ -353,6 +353,13 @@ void validate_for_world(const Config& c, int world_size) {
          std::to_string(world_size) + " = " + std::to_string(tokens_per_round) + " at world size " +
          std::to_string(world_size) + ", got " + std::to_string(tokens) +
          (tokens_per_round > 0 ? nearest_multiples(tokens, tokens_per_round) : ""));
+  // DeepSpeed's _create_zero_param_parallel_group takes min(size, W), which must divide W;
+  // checked here, on every rank alike, before any engine builds its groups.
+  const int hpz = std::min(std::max(1, c.zero.zero_hpz_partition_size), world_size);
+  if (c.zero.stage == 3 && world_size % hpz != 0)
+    fail(c.source + ": key 'zero.zero_hpz_partition_size': expected a size dividing the world " +
+         "size " + std::to_string(world_size) + " (DeepSpeed requires it), got " +
+         std::to_string(c.zero.zero_hpz_partition_size));
 }
 
 int grad_accum_steps(const Config& c, int world_size) {

@@ -11,32 +11,6 @@
 #include <string_view>
 
 namespace zt {
-namespace {
-
-Range any_value() { return Range{}; }
-
-Range at_least(double lo) {
-  Range r;
-  r.has_min = true;
-  r.min = lo;
-  return r;
-}
-
-Range above(double lo) {
-  Range r = at_least(lo);
-  r.min_inclusive = false;
-  return r;
-}
-
-Range between(double lo, double hi, bool hi_inclusive) {
-  Range r = at_least(lo);
-  r.has_max = true;
-  r.max = hi;
-  r.max_inclusive = hi_inclusive;
-  return r;
-}
-
-}  // namespace
 
 // The key name is the field name, spelled once.
 // clang-format off
@@ -287,67 +261,6 @@ std::string suggest_section(const std::string& name) {
   return "";
 }
 
-// Scalar parsing. Numbers use from_chars (locale-independent) on text limited
-// to digits, sign, '.', 'e', so that "inf", "nan" and hex never pass.
-bool parse_number(const std::string& text, double& out) {
-  bool has_digit = false;
-  for (char ch : text) {
-    if (std::isdigit(static_cast<unsigned char>(ch))) has_digit = true;
-    else if (std::string_view("+-.eE").find(ch) == std::string_view::npos) return false;
-  }
-  if (!has_digit) return false;
-  const char* first = text.data();
-  const char* last = first + text.size();
-  if (*first == '+') ++first;
-  double v = 0;
-  auto [end, ec] = std::from_chars(first, last, v);
-  if (ec != std::errc() || end != last || !std::isfinite(v)) return false;
-  out = v;
-  return true;
-}
-
-namespace {
-
-// Plain decimal digits with an optional sign, parsed exactly.
-template <typename Int>
-bool parse_decimal(const std::string& text, Int& out) {
-  const char* first = text.data();
-  const char* last = first + text.size();
-  if (first != last && *first == '+' && first + 1 != last && first[1] != '-') ++first;
-  Int v = 0;
-  auto [end, ec] = std::from_chars(first, last, v);
-  if (ec != std::errc() || end != last) return false;
-  out = v;
-  return true;
-}
-
-}  // namespace
-
-bool parse_int64(const std::string& text, int64_t& out) {
-  if (parse_decimal(text, out)) return true;
-  double v = 0;
-  if (!parse_number(text, v) || v != std::floor(v)) return false;
-  if (v < -9223372036854775808.0 || v >= 9223372036854775808.0) return false;
-  out = static_cast<int64_t>(v);
-  return true;
-}
-
-bool parse_uint64(const std::string& text, uint64_t& out) {
-  if (parse_decimal(text, out)) return true;
-  double v = 0;
-  if (!parse_number(text, v) || v != std::floor(v)) return false;
-  if (v < 0 || v >= 18446744073709551616.0) return false;
-  out = static_cast<uint64_t>(v);
-  return true;
-}
-
-bool parse_bool(const std::string& text, bool& out) {
-  std::string t = lowercase(text);
-  if (t != "true" && t != "false") return false;
-  out = t == "true";
-  return true;
-}
-
 std::string describe_node(const YAML::Node& value) {
   if (value.IsScalar()) return "'" + value.Scalar() + "'";
   if (value.IsMap()) return "a map";
@@ -432,20 +345,6 @@ const char* field_type(const FieldRef& field) {
     case 4: return "boolean";
     default: return "string";
   }
-}
-
-std::string range_text(const Range& r) {
-  if (!r.has_min) return "";
-  if (r.has_max)
-    return "in " + std::string(r.min_inclusive ? "[" : "(") + format_double(r.min) + ", " +
-           format_double(r.max) + (r.max_inclusive ? "]" : ")");
-  return std::string(r.min_inclusive ? ">= " : "> ") + format_double(r.min);
-}
-
-std::string format_double(double v) {
-  char buf[64];
-  auto result = std::to_chars(buf, buf + sizeof buf, v);
-  return std::string(buf, result.ptr);
 }
 
 namespace {

@@ -13,21 +13,13 @@
 #include <variant>
 #include <vector>
 
+#include "data/input/input_scalar.h"
 #include "train/config/config.h"
 
 namespace zt {
 
 using FieldRef = std::variant<int*, int64_t*, uint64_t*, double*, bool*, std::string*>;
 
-// Allowed numeric interval; an unset side is unbounded.
-struct Range {
-  bool has_min = false;
-  double min = 0;
-  bool min_inclusive = true;
-  bool has_max = false;
-  double max = 0;
-  bool max_inclusive = true;
-};
 
 struct ConfigKey {
   const char* section;
@@ -51,13 +43,6 @@ std::string suggest_section(const std::string& name);
 // mean 'X'?)" for the closest of `known`, "" when none is close.
 std::string suggest_name(const std::string& typed, const std::vector<std::string>& known);
 
-// Strict scalar parsers; false when the text is not of the type. Integers also
-// accept integral scientific notation ("5e8"), as DeepSpeed users write it.
-bool parse_int64(const std::string& text, int64_t& out);
-bool parse_uint64(const std::string& text, uint64_t& out);
-bool parse_number(const std::string& text, double& out);
-bool parse_bool(const std::string& text, bool& out);
-
 // Sets the key's field from a YAML node; returns "" on success, else what went
 // wrong, e.g. "expected an integer, got '1.5'".
 std::string assign_from_yaml(const ConfigKey& key, Config& c, const YAML::Node& value);
@@ -70,11 +55,6 @@ std::string check_range(const ConfigKey& key, Config& c);
 // "boolean" or "string" (the config reference's type column; errors add an article).
 const char* field_type(const FieldRef& field);
 
-// "in [0, 1)", ">= 1", "> 0"; "" for an unbounded range.
-std::string range_text(const Range& r);
-
-// Shortest decimal text that reads back to exactly `v`.
-std::string format_double(double v);
 // The field's value as YAML text (strings double-quoted).
 std::string field_to_yaml(FieldRef field);
 

@@ -1,9 +1,11 @@
 #include "train/config/network_file.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
-#include "data/input_file.h"
+#include "data/input/input_file.h"
+#include "data/input/input_scalar.h"
 #include "data/json_reader.h"
 #include "data/shard.h"
 #include "train/config/config.h"
@@ -90,8 +92,16 @@ NetworkModel commbench_network(const JsonValue& root, const std::string& path) {
   }
   if (net.curves.empty()) throw ConfigError(path + ": no curves");
   const JsonValue* world = root.find("world");
-  net.source = "measured by commbench: " + path;
-  if (world && world->kind == JsonValue::Kind::number) net.source += " (W = " + world->text + ")";
+  const JsonValue* per_node = root.find("ranks_per_node");
+  if (!world || world->kind != JsonValue::Kind::number || world->number() < 1 ||
+      world->number() != std::floor(world->number()))
+    throw ConfigError(path + ": key 'world': expected the integer world size >= 1 commbench "
+                      "measured at");
+  net.measured_world = static_cast<int>(std::min(world->number(), 1e9));
+  if (per_node && per_node->kind == JsonValue::Kind::number && per_node->number() >= 1 &&
+      per_node->number() == std::floor(per_node->number()))
+    net.measured_ranks_per_node = static_cast<int>(std::min(per_node->number(), 1e9));
+  net.source = "measured by commbench: " + path + " (W = " + world->text + ")";
   return net;
 }
 
@@ -181,21 +191,31 @@ ComputeTimes read_compute_times(const std::string& path) {
   return c;
 }
 
+std::string network_layout_mismatch(const NetworkModel& net, int world, int ranks_per_node) {
+  if (net.measured_world == 0) return "";
+  const int measured_g =
+      net.measured_ranks_per_node > 0 ? net.measured_ranks_per_node : net.measured_world;
+  if (net.measured_world == world && measured_g == ranks_per_node) return "";
+  return "measured at W = " + std::to_string(net.measured_world) + " with " +
+         std::to_string(measured_g) + " ranks per node, asked for W = " + std::to_string(world) +
+         " with " + std::to_string(ranks_per_node) +
+         "; measured curves do not scale to another layout (measure commbench at this one, or "
+         "give a preset or an emulated cluster's cluster.json, whose links do)";
+}
+
 ComputeTimes parse_compute_ms(const std::string& text, const std::string& where) {
   const size_t comma = text.find(',');
-  char* end = nullptr;
-  ComputeTimes c;
   const std::string a = text.substr(0, comma),
                     b = comma == std::string::npos ? "" : text.substr(comma + 1);
-  const double f = std::strtod(a.c_str(), &end);
-  const bool f_ok = !a.empty() && *end == '\0' && f > 0;
-  const double o = std::strtod(b.c_str(), &end);
-  const bool o_ok = !b.empty() && *end == '\0' && o >= 0;
-  if (!f_ok || !o_ok)
+  double f = 0, o = 0;
+  // At most a day per step: anything longer is a typo, and keeps every sum finite.
+  if (!parse_number(a, f) || !in_range(f, open_between(0, 86.4e6, true)) || !parse_number(b, o) ||
+      !in_range(o, between(0, 86.4e6, true)))
     throw ConfigError(where +
-                      " expects MICRO_MS,OPTIMIZER_MS (milliseconds per micro-step and per "
-                      "optimizer step, e.g. 120,15), got '" +
-                      text + "'");
+                      " expects MICRO_MS,OPTIMIZER_MS (milliseconds per micro-step in (0, "
+                      "86400000] and per optimizer step in [0, 86400000], e.g. 120,15), got " +
+                      quote_value(text));
+  ComputeTimes c;
   c.micro_step_s = f * 1e-3;
   c.optimizer_s = o * 1e-3;
   c.source = "given: " + text + " ms";

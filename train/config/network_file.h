@@ -18,6 +18,9 @@ NetworkModel read_network_file(const std::string& path);
 // way per node, its one-way delay per algorithm step; inside a node shared
 // memory is taken as free beside the link.
 NetworkModel network_of_cluster(const ClusterDescription& c);
+// Why a network cannot predict a job of `world` ranks, `ranks_per_node` per
+// node: "" when it can (a link, or curves measured at that very layout).
+std::string network_layout_mismatch(const NetworkModel& net, int world, int ranks_per_node);
 // A run's measured compute: summary.json's timing (per micro-step and
 // optimizer), for a run at `world` ranks on the same hardware.
 ComputeTimes read_compute_times(const std::string& summary_path);

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <map>
 
-#include "data/input_file.h"
+#include "data/input/input_file.h"
 #include "data/shard.h"
 #include "train/config/config_schema.h"
 #include "train/deepspeed/deepspeed_import_context.h"

@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "data/input_file.h"
+#include "data/input/input_file.h"
 #include "model/gpt_config.h"
 
 namespace zt {

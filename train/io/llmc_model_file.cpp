@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "data/input_file.h"
+#include "data/input/input_file.h"
 #include "data/shard.h"
 #include "model/host_floats.h"
 #include "train/io/atomic_file.h"

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "data/input_file.h"
+#include "data/input/input_file.h"
 #include "data/shard.h"
 #include "train/io/atomic_file.h"
 #include "train/io/json_writer.h"

@@ -16,7 +16,7 @@
 #include <fstream>
 #include <memory>
 
-#include "data/input_file.h"
+#include "data/input/input_file.h"
 #include "data/json_reader.h"
 #include "data/loader.h"
 #include "data/shard.h"
@@ -28,6 +28,7 @@
 #include "train/config/cluster_description.h"
 #include "train/config/zero_setup.h"
 #include "train/deepspeed/deepspeed_import.h"
+#include "train/io/output_target.h"
 #include "train/io/checkpoint.h"
 #include "train/io/llmc_model_file.h"
 #include "train/io/run_outputs.h"
@@ -86,6 +87,8 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
   a.resume = c.has("--resume");
   a.init_from = c.get("--init-from");
   a.deepspeed = c.get("--deepspeed");
+  if (const std::string problem = output_dir_problem(a.run_dir); !problem.empty())
+    c.fail("--run-dir " + a.run_dir + ": " + problem);
   return a;
 }
 

@@ -2,7 +2,7 @@
 
 #include <map>
 
-#include "data/input_file.h"
+#include "data/input/input_file.h"
 #include "data/json_reader.h"
 #include "model/param_table.h"
 #include "train/config/cluster_description.h"
@@ -58,6 +58,8 @@ void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel
                         ? where.ranks_per_node
                         : r.world;
       const ZeroSetup setup = zero_setup(cfg, table, g);
+      const std::string mismatch = network_layout_mismatch(net, r.world, g);
+      if (!mismatch.empty()) throw ConfigError("--network: " + mismatch);
       const NodeMap nodes = NodeMap::uniform(r.world, g);
       const StepPlan plan = plan_step(setup, table, r.world, A, t, nodes);
       const ComputeTimes compute = read_compute_times(summary);

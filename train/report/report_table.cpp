@@ -11,6 +11,9 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "data/input/input_file.h"
+#include "data/input/input_scalar.h"
+#include "data/json_reader.h"
 #include "zero/comm/comm_stats.h"
 #include "zero/schedule/grad_path_registry.h"
 
@@ -18,6 +21,9 @@ namespace zt {
 namespace {
 
 namespace fs = std::filesystem;
+
+// Far above any summary.json a run writes (a few KiB), far below a memory problem.
+constexpr uint64_t kSummaryMaxBytes = uint64_t(16) << 20;
 
 // ---- Reading: summary.json is JSON, which is YAML; keys are looked up by
 // dotted path without ever assigning to a yaml-cpp node (assignment would
@@ -33,22 +39,30 @@ YAML::Node lookup(const YAML::Node& node, const std::vector<std::string>& keys, 
 
 class SummaryFile {
  public:
+  // A regular file of bounded size (a FIFO or a directory in its place is one
+  // line), valid JSON by our own reader (its messages name line and column);
+  // only then does yaml-cpp look keys up in it.
   explicit SummaryFile(const std::string& path) : path_(path) {
+    std::string text;
     try {
-      root_ = YAML::LoadFile(path);
-    } catch (const YAML::Exception& e) {
-      fail(e.what());
+      text = read_small_file(path, "run summary", kSummaryMaxBytes);
+      if (parse_json(text, path, JsonDialect::Strict).kind != JsonValue::Kind::object)
+        fail("expected a JSON object");
+      root_ = YAML::Load(text);
+    } catch (const JsonError& e) {
+      throw std::runtime_error(std::string(e.what()) +
+                               " (a truncated summary.json, or not one zerotrain wrote)");
+    } catch (const YAML::Exception&) {
+      fail("not JSON that zerotrain writes");
     }
-    if (!root_.IsMap()) fail("expected a JSON object");
   }
 
   double number(const std::string& dotted) const {
     const YAML::Node n = at(dotted);
-    try {
-      return n.as<double>();
-    } catch (const YAML::Exception&) {
-      fail("key '" + dotted + "': expected a number, got '" + text(n) + "'");
-    }
+    double v = 0;
+    if (!n.IsScalar() || !parse_number(n.Scalar(), v))
+      fail("key '" + dotted + "': expected a finite number, got " + quote_value(text(n)));
+    return v;
   }
   int64_t integer(const std::string& dotted) const {
     const double v = number(dotted);

@@ -75,6 +75,9 @@ struct NetworkModel {
   std::vector<CallCurve> curves;  // measured; used when not empty
   LinkFigures link;               // otherwise
   HostFigures host;               // offload's host side, where known
+  // The layout curves were measured at (0: not measured; a preset's or a
+  // cluster's link scales to any layout, a curve does not).
+  int measured_world = 0, measured_ranks_per_node = 0;
   // Seconds for one call alone on the network. Throws std::runtime_error
   // when curves lack the primitive.
   double call_seconds(const PlannedCall& c, int world, const NodeMap& nodes) const;

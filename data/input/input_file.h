@@ -13,6 +13,13 @@ namespace zt {
 // "a directory", "a named pipe (FIFO)", "a character device", ... for st_mode.
 std::string file_type_name(mode_t mode);
 
+// "" when `path` names a regular file this process can open, else what it is
+// instead: "does not exist", "is a directory, expected a regular file", "is a
+// symbolic link loop", "cannot be opened: Permission denied". Opens nothing
+// that could block (a FIFO is named, never opened).
+std::string input_path_problem(const std::string& path);
+inline const char* kInputAbsent = "does not exist";
+
 // An open regular file. Every error is a DataError (data/shard.h) of one line,
 // starting with the path; `what` names the kind of file ("config file").
 class InputFile {

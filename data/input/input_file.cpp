@@ -1,4 +1,4 @@
-#include "data/input_file.h"
+#include "data/input/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -19,6 +19,19 @@ std::string file_type_name(mode_t mode) {
   if (S_ISSOCK(mode)) return "a socket";
   if (S_ISREG(mode)) return "a regular file";
   return "not a regular file";
+}
+
+std::string input_path_problem(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT || errno == ENOTDIR) return kInputAbsent;
+    if (errno == ELOOP) return "is a symbolic link loop";
+    return std::string("cannot be examined: ") + std::strerror(errno);
+  }
+  if (!S_ISREG(st.st_mode)) return "is " + file_type_name(st.st_mode) + ", expected a regular file";
+  if (::access(path.c_str(), R_OK) != 0)
+    return std::string("cannot be opened: ") + std::strerror(errno);
+  return "";
 }
 
 InputFile::InputFile(const std::string& path, const std::string& what) : path_(path), what_(what) {
