@@ -67,11 +67,13 @@ void prepare_lines(const PrepareOptions& o, std::ostream& out) {
     throw DataError(
         "--tokenizer bpe: the BPE (sentencepiece) tokenizer is unavailable in this build "
         "(built without libsentencepiece); use --tokenizer byte");
-  if (fs::is_directory(o.input))
-    throw DataError(o.input + ": a directory; --tokenizer " + o.tokenizer +
-                    " reads one text file (folders and globs need --tokenizer gpt2)");
-  if (const std::string problem = input_path_problem(o.input); !problem.empty())
+  if (const std::string problem = input_path_problem(o.input); !problem.empty()) {
+    std::error_code ec;
+    if (fs::is_directory(o.input, ec))
+      throw DataError(o.input + ": a directory; --tokenizer " + o.tokenizer +
+                      " reads one text file (folders and globs need --tokenizer gpt2)");
     throw DataError(o.input + ": the input " + problem);
+  }
   WorkDirectory work(o.out);
 
   int64_t num_lines = 0;

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "data/gpt2_tokenizer.h"
+#include "data/input/input_file.h"
 #include "data/shard.h"
 #include "data/utf8.h"
 
@@ -97,10 +98,12 @@ std::string ByteTokenizer::decode(const std::vector<int>& ids) const {
 #ifdef ZT_HAVE_SENTENCEPIECE
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& model_path)
     : model_path_(model_path), processor_(new sentencepiece::SentencePieceProcessor()) {
-  if (!file_exists(model_path))
+  const std::string problem = input_path_problem(model_path);
+  if (problem == kInputAbsent)
     throw DataError(
         model_path +
         ": no such tokenizer model (data.tokenizer must be 'byte' or a sentencepiece .model file)");
+  if (!problem.empty()) throw DataError(model_path + ": the tokenizer model " + problem);
   auto status = processor_->Load(model_path);
   if (!status.ok())
     throw DataError(model_path +

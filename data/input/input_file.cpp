@@ -37,7 +37,9 @@ std::string input_path_problem(const std::string& path) {
 InputFile::InputFile(const std::string& path, const std::string& what) : path_(path), what_(what) {
   // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
   fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd_ < 0) throw DataError(path + ": cannot open " + what + ": " + std::strerror(errno));
+  if (fd_ < 0)
+    throw DataError(path + ": cannot open " + what + ": " +
+                    (errno == ELOOP ? "it is a symbolic link loop" : std::strerror(errno)));
   struct stat st;
   if (::fstat(fd_, &st) != 0) {
     const std::string reason = std::strerror(errno);

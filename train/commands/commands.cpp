@@ -125,16 +125,21 @@ int run_eval_command(const std::vector<std::string>& args) {
 
 int run_sample_command(const std::vector<std::string>& args) {
   const CliArgs f = command_args("sample", args);
+  // The options are checked before the checkpoint is read; absent ones take
+  // the checkpoint's config below.
+  SampleSettings s;
+  s.tokens = static_cast<int>(f.get_int("--tokens", 0, 0, 1 << 24));
+  s.top_k = static_cast<int>(f.get_int("--top-k", 0, 0, 1 << 30));
+  s.seed = static_cast<uint64_t>(f.get_int("--seed", 1, 0, INT64_MAX));
+  s.temperature = f.get_double("--temperature", 1, open_between(0, 1e9, true));
   Config cfg;
   std::vector<float> w = checkpoint_weights(f.get("--checkpoint"), &cfg);
+  if (!f.has("--tokens")) s.tokens = cfg.train.sample_tokens;
+  if (!f.has("--top-k")) s.top_k = cfg.train.top_k;
+  if (!f.has("--temperature")) s.temperature = cfg.train.temperature;
   std::unique_ptr<Tokenizer> tok = make_tokenizer(cfg.data.tokenizer);
   LoadedModel m = load_model(cfg, w);
   GPT model(*m.table, *m.ops, 1, cfg.model.seq_len);
-  SampleSettings s;
-  s.tokens = static_cast<int>(f.get_int("--tokens", cfg.train.sample_tokens, 0, 1 << 24));
-  s.top_k = static_cast<int>(f.get_int("--top-k", cfg.train.top_k, 0, 1 << 30));
-  s.seed = static_cast<uint64_t>(f.get_int("--seed", 1, 0, INT64_MAX));
-  s.temperature = f.get_double("--temperature", cfg.train.temperature, open_between(0, 1e9, true));
   s.vocab_limit = tok->vocab_size();
   std::vector<int> prompt = sample_prompt(*tok, f.get("--prompt"));
   for (int t : prompt)

@@ -169,9 +169,9 @@ int run_report_command(const std::vector<std::string>& args) {
   mpi_ranks(&rank, &world, &local_rank, &local_size);
   if (rank != 0) return 0;
   try {
-    RunsDir runs = load_runs_dir(a.runs_dir);
     NetworkModel network;
     if (!a.network.empty()) network = read_network_file(a.network);
+    RunsDir runs = load_runs_dir(a.runs_dir);
     predict_rows(runs, a.runs_dir, a.network.empty() ? nullptr : &network);
     std::error_code ec;
     fs::create_directories(a.out_dir, ec);
