@@ -1,6 +1,5 @@
 #include "data/hellaswag_file.h"
 
-
 #include <cmath>
 #include <fstream>
 #include <sstream>

@@ -351,8 +351,7 @@ class Parser {
         if (!std::isfinite(std::strtod(token.c_str(), nullptr)))
           fail("number " + token.substr(0, 24) + " is beyond the range of a double");
         v.kind = JsonValue::Kind::number;
-      }
-      else if (!hjson_) fail("expected a value, got '" + token.substr(0, 20) + "'");
+      } else if (!hjson_) fail("expected a value, got '" + token.substr(0, 20) + "'");
       if (v.kind != JsonValue::Kind::null || token == "null") {
         v.text = token;
         while (pos_ < end) next();

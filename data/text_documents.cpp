@@ -11,7 +11,6 @@
 
 namespace zt {
 
-
 namespace {
 
 constexpr size_t kReadBlockBytes = size_t(1) << 20;

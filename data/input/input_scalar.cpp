@@ -81,7 +81,8 @@ bool integer_digits(const std::string& text, bool& negative, std::string& digits
   if (i < n && (text[i] == '+' || text[i] == '-')) negative = text[i++] == '-';
   std::string mantissa;
   size_t int_digits = 0, frac_digits = 0;
-  while (i < n && std::isdigit(static_cast<unsigned char>(text[i]))) mantissa += text[i++], ++int_digits;
+  while (i < n && std::isdigit(static_cast<unsigned char>(text[i])))
+    mantissa += text[i++], ++int_digits;
   if (i < n && text[i] == '.') {
     ++i;
     while (i < n && std::isdigit(static_cast<unsigned char>(text[i])))

@@ -20,9 +20,9 @@ struct Range {
   bool max_inclusive = true;
 };
 Range any_value();
-Range at_least(double lo);                                  // [lo, inf)
-Range above(double lo);                                     // (lo, inf)
-Range between(double lo, double hi, bool hi_inclusive);     // [lo, hi] or [lo, hi)
+Range at_least(double lo);                                    // [lo, inf)
+Range above(double lo);                                       // (lo, inf)
+Range between(double lo, double hi, bool hi_inclusive);       // [lo, hi] or [lo, hi)
 Range open_between(double lo, double hi, bool hi_inclusive);  // (lo, hi] or (lo, hi)
 bool in_range(double v, const Range& r);
 // "in [0, 1)", ">= 1", "> 0"; "" for an unbounded range.

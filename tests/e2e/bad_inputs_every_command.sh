@@ -128,6 +128,9 @@ expect_error "commbench file with 1e400" "beyond the range of a double" "$Z" pla
 # A commbench file measured at W = 2 on one node, asked for W = 4.
 printf '{"world": 2, "ranks_per_node": 2, "curves": [{"primitive": "all_reduce", "dtype": "fp32", "points": [{"bytes": 4, "time_us": 10}]}]}\n' >w2.json
 expect_error "commbench file of another layout" "measured at W = 2 with 2 ranks per node, asked for W = 4 with 4" "$Z" plan "$TINY" --world 4 --network w2.json --compute-ms 1,1
+# A compute time measured for another model.
+printf '{"world_size": 1, "timing": {"compute_ms_per_micro_step": 5, "optimizer_ms": 1}, "config": {"model": {"n_layer": 2, "n_head": 2, "n_embd": 64, "vocab_size": 256, "seq_len": 128}, "train": {"micro_batch": 4}}}\n' >other_model.json
+expect_error "--compute-from of another model" "measured for 2 layers, 2 heads, width 64" "$Z" plan "$TINY" --world 2 --network "$NET" --compute-from other_model.json
 # Token ids: exact in the message, whatever their length.
 expect_error "decode of a 21-digit id" "('123456789012345678901')" sh -c "echo 123456789012345678901 | '$Z' tokenize --tokenizer byte --decode"
 

@@ -23,9 +23,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-void write_text(const std::string& path, const std::string& text) {
-  std::ofstream(path) << text;
-}
+void write_text(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
 
 TEST_CASE("input: integers are exact or refused, never rounded", "[input]") {
   int64_t i = 0;
@@ -87,7 +85,7 @@ TEST_CASE("input: a tree lists each file once and survives link loops", "[input]
   write_text(root + "/a/one.txt", "1");
   write_text(root + "/a/b/two.txt", "2");
   write_text(root + "/.hidden", "h");
-  fs::create_directory_symlink(root, root + "/a/b/up");      // back to an ancestor
+  fs::create_directory_symlink(root, root + "/a/b/up");        // back to an ancestor
   fs::create_directory_symlink(root + "/a", root + "/again");  // a second way in
   fs::create_symlink(root + "/a/one.txt", root + "/one_link.txt");
   const std::vector<std::string> files = list_regular_files(root, 100);

@@ -321,7 +321,8 @@ TEST_CASE("report errors are one line naming what is wrong", "[report]") {
   std::ofstream(broken) << "{\"world_size\": 4, \"steps\": [";
   std::string msg = runs_error(dir.path);
   // Our JSON reader's words, with line and column; nothing of yaml-cpp's.
-  require_parts(msg, {broken + ":1:", "JSON", "(a truncated summary.json, or not one zerotrain wrote)"});
+  require_parts(msg,
+                {broken + ":1:", "JSON", "(a truncated summary.json, or not one zerotrain wrote)"});
   CHECK(msg.find("yaml") == std::string::npos);
   // A directory or a FIFO where summary.json belongs: named by its kind, no hang.
   fs::remove(broken);
@@ -329,7 +330,8 @@ TEST_CASE("report errors are one line naming what is wrong", "[report]") {
   require_parts(runs_error(dir.path), {broken, "it is a directory, expected a regular file"});
   fs::remove(broken);
   REQUIRE(::mkfifo(broken.c_str(), 0600) == 0);
-  require_parts(runs_error(dir.path), {broken, "it is a named pipe (FIFO), expected a regular file"});
+  require_parts(runs_error(dir.path),
+                {broken, "it is a named pipe (FIFO), expected a regular file"});
   fs::remove(broken);
 
   std::string text = summary_json(good);

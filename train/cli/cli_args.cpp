@@ -1,8 +1,7 @@
 #include "train/cli/cli_args.h"
 
-
-#include "train/config/config.h"
 #include "data/input/input_scalar.h"
+#include "train/config/config.h"
 
 namespace zt {
 

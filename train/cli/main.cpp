@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <new>
 #include <string>
 #include <vector>
@@ -72,6 +73,9 @@ int main(int argc, char** argv) {
   } catch (const zt::JobError& e) {
     report(e.what());
     rc = 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // The path and the OS's reason, without the library's own wording.
+    zt::abort_job(e.path1().string() + ": " + e.code().message());
   } catch (const std::bad_alloc&) {
     zt::abort_job("out of memory (std::bad_alloc) in '" + cmd + "'");
   } catch (const std::exception& e) {

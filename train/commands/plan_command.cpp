@@ -168,6 +168,12 @@ Planned load_planned(const std::vector<std::string>& args) {
   if (p.predict) {
     const std::string mismatch = network_layout_mismatch(p.net, p.world, p.per_node);
     if (!mismatch.empty()) f.fail("--network " + f.get("--network") + ": " + mismatch);
+    const std::string planned = compute_shape(p.cfg.model, p.cfg.train.micro_batch);
+    if (!p.compute.measured_for.empty() && p.compute.measured_for != planned)
+      f.fail("--compute-from " + f.get("--compute-from") + ": measured for " +
+             p.compute.measured_for + ", the plan is for " + planned +
+             "; compute times do not transfer between shapes (measure this one, or give "
+             "--compute-ms)");
   }
   for (const Variant& v : variants(p.cfg.zero, p.nodes.nodes(), p.per_node)) {
     ZeroSetup setup = p.s;

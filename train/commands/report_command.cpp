@@ -14,11 +14,11 @@
 #include <fstream>
 #include <stdexcept>
 
-#include "train/io/output_target.h"
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
 #include "train/config/config.h"
 #include "train/config/network_file.h"
+#include "train/io/output_target.h"
 #include "train/loop/runtime.h"
 #include "train/report/report_prediction.h"
 #include "train/report/report_table.h"

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "data/shard.h"
 #include "data/input/input_scalar.h"
+#include "data/shard.h"
 #include "data/tokenizer.h"
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"

@@ -26,8 +26,7 @@ double field(const JsonValue& obj, const char* key, const std::string& where, bo
     return 0;
   }
   const double x = v->kind == JsonValue::Kind::number ? v->number() : 0;
-  if (v->kind != JsonValue::Kind::number || !in_range(x, range) ||
-      (integer && x != std::floor(x)))
+  if (v->kind != JsonValue::Kind::number || !in_range(x, range) || (integer && x != std::floor(x)))
     throw ConfigError(where + ": field '" + key + "': expected " + expected + ", got " +
                       describe_json(*v));
   return x;

@@ -20,7 +20,6 @@ namespace zt {
 
 using FieldRef = std::variant<int*, int64_t*, uint64_t*, double*, bool*, std::string*>;
 
-
 struct ConfigKey {
   const char* section;
   const char* name;

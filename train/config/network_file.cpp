@@ -95,7 +95,8 @@ NetworkModel commbench_network(const JsonValue& root, const std::string& path) {
   const JsonValue* per_node = root.find("ranks_per_node");
   if (!world || world->kind != JsonValue::Kind::number || world->number() < 1 ||
       world->number() != std::floor(world->number()))
-    throw ConfigError(path + ": key 'world': expected the integer world size >= 1 commbench "
+    throw ConfigError(path +
+                      ": key 'world': expected the integer world size >= 1 commbench "
                       "measured at");
   net.measured_world = static_cast<int>(std::min(world->number(), 1e9));
   if (per_node && per_node->kind == JsonValue::Kind::number && per_node->number() >= 1 &&
@@ -175,6 +176,25 @@ ComputeTimes read_compute_times(const std::string& path) {
   c.optimizer_s = non_negative(t, "optimizer_ms", path + ": timing") * 1e-3;
   const JsonValue* w = root.find("world_size");
   c.source = "measured in " + path + (w ? " (W = " + w->text + ")" : "");
+  const JsonValue* config = root.find("config");
+  const JsonValue* model = config ? config->find("model") : nullptr;
+  const JsonValue* train = config ? config->find("train") : nullptr;
+  if (model && train) {
+    auto count = [&](const JsonValue& obj, const char* key, const std::string& where) {
+      const double x = positive(obj, key, where);
+      if (x != std::floor(x) || x > 1e9)
+        throw ConfigError(where + ": key '" + key + "': expected an integer in [1, 1e9]");
+      return static_cast<int>(x);
+    };
+    const std::string where = path + ": config.model";
+    GPTConfig m;
+    m.n_layer = count(*model, "n_layer", where);
+    m.n_head = count(*model, "n_head", where);
+    m.n_embd = count(*model, "n_embd", where);
+    m.vocab_size = count(*model, "vocab_size", where);
+    m.seq_len = count(*model, "seq_len", where);
+    c.measured_for = compute_shape(m, count(*train, "micro_batch", path + ": config.train"));
+  }
   // The run timed its own shard's step: stages 1-3 update 1/W of the model,
   // and the model's optimizer time is the whole model's.
   const JsonValue* zero = root.find("zero");
@@ -189,6 +209,12 @@ ComputeTimes read_compute_times(const std::string& path) {
   if (off && off->kind == JsonValue::Kind::string && off->text != "none")
     c.source += " (an offloaded run: its optimizer time is the host's)";
   return c;
+}
+
+std::string compute_shape(const GPTConfig& m, int micro_batch) {
+  return std::to_string(m.n_layer) + " layers, " + std::to_string(m.n_head) + " heads, width " +
+         std::to_string(m.n_embd) + ", vocabulary " + std::to_string(m.vocab_size) +
+         ", T = " + std::to_string(m.seq_len) + ", micro-batch " + std::to_string(micro_batch);
 }
 
 std::string network_layout_mismatch(const NetworkModel& net, int world, int ranks_per_node) {

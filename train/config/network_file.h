@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 
+#include "model/gpt_config.h"
 #include "train/config/cluster_description.h"
 #include "zero/analysis/step_time_model.h"
 
@@ -21,6 +22,9 @@ NetworkModel network_of_cluster(const ClusterDescription& c);
 // Why a network cannot predict a job of `world` ranks, `ranks_per_node` per
 // node: "" when it can (a link, or curves measured at that very layout).
 std::string network_layout_mismatch(const NetworkModel& net, int world, int ranks_per_node);
+// "12 layers, 12 heads, width 768, vocabulary 50304, T = 1024, micro-batch 16":
+// what a compute time was measured for, compared before it predicts a plan.
+std::string compute_shape(const GPTConfig& model, int micro_batch);
 // A run's measured compute: summary.json's timing (per micro-step and
 // optimizer), for a run at `world` ranks on the same hardware.
 ComputeTimes read_compute_times(const std::string& summary_path);

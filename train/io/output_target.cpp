@@ -48,7 +48,8 @@ std::string output_dir_problem(const std::string& path) {
   if (path.empty()) return "an empty path";
   struct stat st;
   if (::stat(path.c_str(), &st) == 0) {
-    if (!S_ISDIR(st.st_mode)) return "it is " + file_type_name(st.st_mode) + ", expected a directory";
+    if (!S_ISDIR(st.st_mode))
+      return "it is " + file_type_name(st.st_mode) + ", expected a directory";
     return writable_dir_problem(path);
   }
   if (errno == ELOOP) return "a symbolic link loop";

@@ -87,6 +87,7 @@ struct ComputeTimes {
   double micro_step_s = 0;  // forward + backward of one micro-step on one rank
   double optimizer_s = 0;   // the optimizer step over the whole model on one rank
   std::string source;
+  std::string measured_for;  // the model and micro-batch a measurement timed; "" if given
 };
 
 struct StepTimePrediction {
