@@ -45,7 +45,7 @@ PlannedCall gather_call(double ms, double at, Phase phase, int micro = 0) {
           at};
 }
 
-ComputeTimes compute_ms(double micro, double opt) { return {micro * 1e-3, opt * 1e-3, "test"}; }
+ComputeTimes compute_ms(double micro, double opt) { return {micro * 1e-3, opt * 1e-3, "test", ""}; }
 
 // Link figures: 1 GB/s inside a node, 1 MB/s per node link, 0.1 ms per inter-node ring step.
 NetworkModel slow_node_links() {
