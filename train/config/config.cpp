@@ -22,6 +22,24 @@
 namespace zt {
 namespace {
 
+// yaml-cpp's parser messages in the words of the file's author; a message
+// not listed passes through (yaml-cpp's are plain English, without internals).
+std::string yaml_problem(const std::string& msg) {
+  static const std::pair<const char*, const char*> kPlain[] = {
+      {"end of map not found", "a mapping does not end where expected (check the indentation)"},
+      {"end of map flow not found", "a '{' is not closed"},
+      {"end of sequence not found", "a list does not end where expected (check the indentation)"},
+      {"end of sequence flow not found", "a '[' is not closed"},
+      {"illegal map value",
+       "a ':' where no key can start (quote the value or fix the indentation)"},
+      {"block sequence entries are not allowed in this context",
+       "a '- ' list item where a value was expected"},
+  };
+  for (const auto& [yaml, plain] : kPlain)
+    if (msg == yaml) return plain;
+  return msg;
+}
+
 [[noreturn]] void fail(const std::string& message) { throw ConfigError(message); }
 
 std::string file_line(const std::string& path, const YAML::Mark& mark) {
@@ -92,7 +110,7 @@ void ConfigLoader::load_file() {
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    fail(file_line(path, e.mark) + ": YAML syntax error: " + e.msg);
+    fail(file_line(path, e.mark) + ": YAML syntax error: " + yaml_problem(e.msg));
   }
   // A file that sets nothing is more likely a wrong or truncated file than a
   // wish for every default.

@@ -274,23 +274,31 @@ namespace {
 struct ScalarAssigner {
   const std::string& text;
 
-  std::string got() const { return ", got '" + text + "'"; }
+  std::string got() const { return ", got " + quote_value(text); }
+  // An integer too large for the field is told the range; anything else that
+  // is not an integer, only that.
+  std::string not_integer(const char* range) const {
+    double v = 0;
+    const bool integral = parse_number(text, v) && v == std::floor(v);
+    return std::string("expected an integer") + (integral ? range : "") + got();
+  }
   std::string operator()(int* field) const {
     int64_t v = 0;
-    if (!parse_int64(text, v)) return "expected an integer" + got();
-    if (v < INT_MIN || v > INT_MAX)
-      return "expected an integer in [-2147483648, 2147483647]" + got();
+    if (!parse_int64(text, v) || v < INT_MIN || v > INT_MAX)
+      return not_integer(" in [-2147483648, 2147483647]");
     *field = static_cast<int>(v);
     return "";
   }
   std::string operator()(int64_t* field) const {
-    return parse_int64(text, *field) ? "" : "expected an integer" + got();
+    return parse_int64(text, *field)
+               ? ""
+               : not_integer(" in [-9223372036854775808, 9223372036854775807]");
   }
   std::string operator()(uint64_t* field) const {
-    return parse_uint64(text, *field) ? "" : "expected a non-negative integer" + got();
+    return parse_uint64(text, *field) ? "" : not_integer(" in [0, 18446744073709551615]");
   }
   std::string operator()(double* field) const {
-    return parse_number(text, *field) ? "" : "expected a number" + got();
+    return parse_number(text, *field) ? "" : "expected a finite number" + got();
   }
   std::string operator()(bool* field) const {
     return parse_bool(text, *field) ? "" : "expected a boolean (true or false)" + got();
