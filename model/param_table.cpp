@@ -73,18 +73,18 @@ ParamTable::ParamTable(const GPTConfig& c) : cfg_(c) {
   const int lnf = units_[c.n_layer + 1].first_param;
   module("ln_f", root, {lnf, lnf + 1});
   module("lm_head", root, {0});
+  for (size_t i = 0; i < params_.size(); i++) param_by_name_.emplace(params_[i].name, int(i));
+  for (size_t i = 0; i < modules_.size(); i++) module_by_name_.emplace(modules_[i].name, int(i));
 }
 
 int ParamTable::module_index(const std::string& name) const {
-  for (size_t i = 0; i < modules_.size(); i++)
-    if (modules_[i].name == name) return static_cast<int>(i);
-  return -1;
+  const auto it = module_by_name_.find(name);
+  return it == module_by_name_.end() ? -1 : it->second;
 }
 
 const ParamInfo* ParamTable::find(const std::string& name) const {
-  for (const auto& p : params_)
-    if (p.name == name) return &p;
-  return nullptr;
+  const auto it = param_by_name_.find(name);
+  return it == param_by_name_.end() ? nullptr : &params_[static_cast<size_t>(it->second)];
 }
 
 }  // namespace zt

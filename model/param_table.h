@@ -14,6 +14,7 @@
 #pragma once
 #include <cstddef>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/gpt_config.h"
@@ -81,6 +82,9 @@ class ParamTable {
   std::vector<ParamInfo> params_;
   std::vector<UnitRange> units_;
   std::vector<ModuleInfo> modules_;
+  // Name -> index: lookups by name happen per module per pass, so a scan
+  // would make a plan quadratic in the layers.
+  std::unordered_map<std::string, int> param_by_name_, module_by_name_;
   size_t total_ = 0;
 };
 

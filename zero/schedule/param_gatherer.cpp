@@ -1,6 +1,7 @@
 #include "zero/schedule/param_gatherer.h"
 
 #include <algorithm>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 
@@ -153,13 +154,19 @@ std::set<int> ParamGatherer::params_to_release(int module) const {
     const int64_t recent = it == most_recent_.end() ? kNeverFetched : it->second;
     if (!layout_.persistent(p) && recent <= step_) out.insert(p);
   }
-  int64_t traversed = 0;
-  for (size_t i = static_cast<size_t>(step_); i < module_order_.size(); i++) {
-    if (traversed >= z_.stage3_max_reuse_distance) break;
-    for (int p : fetch_set_[module_order_[i]]) {
-      out.erase(p);
-      traversed += static_cast<int64_t>(table_.params()[p].numel);
-    }
+  // DeepSpeed walks the trace from this step, counting elements, and keeps
+  // every parameter it meets before stage3_max_reuse_distance. The walk meets
+  // p iff the elements before p's next use are fewer than the distance, so
+  // one lookup per parameter gives the same set without walking the trace
+  // (a walk per release is quadratic in the modules).
+  const auto start = static_cast<size_t>(step_);
+  for (auto it = out.begin(); it != out.end();) {
+    const std::vector<int64_t>& uses = trace_uses_[static_cast<size_t>(*it)];
+    const auto next = std::lower_bound(uses.begin(), uses.end(), step_);
+    const bool met = next != uses.end() &&
+                     trace_elems_before_[static_cast<size_t>(*next)] - trace_elems_before_[start] <
+                         z_.stage3_max_reuse_distance;
+    it = met ? out.erase(it) : std::next(it);
   }
   return out;
 }
@@ -179,6 +186,21 @@ void ParamGatherer::release(int module, bool backward) {
   for (int p : fetch_set_[module]) {
     st_.active[p].erase(module);
     if (to_release.count(p)) release_param(p);
+  }
+}
+
+void ParamGatherer::index_trace() {
+  trace_elems_before_.assign(module_order_.size() + 1, 0);
+  trace_uses_.assign(table_.params().size(), {});
+  for (size_t i = 0; i < module_order_.size(); i++) {
+    int64_t elems = 0;
+    for (int p : fetch_set_[module_order_[i]]) {
+      elems += static_cast<int64_t>(table_.params()[p].numel);
+      std::vector<int64_t>& uses = trace_uses_[static_cast<size_t>(p)];
+      if (uses.empty() || uses.back() != static_cast<int64_t>(i))
+        uses.push_back(static_cast<int64_t>(i));
+    }
+    trace_elems_before_[i + 1] = trace_elems_before_[i] + elems;
   }
 }
 
@@ -208,6 +230,7 @@ void ParamGatherer::end_pass() {
       check_same_on_all_ranks(ids);
       check_same_on_all_ranks(steps);
       mode_ = Mode::Complete;
+      index_trace();
     } else {
       mode_ = Mode::Record;
     }

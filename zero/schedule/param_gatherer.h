@@ -136,6 +136,9 @@ class ParamGatherer {
   void gather(const std::vector<int>& params);
   void release_param(int p);
   std::set<int> params_to_release(int module) const;
+  // The complete trace's index for params_to_release: the trace steps that
+  // fetch each parameter, and the elements fetched before each step.
+  void index_trace();
   void check_same_on_all_ranks(const std::vector<int64_t>& values);
   void read_ahead_nvme();
 
@@ -153,6 +156,8 @@ class ParamGatherer {
   std::deque<Use> queue_;
   std::map<int, int64_t> most_recent_;  // param -> latest trace step a fetch or prefetch covered
   std::map<int, std::deque<int64_t>> fetched_at_;
+  std::vector<std::vector<int64_t>> trace_uses_;  // param -> ascending trace steps
+  std::vector<int64_t> trace_elems_before_;       // trace step -> elements fetched before it
   int64_t step_ = 0;
   int64_t n_available_ = 0;
 };
