@@ -46,8 +46,14 @@ int64_t DsContext::read_int(const JsonValue& v, int line, const std::string& key
                             int64_t min) const {
   int64_t out = 0;
   bool scalar = v.kind == JsonValue::Kind::number || v.kind == JsonValue::Kind::string;
-  if (!scalar || !parse_int64(v.text, out))
-    fail(line, key, "expected an integer, got " + describe_json(v));
+  if (!scalar || !parse_int64(v.text, out)) {
+    double x = 0;
+    const bool too_large = scalar && parse_number(v.text, x) && x == std::floor(x);
+    fail(line, key,
+         std::string("expected an integer") +
+             (too_large ? " in [" + std::to_string(min) + ", 9223372036854775807]" : "") +
+             ", got " + describe_json(v));
+  }
   if (out < min)
     fail(line, key, "expected an integer >= " + std::to_string(min) + ", got " + v.text);
   return out;
