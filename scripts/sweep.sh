@@ -98,6 +98,7 @@ while [ $# -gt 0 ]; do
 done
 
 [ -n "$out" ] || die "--out DIR is required"
+[ ! -e "$out" ] || [ -d "$out" ] || die "--out $out: exists and is not a directory"
 [[ "$point_timeout" =~ ^[0-9]+$ ]] || die "--timeout: expected whole seconds, got '$point_timeout'"
 physical_cores=$(lscpu -p=Core,Socket 2>/dev/null | grep -v '^#' | sort -u | wc -l)
 [ "$physical_cores" -gt 0 ] 2>/dev/null || physical_cores=$(nproc 2>/dev/null || echo 1)
@@ -128,6 +129,7 @@ names=()
 sets=()
 base_config=""
 if [ -n "$grid" ]; then
+  [ -f "$grid" ] || die "$grid: not a regular file (expected a grid file, one point per line)"
   [ -r "$grid" ] || die "$grid: cannot read the grid file"
   [ ${#configs[@]} -le 1 ] || die "--grid takes one base config, got ${#configs[@]}"
   declare -A line_of_name=() line_of_set=()

@@ -142,6 +142,8 @@ expect_error "report --out FILE" "--out text.txt: it is a regular file, expected
 expect_error "export to a directory" "dir: it is a directory, expected a file to write" "$Z" export dir --checkpoint fifo
 expect_error "train --run-dir FILE" "--run-dir text.txt: it is a regular file, expected a directory" "$Z" train "$TINY" "${FAST[@]}" --run-dir text.txt
 expect_error "prepare --out FILE" "text.txt: already exists" "$Z" prepare --input text.txt --out text.txt --tokenizer byte
+expect_error "sweep.sh --out FILE" "--out text.txt: exists and is not a directory" "$REPO/scripts/sweep.sh" --grid "$REPO/configs/pmbs/grid_cpu_quick.txt" --out text.txt --bin "$Z"
+expect_error "sweep.sh --grid FIFO" "fifo: not a regular file" "$REPO/scripts/sweep.sh" --grid fifo --out sweep_out --bin "$Z"
 [ $(($(date +%s) - start)) -lt 60 ] || fail "the writing options were not checked before the work"
 
 # ---- config errors at W = 3: rank 0 only, one line, exit 2, nothing created
