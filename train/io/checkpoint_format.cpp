@@ -44,6 +44,10 @@ class MetaReader {
 
   YAML::Node node(const YAML::Node& parent, const std::string& key,
                   const std::string& where) const {
+    // yaml-cpp throws its own BadSubscript for a key looked up in a scalar.
+    if (!parent.IsMap())
+      bad(path_, "field '" + where.substr(0, where.size() - 1) + "': expected an object, got a " +
+                     kind(parent));
     const YAML::Node n = parent[key];
     if (!n) bad(path_, "missing field '" + where + key + "'");
     return n;
