@@ -319,6 +319,11 @@ TEST_CASE("report errors are one line naming what is wrong", "[report]") {
   std::ofstream(broken) << "{\"world_size\": 4, \"steps\": [";
   std::string msg = runs_error(dir.path);
   CHECK(msg.rfind(broken + ": unreadable summary", 0) == 0);
+  // Found by fuzz/targets/run_summary: yaml-cpp's message quoted a newline raw.
+  std::ofstream(broken, std::ios::binary) << std::string("\0\r\0\0\0\n\nN", 8);
+  msg = runs_error(dir.path);
+  CHECK(msg.rfind(broken + ": unreadable summary", 0) == 0);
+  CHECK(msg.find("\\x0a") != std::string::npos);
 
   std::string text = summary_json(good);
   const std::string key = "\"reduce\":{\"calls\":1,\"bytes\":";

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "data/escape_control.h"
 #include "data/shard.h"
 #include "train/io/json_writer.h"
 
@@ -33,8 +34,10 @@ T get(const char* p) {
   return v;
 }
 
+// Control bytes quoted from the file (a multi-line YAML scalar, yaml-cpp
+// quoting a newline) as \xNN: errors are one line.
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
-  throw DataError(path + ": " + what);
+  throw DataError(path + ": " + escape_control_bytes(what));
 }
 
 // Typed access to meta.json (read with yaml-cpp, JSON being YAML).

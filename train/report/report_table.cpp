@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "data/escape_control.h"
 #include "zero/comm/comm_stats.h"
 #include "zero/schedule/grad_path_registry.h"
 
@@ -79,7 +80,7 @@ class SummaryFile {
     return n.Scalar();
   }
   [[noreturn]] void fail(const std::string& why) const {
-    throw std::runtime_error(path_ + ": unreadable summary: " + why);
+    throw std::runtime_error(path_ + ": unreadable summary: " + escape_control_bytes(why));
   }
 
  private:
