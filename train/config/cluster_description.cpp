@@ -28,16 +28,22 @@ ClusterDescription cluster_from_json(const JsonValue& root, const std::string& w
   ClusterDescription c;
   if (root.kind != JsonValue::Kind::object)
     throw ConfigError(where + ": expected a JSON object (scripts/cluster.sh's cluster.json)");
-  c.nodes = static_cast<int>(field(root, "nodes", where, true));
-  c.ranks_per_node = static_cast<int>(field(root, "ranks_per_node", where, true));
+  const double nodes = field(root, "nodes", where, true);
+  const double ranks_per_node = field(root, "ranks_per_node", where, true);
   const JsonValue* link = root.find("link");
   if (!link || link->kind != JsonValue::Kind::object)
     throw ConfigError(where + ": field 'link' missing (expected an object with rate_bits_per_s)");
   c.rate_bits_per_s = field(*link, "rate_bits_per_s", where + ": link", true);
   c.delay_us = field(*link, "delay_us", where + ": link", false);
-  if (c.nodes < 1 || c.ranks_per_node < 1 || !(c.rate_bits_per_s > 0))
-    throw ConfigError(where + ": expected nodes >= 1, ranks_per_node >= 1 and a positive " +
+  // Checked before the casts to int, which a larger double would make undefined;
+  // the bound keeps nodes x ranks_per_node within an int too.
+  constexpr double kMaxCount = 1 << 15;
+  if (!(nodes >= 1 && nodes <= kMaxCount) ||
+      !(ranks_per_node >= 1 && ranks_per_node <= kMaxCount) || !(c.rate_bits_per_s > 0))
+    throw ConfigError(where + ": expected nodes and ranks_per_node in [1, 32768] and a positive " +
                       "link.rate_bits_per_s");
+  c.nodes = static_cast<int>(nodes);
+  c.ranks_per_node = static_cast<int>(ranks_per_node);
   return c;
 }
 
