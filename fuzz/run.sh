@@ -89,6 +89,14 @@ smoke_runs() {
   esac
 }
 
+# Each target's scratch files (the inputs written for parsers that read a path):
+# in memory where /dev/shm is writable (a busy disk once stalled an open() for
+# seconds), under a name fixed for this build directory, so that runs repeat.
+scratch_base=${TMPDIR:-/tmp}
+[ -d /dev/shm ] && [ -w /dev/shm ] && scratch_base=/dev/shm
+scratch="$scratch_base/zt-fuzz-$(realpath "$build" | cksum | cut -d' ' -f1)"
+trap 'rm -rf "$scratch"' EXIT
+
 findings="$build/findings"
 mkdir -p "$findings"
 failed=()
@@ -103,7 +111,7 @@ for t in "${targets[@]}"; do
   # Regressions first: each kept reproducer must now pass.
   regressions=(fuzz/regressions/"$t"/*)
   if [ ${#regressions[@]} -gt 0 ] &&
-    ! ZT_FUZZ_SCRATCH="$build/scratch/$t" timeout 300 "$bin" "${limits[@]}" "${regressions[@]}" >"$build/logs/$t.regressions.log" 2>&1; then
+    ! ZT_FUZZ_SCRATCH="$scratch/$t" timeout 300 "$bin" "${limits[@]}" "${regressions[@]}" >"$build/logs/$t.regressions.log" 2>&1; then
     printf '%-22s %10s %8s %8s %8s  %s\n' "$t" - - - - "REGRESSION (see $build/logs/$t.regressions.log)"
     failed+=("$t")
     continue
@@ -119,7 +127,7 @@ for t in "${targets[@]}"; do
     bound=$((seconds + 120))
   fi
   rc=0
-  ZT_FUZZ_SCRATCH="$build/scratch/$t" timeout "$bound" "$bin" "${limits[@]}" "${run[@]}" -artifact_prefix="$findings/$t-" \
+  ZT_FUZZ_SCRATCH="$scratch/$t" timeout "$bound" "$bin" "${limits[@]}" "${run[@]}" -artifact_prefix="$findings/$t-" \
     "$work" "${dirs[@]}" >"$log" 2>&1 || rc=$?
   [ "$mode" = smoke ] && rm -rf "$work"
   stats=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)

@@ -5,7 +5,6 @@
 // empty or spans lines) is a finding: it is printed and the process aborts, so
 // that libFuzzer saves the input as a reproducer.
 #pragma once
-#include <exception>
 #include <functional>
 #include <string>
 

@@ -1,6 +1,7 @@
 // Most parsers read a path, as users call them, so each input is written to a
-// file in a directory private to the fuzzing process ($ZT_FUZZ_SCRATCH, else
-// a new one under $TMPDIR or /tmp), removed when the process exits.
+// file in a directory private to the fuzzing process ($ZT_FUZZ_SCRATCH, which
+// fuzz/run.sh sets; else a new one under $TMPDIR or /tmp), removed when the
+// process exits.
 #pragma once
 #include <cstddef>
 #include <cstdint>
