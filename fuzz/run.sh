@@ -137,6 +137,7 @@ for t in "${targets[@]}"; do
   corp=$(sed -n 's/.* corp: \([0-9]*\).*/\1/p' <<<"$stats")
   if [ "$rc" -eq 0 ]; then
     outcome="nothing found"
+    [ ${#regressions[@]} -gt 0 ] && outcome+=" (${#regressions[@]} kept reproducers pass)"
   else
     reproducer=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -1)
     outcome="FOUND (exit $rc): ${reproducer:-no reproducer; see $log}"
