@@ -343,6 +343,24 @@ TEST_CASE("report errors are one line naming what is wrong", "[report]") {
   std::ofstream(broken) << text;
   msg = runs_error(dir.path);
   CHECK(msg.find("key 'tokens_per_second': expected a number, got 'fast'") != std::string::npos);
+
+  // Found by fuzz/targets/run_summary: a stage that select_grad_path does not
+  // know escaped as its std::logic_error. An integer beyond int64 (a cast that
+  // was undefined) is refused the same way.
+  text = summary_json(good);
+  const std::string stage_key = "\"zero\":{\"stage\":";
+  const size_t stage = text.rfind(stage_key);
+  REQUIRE(stage != std::string::npos);
+  text.insert(stage + stage_key.size(), "4");
+  std::ofstream(broken) << text;
+  msg = runs_error(dir.path);
+  CHECK(msg.find("key 'zero.stage': expected 0, 1, 2 or 3, got 4") != std::string::npos);
+  text = summary_json(good);
+  const size_t world = text.find("\"world_size\":");
+  text.replace(world, text.find(',', world) - world, "\"world_size\":1e300");
+  std::ofstream(broken) << text;
+  msg = runs_error(dir.path);
+  CHECK(msg.find("key 'world_size': expected an integer, got '1e300'") != std::string::npos);
 }
 
 TEST_CASE("flops per token: 6N + 6LCT", "[report]") {
