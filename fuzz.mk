@@ -45,12 +45,9 @@ $(FUZZ_TARGETS): $(FUZZ_BUILD)/%: $(FUZZ_BUILD)/obj/fuzz/targets/%.o $(FUZZ_SUPP
 $(FUZZ_SEEDER): $(FUZZ_BUILD)/obj/fuzz/make_seeds.o $(FUZZ_BUILD)/libzt.a
 	$(FUZZ_CXX) $(FUZZ_SANITIZE) -pthread -o $@ $^ $(FUZZ_LDLIBS)
 
-$(FUZZ_BUILD)/obj/fuzz/%.o: fuzz/%.cpp
-	@mkdir -p $(dir $@)
-	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
-
 $(FUZZ_BUILD)/obj/%.o: %.cpp
 	@mkdir -p $(dir $@)
 	$(FUZZ_CXX) $(FUZZ_CXXFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
--include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_SUPPORT_OBJ:.o=.d) $(FUZZ_TARGET_SRC:fuzz/targets/%.cpp=$(FUZZ_BUILD)/obj/fuzz/targets/%.d)
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_SUPPORT_OBJ:.o=.d) $(FUZZ_BUILD)/obj/fuzz/make_seeds.d \
+  $(FUZZ_TARGET_SRC:fuzz/targets/%.cpp=$(FUZZ_BUILD)/obj/fuzz/targets/%.d)
