@@ -9,7 +9,7 @@ DEPS ?= auto
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SUBMAKE = $(MAKE) --no-print-directory -f build.mk BUILD=$(BUILD) -j$(JOBS)
 
-.PHONY: all deps build corpus data-gpt2 run test test-asan coverage bench format clean
+.PHONY: all deps build corpus data-gpt2 run test test-asan coverage fuzz bench format clean
 
 all: build corpus
 
@@ -59,6 +59,13 @@ coverage: deps
 	@$(MAKE) --no-print-directory -f build.mk BUILD=build-cov COVERAGE=1 NO_CUDA=1 -j$(JOBS) build-cov/zerotrain build-cov/tests
 	@scripts/coverage.sh build-cov
 
+# libFuzzer targets, one per parser (fuzz/, built by fuzz.mk with clang into
+# build-fuzz/): each runs FUZZ_SECONDS, its corpus kept in build-fuzz/corpus/
+# for the next run; a finding fails with its reproducer (docs/testing.md).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) fuzz/run.sh long build-fuzz
+
 bench: build
 	@scripts/bench.sh $(BUILD)
 
@@ -66,4 +73,4 @@ format:
 	@clang-format -i $$(git ls-files '*.h' '*.cpp' '*.cu' '*.cuh')
 
 clean:
-	rm -rf build build-asan build-cov
+	rm -rf build build-asan build-cov build-fuzz

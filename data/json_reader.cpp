@@ -11,6 +11,8 @@
 #include <cstdlib>
 #include <set>
 
+#include "data/input/escape_control.h"
+
 namespace zt {
 namespace {
 
@@ -35,7 +37,7 @@ class Parser {
  private:
   [[noreturn]] void fail(const std::string& what) const {
     throw JsonError(source_ + ":" + std::to_string(line_) + ":" + std::to_string(column()) +
-                        ": JSON syntax error: " + what,
+                        ": JSON syntax error: " + escape_control_bytes(what),
                     false);
   }
   int column() const {
@@ -146,8 +148,9 @@ class Parser {
       next();
       const std::string child = path.empty() ? m.key : path + "." + m.key;
       if (!seen.insert(m.key).second)
-        throw JsonError(
-            source_ + ":" + std::to_string(m.line) + ": key '" + child + "': duplicate key", true);
+        throw JsonError(source_ + ":" + std::to_string(m.line) + ": key '" +
+                            escape_control_bytes(child) + "': duplicate key",
+                        true);
       m.value.push_back(parse_value(depth + 1, child));
       obj.members.push_back(std::move(m));
       separator('}', "a key");
@@ -395,7 +398,7 @@ std::string describe_json(const JsonValue& v) {
     case JsonValue::Kind::null: return "null";
     case JsonValue::Kind::object: return "a JSON object";
     case JsonValue::Kind::array: return "an array of " + std::to_string(v.items.size());
-    case JsonValue::Kind::string: return "'" + v.text + "'";
+    case JsonValue::Kind::string: return "'" + escape_control_bytes(v.text) + "'";
     default: return v.text;
   }
 }

@@ -55,7 +55,8 @@ struct JsonError : std::runtime_error {
 JsonValue parse_json(const std::string& text, const std::string& source, JsonDialect dialect,
                      int first_line = 1);
 
-// "'abc'", "a JSON object", "an array of 3", "null", "true", "5": for "got ..." messages.
+// "'abc'", "a JSON object", "an array of 3", "null", "true", "5": for "got ..." messages
+// (a string's control bytes as \xNN, data/escape_control.h).
 std::string describe_json(const JsonValue& v);
 
 }  // namespace zt

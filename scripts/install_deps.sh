@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian/Ubuntu packages zerotrain needs, only those missing.
 # As root: apt-get (waiting for the dpkg lock). Otherwise: one line naming the
-# command to run. Optional packages (OpenBLAS, sentencepiece, PCRE2, bible-kjv, torch)
+# command to run. Optional packages (OpenBLAS, sentencepiece, PCRE2, bible-kjv, torch,
+# clang and its libFuzzer runtime for `make fuzz` and tests/e2e/fuzz_smoke.sh)
 # that cannot be installed (no network, as on the GPU machine) are skipped with
 # a notice; the build falls back without them.
 set -u
 required=(libyaml-cpp-dev catch2 libopenmpi-dev openmpi-bin pkg-config zlib1g-dev)
-optional=(libopenblas-dev libsentencepiece-dev libpcre2-dev bible-kjv python3-torch python3-numpy python3-matplotlib iproute2 kmod lcov)
+optional=(libopenblas-dev libsentencepiece-dev libpcre2-dev bible-kjv python3-torch python3-numpy python3-matplotlib iproute2 kmod lcov clang libclang-rt-dev)
 
 have() {  # a package counts as present when its files are, whatever installed them
   case "$1" in
@@ -26,6 +27,9 @@ have() {  # a package counts as present when its files are, whatever installed t
     iproute2) command -v ip >/dev/null && command -v tc >/dev/null ;;  # scripts/cluster.sh
     kmod) command -v modprobe >/dev/null ;;  # loads sch_netem for cluster.sh's link delays
     lcov) command -v lcov >/dev/null && command -v genhtml >/dev/null ;;  # make coverage
+    clang) command -v clang++ >/dev/null ;;  # the fuzz targets (fuzz.mk)
+    # libFuzzer's runtime, where clang looks for it (Debian 12: libclang-rt-14-dev)
+    libclang-rt-dev) [ -e "$(clang++ -print-resource-dir 2>/dev/null)/lib/linux/libclang_rt.fuzzer-$(uname -m).a" ] ;;
     *) dpkg -s "$1" >/dev/null 2>&1 ;;
   esac
 }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <string_view>
 
+#include "data/input/escape_control.h"
+
 namespace zt {
 
 Range any_value() { return Range{}; }
@@ -162,10 +164,7 @@ std::string format_double(double v) {
 }
 
 std::string quote_value(const std::string& text) {
-  std::string shown;
-  for (char ch : text.substr(0, 24))
-    shown += std::isprint(static_cast<unsigned char>(ch)) ? ch : '?';
-  return "'" + shown + (text.size() > 24 ? "...'" : "'");
+  return "'" + escape_control_bytes(text.substr(0, 24)) + (text.size() > 24 ? "...'" : "'");
 }
 
 }  // namespace zt

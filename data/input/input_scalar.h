@@ -39,8 +39,8 @@ bool parse_bool(const std::string& text, bool& out);
 
 // Shortest decimal text that reads back to exactly `v`.
 std::string format_double(double v);
-// `text` as given, cut to 24 characters with "..." when longer: a quoted value
-// in a message stays one readable line whatever the user typed.
+// `text` as given, cut to 24 characters with "..." when longer and control
+// bytes as \xNN: a quoted value in a message stays one readable line.
 std::string quote_value(const std::string& text);
 
 }  // namespace zt

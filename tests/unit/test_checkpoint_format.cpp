@@ -274,6 +274,18 @@ TEST_CASE("meta.json: non-numeric, out-of-range, missing and inconsistent fields
       {replaced(good, "\"version\":2", "\"version\":1"), "metadata version 1"},
       {good.substr(0, good.size() / 2), "not valid JSON"},
       {"[1, 2]", "expected a JSON object"},
+      // Found by fuzz/targets/checkpoint_meta: yaml-cpp's own exception for a
+      // key looked up in a scalar.
+      {replaced(good, "\"model\":{", "\"model\":3,\"unused\":{"),
+       "field 'model': expected an object, got a scalar"},
+      {replaced(good, "\"tokenizer\":{", "\"tokenizer\":\"byte\",\"unused\":{"),
+       "field 'tokenizer': expected an object, got a scalar"},
+      // Found there too: a multi-line scalar quoted in the message, and
+      // yaml-cpp's message quoting a newline raw (meta_error checks one line).
+      {replaced(good, "\"format\":\"zerotrain checkpoint\"", "\"format\":\"zero\n\n\nthing\""),
+       "got 'zero\\x0a\\x0athing'"},
+      {std::string("\0\r\0\0\0\n\nN", 8),
+       "not valid JSON (line 2): unknown escape character: \\x0a"},
   };
   for (const Case& c : cases) {
     const std::string error = meta_error(c.text);

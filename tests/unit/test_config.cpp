@@ -377,6 +377,15 @@ TEST_CASE("config files: only regular files, at most 1 MiB, not empty", "[config
   require_same_config(load_config(section_only.path, {}), Config{});
 }
 
+TEST_CASE("a YAML syntax error quoting a control character stays one line", "[config]") {
+  // Found by fuzz/targets/config_file: yaml-cpp's message quoted a newline raw.
+  TempYaml file(std::string("\0\r\0\0\0\n\nN", 8));
+  require_parts(load_error(file.path), {file.path + ":", "YAML syntax error", "\\x0a"});
+  // And a multi-line scalar quoted in a message (fuzz/targets/config_file).
+  TempYaml scalar("train:\n  lr: \"a\\nb\"\n");
+  require_parts(load_error(scalar.path), {"key 'train.lr'", "got 'a\\x0ab'"});
+}
+
 TEST_CASE("bad overrides give one-line errors naming the --set text", "[config]") {
   TempYaml file("train:\n  steps: 10\n");
   struct Case {

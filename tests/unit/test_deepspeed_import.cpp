@@ -183,6 +183,22 @@ TEST_CASE("duplicate keys are refused", "[deepspeed]") {
       {":2: key 'gradient_clipping'", "duplicate"});
 }
 
+TEST_CASE("keys quoting control bytes keep errors and warnings one line", "[deepspeed]") {
+  // A decoded "\n" in a key, the kind of input fuzz/targets/cluster_description found.
+  require_parts(import_error(R"({"zero_optimization": {"a\nb": 1}})", 1, Config()),
+                {"key 'zero_optimization.a\\x0ab': unknown key"});
+  TestFile file(R"({"my\tkey": 1})", "ds_config.json");
+  Config c;
+  std::vector<std::string> warnings;
+  apply_deepspeed_config(file.path, c, warnings, 1);
+  bool named = false;
+  for (const std::string& w : warnings) {
+    CHECK(w.find('\n') == std::string::npos);
+    named = named || w.find("key 'my\\x09key'") != std::string::npos;
+  }
+  CHECK(named);
+}
+
 TEST_CASE("null is the default where DeepSpeed reads it so, an error elsewhere", "[deepspeed]") {
   for (int stage : {2, 3}) {
     Config c;

@@ -58,7 +58,7 @@ TEST_CASE("input: numbers are finite decimals; ranges say what they check", "[in
   CHECK_FALSE(in_range(0, open_between(0, 1, true)));
   CHECK(in_range(1, open_between(0, 1, true)));
   CHECK(quote_value("12345678901234567890123456789") == "'123456789012345678901234...'");
-  CHECK(quote_value("a\nb") == "'a?b'");
+  CHECK(quote_value("a\nb") == "'a\\x0ab'");
 }
 
 TEST_CASE("input: a path that is not a regular file is named by its kind", "[input]") {

@@ -149,4 +149,14 @@ TEST_CASE("strict JSON: the RFC's rules, errors at their line and column", "[jso
                 {":1:66:", "nested deeper than 64 levels"});
 }
 
+TEST_CASE("messages quote a decoded string's control bytes as \\xNN, keeping one line", "[json]") {
+  const JsonDialect strict = JsonDialect::Strict;
+  // Found by fuzz/targets/cluster_description: a key holding "\n" split the message.
+  require_parts(parse_error("{\"a\\nb\" 1}", strict), {"expected ':' after key 'a\\x0ab'"});
+  require_parts(parse_error("{\"k\\r\": 1, \"k\\r\": 2}", strict), {"key 'k\\x0d': duplicate key"});
+  require_parts(parse_error("{a: 'x\\\n'}"), {"unknown escape '\\\\x0a'"});
+  CHECK(describe_json(parse_json("\"line\\none\\u001b\"", "t.json", strict)) ==
+        "'line\\x0aone\\x1b'");
+}
+
 }  // namespace zt

@@ -333,6 +333,10 @@ TEST_CASE("report errors are one line naming what is wrong", "[report]") {
   require_parts(runs_error(dir.path),
                 {broken, "it is a named pipe (FIFO), expected a regular file"});
   fs::remove(broken);
+  // Found by fuzz/targets/run_summary: control bytes in a message stay one line.
+  std::ofstream(broken, std::ios::binary) << std::string("\0\r\0\0\0\n\nN", 8);
+  msg = runs_error(dir.path);
+  CHECK(msg.rfind(broken + ":", 0) == 0);
 
   std::string text = summary_json(good);
   const std::string key = "\"reduce\":{\"calls\":1,\"bytes\":";
@@ -353,6 +357,24 @@ TEST_CASE("report errors are one line naming what is wrong", "[report]") {
   msg = runs_error(dir.path);
   CHECK(msg.find("key 'tokens_per_second': expected a finite number, got 'fast'") !=
         std::string::npos);
+
+  // Found by fuzz/targets/run_summary: a stage that select_grad_path does not
+  // know escaped as its std::logic_error. An integer beyond int64 (a cast that
+  // was undefined) is refused the same way.
+  text = summary_json(good);
+  const std::string stage_key = "\"zero\":{\"stage\":";
+  const size_t stage = text.rfind(stage_key);
+  REQUIRE(stage != std::string::npos);
+  text.insert(stage + stage_key.size(), "4");
+  std::ofstream(broken) << text;
+  msg = runs_error(dir.path);
+  CHECK(msg.find("key 'zero.stage': expected 0, 1, 2 or 3, got 4") != std::string::npos);
+  text = summary_json(good);
+  const size_t world = text.find("\"world_size\":");
+  text.replace(world, text.find(',', world) - world, "\"world_size\":1e300");
+  std::ofstream(broken) << text;
+  msg = runs_error(dir.path);
+  CHECK(msg.find("key 'world_size': expected an integer, got '1e300'") != std::string::npos);
 }
 
 TEST_CASE("flops per token: 6N + 6LCT", "[report]") {

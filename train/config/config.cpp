@@ -14,6 +14,7 @@
 #include <map>
 #include <sstream>
 
+#include "data/input/escape_control.h"
 #include "data/input/input_file.h"
 #include "data/shard.h"
 #include "train/config/config_schema.h"
@@ -40,7 +41,11 @@ std::string yaml_problem(const std::string& msg) {
   return msg;
 }
 
-[[noreturn]] void fail(const std::string& message) { throw ConfigError(message); }
+// Control bytes that a file's text brings into a message (a multi-line YAML
+// scalar, yaml-cpp quoting a newline) as \xNN: errors are one line.
+[[noreturn]] void fail(const std::string& message) {
+  throw ConfigError(escape_control_bytes(message));
+}
 
 std::string file_line(const std::string& path, const YAML::Mark& mark) {
   return path + ":" + std::to_string(mark.is_null() ? 1 : mark.line + 1);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 
+#include "data/input/escape_control.h"
 #include "data/input/input_file.h"
 #include "data/shard.h"
 #include "train/config/config_schema.h"
@@ -20,12 +21,14 @@ std::string DsContext::at(int line, const std::string& key) const {
   return path + ":" + std::to_string(line) + ": key '" + key + "': ";
 }
 
+// Keys and values quoted from the JSON may hold control bytes ("a\nb"):
+// written as \xNN, errors and warnings stay one line each.
 void DsContext::fail(int line, const std::string& key, const std::string& what) const {
-  throw ConfigError(at(line, key) + what);
+  throw ConfigError(escape_control_bytes(at(line, key) + what));
 }
 
 void DsContext::warn(int line, const std::string& key, const std::string& what) const {
-  warnings.push_back(at(line, key) + what);
+  warnings.push_back(escape_control_bytes(at(line, key) + what));
 }
 
 bool DsContext::read_bool(const JsonValue& v, int line, const std::string& key) const {

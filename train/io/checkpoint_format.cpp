@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "data/input/escape_control.h"
 #include "data/shard.h"
 #include "train/io/json_writer.h"
 
@@ -33,8 +34,10 @@ T get(const char* p) {
   return v;
 }
 
+// Control bytes quoted from the file (a multi-line YAML scalar, yaml-cpp
+// quoting a newline) as \xNN: errors are one line.
 [[noreturn]] void bad(const std::string& path, const std::string& what) {
-  throw DataError(path + ": " + what);
+  throw DataError(path + ": " + escape_control_bytes(what));
 }
 
 // Typed access to meta.json (read with yaml-cpp, JSON being YAML).
@@ -44,6 +47,10 @@ class MetaReader {
 
   YAML::Node node(const YAML::Node& parent, const std::string& key,
                   const std::string& where) const {
+    // yaml-cpp throws its own BadSubscript for a key looked up in a scalar.
+    if (!parent.IsMap())
+      bad(path_, "field '" + where.substr(0, where.size() - 1) + "': expected an object, got a " +
+                     kind(parent));
     const YAML::Node n = parent[key];
     if (!n) bad(path_, "missing field '" + where + key + "'");
     return n;

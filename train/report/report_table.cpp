@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "data/input/escape_control.h"
 #include "data/input/input_file.h"
 #include "data/input/input_scalar.h"
 #include "data/json_reader.h"
@@ -66,7 +67,8 @@ class SummaryFile {
   }
   int64_t integer(const std::string& dotted) const {
     const double v = number(dotted);
-    if (v != std::floor(v))
+    // The range is checked before the cast, which a larger double (1e300, inf) makes undefined.
+    if (v != std::floor(v) || !(std::fabs(v) < 9.2e18))
       fail("key '" + dotted + "': expected an integer, got '" + text(at(dotted)) + "'");
     return static_cast<int64_t>(v);
   }
@@ -93,7 +95,7 @@ class SummaryFile {
     return n.Scalar();
   }
   [[noreturn]] void fail(const std::string& why) const {
-    throw std::runtime_error(path_ + ": unreadable summary: " + why);
+    throw std::runtime_error(path_ + ": unreadable summary: " + escape_control_bytes(why));
   }
 
  private:
@@ -230,7 +232,11 @@ ReportRow read_summary(const std::string& path, const std::string& run_name) {
   r.device = s.string("device");
   r.world = static_cast<int>(s.integer("world_size"));
   if (r.world < 1) s.fail("key 'world_size': expected at least 1");
-  r.stage = static_cast<int>(s.integer("zero.stage"));
+  // select_grad_path knows stages 0-3 only (any other is its logic_error).
+  const int64_t stage = s.integer("zero.stage");
+  if (stage < 0 || stage > 3)
+    s.fail("key 'zero.stage': expected 0, 1, 2 or 3, got " + std::to_string(stage));
+  r.stage = static_cast<int>(stage);
   r.grad_path = s.string("zero.grad_path");
   r.reduce_bucket_size = s.integer("zero.reduce_bucket_size");
   r.overlap_comm = s.boolean("zero.overlap_comm");
