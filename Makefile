@@ -59,8 +59,11 @@ coverage: deps
 	@$(MAKE) --no-print-directory -f build.mk BUILD=build-cov COVERAGE=1 NO_CUDA=1 -j$(JOBS) build-cov/zerotrain build-cov/tests
 	@scripts/coverage.sh build-cov
 
+# The GPU throughput rows, then how plan, explain and report scale with W (CPU
+# only; not inside bench.sh, whose last lines scripts/gpu_check.sh reads as its table).
 bench: build
 	@scripts/bench.sh $(BUILD)
+	@scripts/bench_plan_scaling.sh $(BUILD)
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cpp' '*.cu' '*.cuh')

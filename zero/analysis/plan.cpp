@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "zero/analysis/memory_formula.h"
 #include "zero/comm/quantized_blocks.h"
@@ -221,13 +222,13 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
   if (s.z.stage == 3) {
     plan_stage3(s, table, W, A, model, plan);
   } else {
-    const Stage012Schedule sched = make_stage012_schedule(s, table, W, model);
+    Stage012Schedule sched = make_stage012_schedule(s, table, W, model);
     plan.steady_step = stage012_step(sched, table, A);
     plan.overlap_comm = sched.overlap;
     plan.double_buffered = sched.grads.buffers > 1;
     plan.first_step = plan.steady_step;
     plan.path = sched.path_row;
-    plan.grads = sched.grads;
+    plan.grads = std::move(sched.grads);  // a rooted reduce per rank: not copied
     plan.when = sched.when;
     plan.bucket_rule = sched.bucket_rule;
     if (s.z.stage > 0)
