@@ -226,7 +226,6 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
     plan.steady_step = stage012_step(sched, table, A);
     plan.overlap_comm = sched.overlap;
     plan.double_buffered = sched.grads.buffers > 1;
-    plan.first_step = plan.steady_step;
     plan.path = sched.path_row;
     plan.grads = std::move(sched.grads);  // a rooted reduce per rank: not copied
     plan.when = sched.when;
@@ -245,7 +244,7 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
   plan.optimizer_offload = plan_optimizer_offload(
       s.z, s.z.stage == 0 ? plan.padded_params : plan.padded_params / W, model);
   plan.per_step = totals(plan.steady_step, W, nodes);
-  plan.first = totals(plan.first_step, W, nodes);
+  plan.first = totals(plan.first_step_calls(), W, nodes);
   for (int u = 0; u < static_cast<int>(Purpose::kCount); u++) {
     const Purpose purpose = static_cast<Purpose>(u);
     plan.per_step_by_purpose[u] = totals(plan.steady_step, W, nodes, &purpose);
