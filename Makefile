@@ -66,8 +66,11 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	@FUZZ_SECONDS=$(FUZZ_SECONDS) JOBS=$(JOBS) fuzz/run.sh long build-fuzz
 
+# The GPU throughput rows, then how plan, explain and report scale with W (CPU
+# only; not inside bench.sh, whose last lines scripts/gpu_check.sh reads as its table).
 bench: build
 	@scripts/bench.sh $(BUILD)
+	@scripts/bench_plan_scaling.sh $(BUILD)
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cpp' '*.cu' '*.cuh')

@@ -409,7 +409,8 @@ TEST_CASE("round_robin_gradients: each group reordered by i % W", "[expected]") 
   CHECK(rr.padded_total() == 180);
   auto owners = [&](const FlatLayout& l, int p) {
     std::vector<std::pair<int, size_t>> out;
-    for (const BucketSlice& s : owner_pieces(t, l, p)) out.push_back({s.owner, s.n});
+    for (const BucketSlice& s : owner_pieces(t, l, p))
+      for (int k = 0; k < s.ranks; k++) out.push_back({s.owner + k, s.n});
     return out;
   };
   CHECK(owners(rr, 10) == std::vector<std::pair<int, size_t>>{{0, 24}, {1, 12}});

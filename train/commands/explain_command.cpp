@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <map>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -109,9 +108,7 @@ void print_buckets(const ParamTable& table, const BucketSchedule& g, int world,
       i = n - kBucketLines / 2;
     }
     const GradBucket& b = g.buckets[i];
-    std::set<int> owners;
-    for (const BucketSlice& s : b.slices) owners.insert(s.owner);
-    std::printf("  %6zu %12zu %7zu %6zu  %-48s %s\n", i, b.size, b.params.size(), owners.size(),
+    std::printf("  %6zu %12zu %7zu %6zu  %-48s %s\n", i, b.size, b.params.size(), b.owners(),
                 tensor_span(table, b).c_str(), bucket_calls(b, world).c_str());
   }
 }

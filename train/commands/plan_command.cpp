@@ -272,7 +272,7 @@ int run_plan_command(const std::vector<std::string>& args) {
     print_calls("every collective of a steady step, in order (the configured variant)",
                 p.mine.steady_step);
     if (p.mine.stage == 3)
-      print_calls("the first step (stage 3 records its trace)", p.mine.first_step);
+      print_calls("the first step (stage 3 records its trace)", p.mine.first_step_calls());
   }
   return 0;
 }

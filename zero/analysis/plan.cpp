@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <utility>
 
 #include "zero/analysis/memory_formula.h"
 #include "zero/comm/quantized_blocks.h"
@@ -221,13 +222,12 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
   if (s.z.stage == 3) {
     plan_stage3(s, table, W, A, model, plan);
   } else {
-    const Stage012Schedule sched = make_stage012_schedule(s, table, W, model);
+    Stage012Schedule sched = make_stage012_schedule(s, table, W, model);
     plan.steady_step = stage012_step(sched, table, A);
     plan.overlap_comm = sched.overlap;
     plan.double_buffered = sched.grads.buffers > 1;
-    plan.first_step = plan.steady_step;
     plan.path = sched.path_row;
-    plan.grads = sched.grads;
+    plan.grads = std::move(sched.grads);  // a rooted reduce per rank: not copied
     plan.when = sched.when;
     plan.bucket_rule = sched.bucket_rule;
     if (s.z.stage > 0)
@@ -244,7 +244,7 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
   plan.optimizer_offload = plan_optimizer_offload(
       s.z, s.z.stage == 0 ? plan.padded_params : plan.padded_params / W, model);
   plan.per_step = totals(plan.steady_step, W, nodes);
-  plan.first = totals(plan.first_step, W, nodes);
+  plan.first = totals(plan.first_step_calls(), W, nodes);
   for (int u = 0; u < static_cast<int>(Purpose::kCount); u++) {
     const Purpose purpose = static_cast<Purpose>(u);
     plan.per_step_by_purpose[u] = totals(plan.steady_step, W, nodes, &purpose);

@@ -54,8 +54,13 @@ struct StepPlan {
   BucketSchedule grads;
   std::string when, bucket_rule;
   std::vector<size_t> group_buffer_elems;
-  // The very first step (stage 3 records its trace there) and a steady one.
+  // A steady step, and stage 3's very first (it records its trace there);
+  // stages 0-2's first step is a steady one, not stored twice (per_owner_reduce
+  // plans a rooted reduce per rank and micro-step).
   std::vector<PlannedCall> first_step, steady_step;
+  const std::vector<PlannedCall>& first_step_calls() const {
+    return stage == 3 ? first_step : steady_step;
+  }
   PrimitiveTotals per_step{}, first{};
   std::array<PrimitiveTotals, static_cast<int>(Purpose::kCount)> per_step_by_purpose{};
   uint64_t padded_params = 0;

@@ -116,13 +116,19 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
     out.comm_by_primitive_s[static_cast<int>(c.primitive)] += s;
     return s;
   };
+  // Each pass's calls, in issue order, found in one walk over the step (a
+  // walk per pass cost micro-steps x calls).
+  std::vector<std::vector<const PlannedCall*>> pass_calls(2 * static_cast<size_t>(micro_steps));
+  for (const PlannedCall& c : plan.steady_step)
+    if (c.phase != Phase::Step && c.micro >= 0 && c.micro < micro_steps)
+      pass_calls[2 * c.micro + (c.phase == Phase::Backward)].push_back(&c);
   for (int m = 0; m < micro_steps; m++) {
     for (Phase phase : {Phase::Forward, Phase::Backward}) {
       PassClock clock{phase == Phase::Forward ? fwd : bwd, t};
       // Stage 2's alternating buckets: (place, end) of each bucket's calls.
       std::vector<std::pair<double, double>> groups;
-      for (const PlannedCall& c : plan.steady_step) {
-        if (c.phase != phase || c.micro != m) continue;
+      for (const PlannedCall* call : pass_calls[2 * m + (phase == Phase::Backward)]) {
+        const PlannedCall& c = *call;
         double d = seconds(c);
         if (c.purpose == Purpose::Parameters && plan.params_offloaded && net.host.known() &&
             c.group.size == 0)

@@ -43,6 +43,9 @@ struct PrimitiveStats {
 // Which node each rank is on (MPI_COMM_TYPE_SHARED), and the rule above.
 struct NodeMap {
   std::vector<int> node_of;  // per rank
+  // Both remembered after the first call (node_of is not to change
+  // afterwards): the step-time model asks once per call, and a walk over
+  // every rank each time made planning quadratic in W.
   int nodes() const;
   int ranks_per_node() const;  // the most ranks any node has
   bool sends_across(int rank) const;
@@ -56,6 +59,7 @@ struct NodeMap {
 
  private:
   mutable std::map<std::tuple<bool, int, int, int>, double> share_cache_;
+  mutable int nodes_ = 0, ranks_per_node_ = 0;  // 0: not yet counted
 
  public:
   // Ranks placed node by node, G per node.

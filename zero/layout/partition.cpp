@@ -25,10 +25,14 @@ std::vector<std::pair<int, FlatRange>> Partition::owners_of(FlatRange range) con
   std::vector<std::pair<int, FlatRange>> out;
   for (size_t g = 0; g < groups_.size(); g++) {
     if (groups_[g].end <= range.begin || groups_[g].begin >= range.end) continue;
-    for (int r = 0; r < world_; r++) {
+    // Only the ranks whose slices meet the range: visiting all W for every
+    // tensor made a layout cost tensors x W.
+    const size_t per_rank = groups_[g].size() / world_;
+    const size_t first = (std::max(range.begin, groups_[g].begin) - groups_[g].begin) / per_rank;
+    for (int r = static_cast<int>(first); r < world_; r++) {
       FlatRange s = slice(g, r);
-      const size_t b = std::max(s.begin, range.begin), e = std::min(s.end, range.end);
-      if (b < e) out.push_back({r, {b, e}});
+      if (s.begin >= range.end) break;
+      out.push_back({r, {std::max(s.begin, range.begin), std::min(s.end, range.end)}});
     }
   }
   return out;

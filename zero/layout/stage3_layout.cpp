@@ -119,13 +119,15 @@ BucketSchedule Stage3Layout::grad_buckets(const ParamTable& table, const std::ve
     b.params = c.params;
     const bool all_reduce =
         path_all_reduces && c.elements <= static_cast<size_t>(z.reduce_bucket_size);
+    // Rank r's piece of p at base + r * stride: the whole pieces as one run,
+    // then the last rank's shorter one (ranks past the end own only padding).
     auto slices_of = [&](int p, size_t base, size_t stride) {
-      const size_t numel = table.params()[p].numel;
-      for (int r = 0; r < W; r++) {
-        const size_t begin = r * piece_[p];
-        if (begin >= numel) break;
-        b.slices.push_back({p, begin, std::min(piece_[p], numel - begin), r, base + r * stride});
-      }
+      const size_t numel = table.params()[p].numel, piece = piece_[p];
+      if (piece == 0) return;
+      const int whole = static_cast<int>(std::min<size_t>(numel / piece, W));
+      if (whole > 0) b.slices.push_back({p, 0, piece, 0, base, whole, stride});
+      const size_t rest = numel - whole * piece;
+      if (rest > 0) b.slices.push_back({p, whole * piece, rest, whole, base + whole * stride});
     };
     std::vector<int> sorted = c.params;
     std::sort(sorted.begin(), sorted.end());

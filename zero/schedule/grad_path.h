@@ -36,7 +36,8 @@ class GradPath {
 std::unique_ptr<GradPath> make_grad_path(const ZeroConfig& z, const ParamTable& table,
                                          const FlatLayout& layout);
 
-// The owners' pieces of tensor p in the layout, in order.
+// The owners' pieces of tensor p in the layout, in order; the whole slices of
+// consecutive ranks as one run (BucketSlice::ranks).
 std::vector<BucketSlice> owner_pieces(const ParamTable& table, const FlatLayout& layout, int p);
 
 // A path's layout of one DeepSpeed bucket: its tensors' owner pieces in

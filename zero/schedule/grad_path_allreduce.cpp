@@ -13,7 +13,8 @@ GradBucket in_arrival_order(const std::vector<BucketSlice>& pieces) {
   GradBucket b;
   for (BucketSlice s : pieces) {
     s.offset = b.size;
-    b.size += s.n;
+    s.stride = s.n;
+    b.size += s.n * s.ranks;
     b.slices.push_back(s);
   }
   return b;

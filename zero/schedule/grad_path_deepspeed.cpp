@@ -1,6 +1,8 @@
 // What DeepSpeed's four stage-1/2 paths share: the owner pieces of a tensor,
 // the bucketing, and the implementation of the path the registry selects.
 #include <algorithm>
+#include <limits>
+#include <utility>
 
 #include "zero/schedule/bucketing.h"
 #include "zero/schedule/grad_path.h"
@@ -13,11 +15,48 @@ size_t BucketSchedule::largest_bucket() const {
   return n;
 }
 
+size_t GradBucket::owners() const {
+  // As intervals of ranks, merged: a run counts its ranks without listing them.
+  std::vector<std::pair<int, int>> spans;
+  for (const BucketSlice& s : slices) spans.push_back({s.owner, s.owner + s.ranks});
+  std::sort(spans.begin(), spans.end());
+  size_t n = 0;
+  int end = std::numeric_limits<int>::min();
+  for (const auto& [lo, hi] : spans) {
+    if (hi <= end) continue;
+    n += static_cast<size_t>(hi - std::max(lo, end));
+    end = hi;
+  }
+  return n;
+}
+
 std::vector<BucketSlice> owner_pieces(const ParamTable& table, const FlatLayout& layout, int p) {
   std::vector<BucketSlice> out;
-  const size_t begin = layout.offset(p), numel = table.params()[p].numel;
-  for (auto& [owner, r] : layout.partition().owners_of({begin, begin + numel}))
-    out.push_back({p, r.begin - begin, r.size(), owner, 0});
+  const Partition& part = layout.partition();
+  const size_t begin = layout.offset(p), end = begin + table.params()[p].numel;
+  for (size_t g = 0; g < part.groups().size(); g++) {
+    const FlatRange group = part.groups()[g];
+    if (group.end <= begin || group.begin >= end) continue;
+    const size_t per_rank = group.size() / part.world();
+    const size_t lo = std::max(begin, group.begin), hi = std::min(end, group.end);
+    const int last = static_cast<int>((hi - 1 - group.begin) / per_rank);
+    // The ranks whose whole slices lie inside [lo, hi) make one run: a piece
+    // per rank made every schedule (and a chunked layout's, chunks x W) grow
+    // with W.
+    const int past_whole = static_cast<int>((hi - group.begin) / per_rank);
+    for (int r = static_cast<int>((lo - group.begin) / per_rank); r <= last;) {
+      const FlatRange slice = part.slice(g, r);
+      const size_t b = std::max(slice.begin, lo), e = std::min(slice.end, hi);
+      const int whole = b == slice.begin ? std::max(1, past_whole - r) : 1;
+      if (whole > 1 || e - b == per_rank) {
+        out.push_back({p, b - begin, per_rank, r, 0, whole, per_rank});
+        r += whole;
+      } else {
+        out.push_back({p, b - begin, e - b, r, 0});
+        r++;
+      }
+    }
+  }
   return out;
 }
 

@@ -16,21 +16,25 @@ GradBucket multi_rank(const std::vector<BucketSlice>& pieces, int64_t bucket_siz
   int prev_owner = -1;
   for (BucketSlice s : pieces) {
     s.offset = b.size;
-    b.size += s.n;
+    s.stride = s.n;
+    b.size += s.n * s.ranks;
     b.slices.push_back(s);
     // rank_and_offsets merges a slice into the previous one of the same owner;
-    // the run-closing test sees merged slices.
-    if (s.owner == prev_owner && run > 0) {
-      run += s.n;
-    } else {
-      if (run > static_cast<size_t>(bucket_size)) {
-        b.calls.push_back({Primitive::AllReduce, run_begin, run, -1});
-        run_begin = s.offset;
-        run = 0;
+    // the run-closing test sees merged slices (each owner's piece of a run).
+    for (int k = 0; k < s.ranks; k++) {
+      const BucketSlice piece = s.piece(k);
+      if (piece.owner == prev_owner && run > 0) {
+        run += piece.n;
+      } else {
+        if (run > static_cast<size_t>(bucket_size)) {
+          b.calls.push_back({Primitive::AllReduce, run_begin, run, -1});
+          run_begin = piece.offset;
+          run = 0;
+        }
+        run += piece.n;
       }
-      run += s.n;
+      prev_owner = piece.owner;
     }
-    prev_owner = s.owner;
   }
   if (run > 0) b.calls.push_back({Primitive::AllReduce, run_begin, run, -1});
   return b;

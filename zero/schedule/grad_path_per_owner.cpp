@@ -12,7 +12,11 @@
 namespace zt {
 namespace {
 
-GradBucket per_owner(const std::vector<BucketSlice>& pieces, int64_t bucket_size) {
+GradBucket per_owner(const std::vector<BucketSlice>& runs, int64_t bucket_size) {
+  // Every owner has calls of its own, so the runs are taken apart.
+  std::vector<BucketSlice> pieces;
+  for (const BucketSlice& run : runs)
+    for (int k = 0; k < run.ranks; k++) pieces.push_back(run.piece(k));
   // Merged entries, as index ranges into `pieces`.
   struct Entry {
     int owner;

@@ -42,12 +42,14 @@ class ReduceScatterPath : public GradPath {
       for (const BucketSlice& piece : owner_pieces(table_, layout_, order[i])) {
         const size_t flat = layout_.offset(piece.param) + piece.param_offset;
         const size_t g = chunk_of(flat);
+        // A run of pieces lies in one chunk, its pieces back to back.
         BucketSlice slice = piece;
         slice.offset = flat - part.groups()[g].begin;
+        slice.stride = piece.n;
         GradBucket& b = s.buckets[g];
         if (b.params.empty() || b.params.back() != piece.param) b.params.push_back(piece.param);
         b.slices.push_back(slice);
-        missing[g] -= piece.n;
+        missing[g] -= piece.n * piece.ranks;
         if (missing[g] == 0) done.push_back(static_cast<int>(g));
       }
       std::sort(done.rbegin(), done.rend());

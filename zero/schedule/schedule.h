@@ -13,12 +13,22 @@ namespace zt {
 
 // A piece [param_offset, param_offset + n) of one tensor's gradient, owned by
 // one rank (-1: every rank, stage 0's replicated sum), at `offset` in the
-// bucket buffer.
+// bucket buffer; or a run of `ranks` such pieces for the consecutive owners
+// owner, owner + 1, ...: piece k is [param_offset + k n, + n) of the tensor, at
+// offset + k stride. Stage 3 splits every tensor over all W ranks this way, so
+// one entry per tensor keeps its schedule's size independent of W (one entry
+// per rank made it tensors x W, gigabytes for a large W).
 struct BucketSlice {
   int param;
   size_t param_offset, n;
   int owner;
   size_t offset;
+  int ranks = 1;
+  size_t stride = 0;
+  // The piece of the run's k-th owner, as a slice of its own.
+  BucketSlice piece(int k) const {
+    return {param, param_offset + k * n, n, owner + k, offset + k * stride};
+  }
 };
 
 // One collective over the bucket buffer, in elements: all-reduce and reduce
@@ -38,6 +48,7 @@ struct GradBucket {
   std::vector<BucketSlice> slices;  // every element of every tensor piece, laid out by the path
   std::vector<BucketCall> calls;    // in issue order
   size_t size = 0;                  // elements of the bucket buffer
+  size_t owners() const;            // the distinct owners of its slices (-1 counts as one)
 };
 
 struct BucketSchedule {

@@ -62,9 +62,16 @@ void BucketReducer::arrive(int param, const void* grad) {
   const char* src = static_cast<const char*>(grad);
   for (auto [b, k] : slices_of_[param]) {
     if (!open_[b].data) open_[b] = take_slot();
-    const BucketSlice& s = schedule_.buckets[b].slices[k];
-    ops_.copy(static_cast<char*>(open_[b].data) + s.offset * es_, src + s.param_offset * es_,
-              s.n * es_);
+    const BucketSlice& run = schedule_.buckets[b].slices[k];
+    char* dst = static_cast<char*>(open_[b].data);
+    if (run.ranks > 1 && run.stride == run.n) {  // the pieces lie back to back: one copy
+      ops_.copy(dst + run.offset * es_, src + run.param_offset * es_, run.ranks * run.n * es_);
+      continue;
+    }
+    for (int i = 0; i < run.ranks; i++) {
+      const BucketSlice s = run.piece(i);
+      ops_.copy(dst + s.offset * es_, src + s.param_offset * es_, s.n * es_);
+    }
   }
 }
 
@@ -117,9 +124,12 @@ void BucketReducer::finish_oldest() {
   for (Handle& h : f.handles) h->wait();
   const GradBucket& bucket = schedule_.buckets[f.bucket];
   if (f.slot.wire) ops_.services().convert(f.slot.data, model_, f.slot.wire, wire_, bucket.size);
-  for (const BucketSlice& s : bucket.slices)
-    if (s.owner < 0 || s.owner == comm_.rank())
-      sink_(s, static_cast<const char*>(f.slot.data) + s.offset * es_);
+  const int rank = comm_.rank();
+  for (const BucketSlice& run : bucket.slices) {
+    if (run.owner >= 0 && (rank < run.owner || rank >= run.owner + run.ranks)) continue;
+    const BucketSlice s = run.owner < 0 ? run : run.piece(rank - run.owner);
+    sink_(s, static_cast<const char*>(f.slot.data) + s.offset * es_);
+  }
   free_.push_back(f.slot);
 }
 
