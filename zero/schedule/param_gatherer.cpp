@@ -163,10 +163,13 @@ std::set<int> ParamGatherer::params_to_release(int module) const {
   for (auto it = out.begin(); it != out.end();) {
     const std::vector<int64_t>& uses = trace_uses_[static_cast<size_t>(*it)];
     const auto next = std::lower_bound(uses.begin(), uses.end(), step_);
-    const bool met = next != uses.end() &&
-                     trace_elems_before_[static_cast<size_t>(*next)] - trace_elems_before_[start] <
-                         z_.stage3_max_reuse_distance;
-    it = met ? out.erase(it) : std::next(it);
+    if (next == uses.end()) {
+      ++it;
+      continue;
+    }
+    const int64_t walked =
+        trace_elems_before_[static_cast<size_t>(*next)] - trace_elems_before_[start];
+    it = walked < z_.stage3_max_reuse_distance ? out.erase(it) : std::next(it);
   }
   return out;
 }
