@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "data/input/input_file.h"
+#include "data/interruption.h"
 #include "data/prepare_documents.h"
 #include "data/shard.h"
 #include "data/shard_writer.h"
@@ -31,6 +32,7 @@ void for_each_line(const std::string& path, const std::function<void(const std::
   if (!in) throw DataError(path + ": cannot open for reading");
   std::string line;
   while (std::getline(in, line)) {
+    check_interrupted();
     if (!in.eof()) line.push_back('\n');
     fn(line);
   }

@@ -15,6 +15,7 @@
 
 #include "data/gpt2_pretokenizer.h"
 #include "data/gpt2_tokenizer.h"
+#include "data/interruption.h"
 #include "data/shard.h"
 #include "data/shard_writer.h"
 #include "data/text_documents.h"
@@ -119,6 +120,7 @@ void prepare_documents(const PrepareOptions& o, std::ostream& out, std::ostream&
   };
   TextPiece piece;
   while (reader.next(&piece)) {
+    check_interrupted();
     item_bytes += piece.text.size();
     item.push_back(std::move(piece));
     if (item_bytes >= kPieceBytes) submit();

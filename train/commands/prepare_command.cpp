@@ -1,10 +1,12 @@
 // `zerotrain prepare`: the command line; the preparation itself is data/prepare.
 #include <cstdint>
+#include <cstdio>
 #include <iostream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "data/interruption.h"
 #include "data/prepare.h"
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
@@ -48,7 +50,14 @@ int run_prepare_command(const std::vector<std::string>& args) {
   o.val_fraction = f.get_double("--val-fraction", 0.05, open_between(0, 1, false));
   o.shard_tokens = f.get_int("--shard-tokens", 100000000, 1, INT32_MAX);
   while (o.out.size() > 1 && o.out.back() == '/') o.out.pop_back();
-  prepare_corpus(o, std::cout, std::cerr);
+  // Interrupted: the partial output is gone once prepare_corpus has unwound.
+  const InterruptScope interrupts;
+  try {
+    prepare_corpus(o, std::cout, std::cerr);
+  } catch (const Interrupted& e) {
+    std::fprintf(stderr, "zerotrain: prepare: %s; %s was not written\n", e.what(), o.out.c_str());
+    return 128 + e.signal;
+  }
   return 0;
 }
 
