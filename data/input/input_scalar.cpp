@@ -73,10 +73,10 @@ bool parse_number(const std::string& text, double& out) {
 
 namespace {
 
-// The digits of an integer written as [sign] digits [. digits] [e [sign] digits],
-// exactly (no leading zeros), or false when it is not an integer or has more
-// than 20 digits (more than any 64-bit integer holds).
-bool integer_digits(const std::string& text, bool& negative, std::string& digits) {
+// The sign and magnitude of an integer written as [sign] digits [. digits]
+// [e [sign] digits], exactly, or false when it is not an integer or its
+// magnitude does not fit 64 bits.
+bool integer_magnitude(const std::string& text, bool& negative, uint64_t& magnitude) {
   size_t i = 0;
   const size_t n = text.size();
   negative = false;
@@ -108,7 +108,7 @@ bool integer_digits(const std::string& text, bool& negative, std::string& digits
   long shift = exponent - long(frac_digits);  // value = mantissa x 10^shift
   const size_t first_nonzero = mantissa.find_first_not_of('0');
   if (first_nonzero == std::string::npos) {
-    digits = "0";
+    magnitude = 0;
     return true;
   }
   mantissa.erase(0, first_nonzero);
@@ -118,33 +118,27 @@ bool integer_digits(const std::string& text, bool& negative, std::string& digits
     ++shift;
   }
   if (long(mantissa.size()) + shift > 20) return false;
-  digits = mantissa + std::string(size_t(shift), '0');
-  return true;
+  const std::string digits = mantissa + std::string(size_t(shift), '0');
+  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
+  return ec == std::errc() && end == digits.data() + digits.size();
 }
 
 }  // namespace
 
 bool parse_uint64(const std::string& text, uint64_t& out) {
   bool negative = false;
-  std::string digits;
-  if (!integer_digits(text, negative, digits)) return false;
-  uint64_t v = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-  if (ec != std::errc() || end != digits.data() + digits.size()) return false;
-  if (negative && v != 0) return false;
-  out = v;
+  uint64_t magnitude = 0;
+  if (!integer_magnitude(text, negative, magnitude) || (negative && magnitude != 0)) return false;
+  out = magnitude;
   return true;
 }
 
 bool parse_int64(const std::string& text, int64_t& out) {
   bool negative = false;
-  std::string digits;
-  if (!integer_digits(text, negative, digits)) return false;
   uint64_t magnitude = 0;
-  auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude);
-  if (ec != std::errc() || end != digits.data() + digits.size()) return false;
-  const uint64_t limit = uint64_t(INT64_MAX) + (negative ? 1 : 0);
-  if (magnitude > limit) return false;
+  if (!integer_magnitude(text, negative, magnitude) ||
+      magnitude > uint64_t(INT64_MAX) + (negative ? 1 : 0))
+    return false;
   out = negative ? int64_t(0 - magnitude) : int64_t(magnitude);
   return true;
 }

@@ -12,6 +12,21 @@ SMALL=(--set "data.train=$ZT_DATA_DIR/train_*.bin" --set "data.val=$ZT_DATA_DIR/
        --set train.micro_batch=2 --set train.global_batch_tokens=1536
        --set train.eval_every=0 --set train.sample_every=0 --set train.checkpoint_every=0)
 fail() { echo "FAIL: $*"; exit 1; }
+# A command that must refuse its input: exit 2 within EXPECT_TIMEOUT seconds
+# (a hang fails), one line holding the expected text, no library wording.
+EXPECT_TIMEOUT=300
+expect_error_count=0
+expect_error() {  # what expected-text command...
+  local what=$1 want=$2 out rc
+  shift 2
+  out=$(timeout "$EXPECT_TIMEOUT" "$@" 2>&1 >/dev/null); rc=$?
+  [ "$rc" -ne 124 ] || fail "$what: hung (killed after $EXPECT_TIMEOUT s)"
+  [ "$rc" -eq 2 ] || fail "$what: exit $rc (expected 2): $out"
+  [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "$what: not one line: $out"
+  printf '%s' "$out" | grep -qF -- "$want" || fail "$what: '$out' lacks '$want'"
+  printf '%s' "$out" | grep -qiE 'std::|yaml-cpp|basic_filebuf|terminate' && fail "$what: internals leak: $out"
+  expect_error_count=$((expect_error_count + 1))
+}
 # The losses of metrics.jsonl, one per line, exactly as written.
 losses() { grep -o '"loss":[^,]*' "$1" | cut -d: -f2; }
 # Emulated-cluster tests (scripts/cluster.sh): prints "SKIPPED NAME: why" and
