@@ -237,6 +237,31 @@ bool valid_fault_inject(const std::string& spec) {
          (parts[2] == "exit" || parts[2] == "throw");
 }
 
+// system.compute and the emulation keys that go with it: one duration source,
+// and nothing emulation does not model.
+template <typename Origin, typename Blame>
+void validate_compute_emulation(const SystemConfig& s, const ZeroConfig& z, Origin origin,
+                                Blame blame) {
+  if (s.compute != "real" && s.compute != "emulate")
+    fail(origin("system.compute").prefix + "expected one of real, emulate, got '" + s.compute +
+         "'");
+  const bool given = s.emulate_micro_step_ms > 0;
+  if (s.compute == "real") return;  // the emulate_* keys are read only with emulate
+  if (given == !s.emulate_from.empty())
+    fail(blame({"system.compute", "system.emulate_from", "system.emulate_micro_step_ms"}) +
+         "expected exactly one source of durations with system.compute: emulate: "
+         "system.emulate_from (a summary.json) or system.emulate_micro_step_ms > 0, got " +
+         (given ? "both" : "neither"));
+  if (!given && s.emulate_optimizer_ms > 0)
+    fail(blame({"system.emulate_optimizer_ms", "system.emulate_from"}) +
+         "system.emulate_from gives the optimizer's duration too; set emulate_optimizer_ms only "
+         "with emulate_micro_step_ms");
+  if (z.offload_optimizer.enabled() || z.offload_param.enabled())
+    fail(blame({"system.compute", "zero.offload_optimizer.device", "zero.offload_param.device"}) +
+         "system.compute: emulate waits for the device's compute; offload moves work to the "
+         "host, which it does not model (set zero.offload_*.device: none, or compute: real)");
+}
+
 // Range checks first, so that the cross-key rules below see sane values.
 void validate_with_origins(const Config& config, const KeyOrigins& origins) {
   auto origin = [&](const std::string& path) {
@@ -311,6 +336,7 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
     fail(blame({"train.hellaswag_every", "train.hellaswag_file"}) +
          "expected train.hellaswag_file (a hellaswag_val.jsonl) with train.hellaswag_every " +
          std::to_string(t.hellaswag_every));
+  validate_compute_emulation(c.system, c.zero, origin, blame);
   const std::string& fault = c.system.fault_inject;
   if (!fault.empty() && !valid_fault_inject(fault))
     fail(origin("system.fault_inject").prefix +

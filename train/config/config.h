@@ -66,6 +66,15 @@ struct SystemConfig {
   bool deterministic = true;
   bool comm_trace = false;
   std::string fault_inject;  // "RANK:STEP:exit|throw", empty = off (tests only)
+  // Compute emulation (docs/compute_emulation.md): "emulate" replaces the
+  // model's forward, backward and optimizer arithmetic by timed waits; the
+  // schedule, buckets and collectives stay real.
+  std::string compute = "real";                 // real | emulate
+  std::string emulate_from;                     // a summary.json whose timing gives the durations
+  double emulate_micro_step_ms = 0;             // or given: forward + backward of one micro-step
+  double emulate_optimizer_ms = 0;              // and the whole model's optimizer step
+  double emulate_forward_fraction = 1.0 / 3.0;  // the forward's share of a micro-step
+  double emulate_time_scale = 1;                // every duration multiplied by it
 };
 
 struct Config {

@@ -160,6 +160,20 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(system, fault_inject, any_value(),
              "RANK:STEP:exit|throw makes one rank fail at the start of a step (tests only); empty: "
              "off"),
+      ZT_KEY(system, compute, any_value(),
+             "real, or emulate: timed waits replace the model's arithmetic, the collectives stay "
+             "real (docs/compute_emulation.md)"),
+      ZT_KEY(system, emulate_from, any_value(),
+             "emulate: a summary.json whose measured timing gives the durations"),
+      ZT_KEY(system, emulate_micro_step_ms, at_least(0),
+             "emulate: forward + backward of one micro-step, ms (instead of emulate_from)"),
+      ZT_KEY(system, emulate_optimizer_ms, at_least(0),
+             "emulate: the whole model's optimizer step on one device, ms; each rank waits its "
+             "share"),
+      ZT_KEY(system, emulate_forward_fraction, open_between(0, 1, false),
+             "emulate: the forward's share of a micro-step (backward: the rest)"),
+      ZT_KEY(system, emulate_time_scale, above(0),
+             "emulate: every duration multiplied by it (a slower link needs slower compute)"),
   };
   return keys;
 }

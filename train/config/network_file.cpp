@@ -211,6 +211,12 @@ ComputeTimes read_compute_times(const std::string& path) {
   return c;
 }
 
+std::string summary_device(const std::string& path) {
+  const JsonValue root = read_json_object(path, "run summary", nullptr);
+  const JsonValue* device = root.find("device");
+  return device && device->kind == JsonValue::Kind::string ? device->text : "";
+}
+
 std::string compute_shape(const GPTConfig& m, int micro_batch) {
   return std::to_string(m.n_layer) + " layers, " + std::to_string(m.n_head) + " heads, width " +
          std::to_string(m.n_embd) + ", vocabulary " + std::to_string(m.vocab_size) +

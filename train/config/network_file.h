@@ -28,6 +28,8 @@ std::string compute_shape(const GPTConfig& model, int micro_batch);
 // A run's measured compute: summary.json's timing (per micro-step and
 // optimizer), for a run at `world` ranks on the same hardware.
 ComputeTimes read_compute_times(const std::string& summary_path);
+// The backend a run's summary.json says it ran on ("cpu", "cuda:NVIDIA H200"), or "".
+std::string summary_device(const std::string& summary_path);
 // "F,O": milliseconds per micro-step (forward + backward) and per optimizer step.
 ComputeTimes parse_compute_ms(const std::string& text, const std::string& where);
 

@@ -69,19 +69,23 @@ void RunOutputs::step(const StepRecord& r, int total, double tok_s, double elaps
   const bool print = r.val_loss >= 0 || r.step == total || r.step == 1 ||
                      (log_every > 0 && r.step % log_every == 0);
   if (print) {
-    std::printf("step %5lld/%d | loss %.4f | norm %.4f | lr %.2e | %.1f ms | %.0f tok/s | ETA %s",
-                static_cast<long long>(r.step), total, r.loss, r.grad_norm, r.lr, r.ms, tok_s,
-                format_duration(eta).c_str());
+    if (r.emulated)
+      std::printf(
+          "step %5lld/%d | compute emulated: no loss | lr %.2e | %.1f ms | %.0f tok/s | ETA %s",
+          static_cast<long long>(r.step), total, r.lr, r.ms, tok_s, format_duration(eta).c_str());
+    else
+      std::printf("step %5lld/%d | loss %.4f | norm %.4f | lr %.2e | %.1f ms | %.0f tok/s | ETA %s",
+                  static_cast<long long>(r.step), total, r.loss, r.grad_norm, r.lr, r.ms, tok_s,
+                  format_duration(eta).c_str());
     if (r.val_loss >= 0) std::printf(" | val %.4f", r.val_loss);
     std::printf("\n");
     std::fflush(stdout);
   }
   JsonObject o;
-  o.add("step", r.step)
-      .add("loss", r.loss)
-      .add("lr", r.lr)
-      .add("grad_norm", r.grad_norm)
-      .add("ms", r.ms);
+  o.add("step", r.step);
+  if (r.emulated) o.raw("loss", "null").raw("grad_norm", "null").add("lr", r.lr);
+  else o.add("loss", r.loss).add("lr", r.lr).add("grad_norm", r.grad_norm);
+  o.add("ms", r.ms);
   if (r.val_loss >= 0) o.add("val_loss", r.val_loss);
   if (r.hellaswag_examples >= 0) {
     const double n = static_cast<double>(std::max<int64_t>(r.hellaswag_examples, 1));
@@ -234,6 +238,21 @@ JsonObject timing_json(const RunSummary& s) {
   return timing;
 }
 
+JsonObject emulated_json(const EmulatedDurations& d) {
+  JsonObject e;
+  e.add("micro_step_ms", d.micro_step_ms)
+      .add("optimizer_ms", d.optimizer_ms)
+      .add("forward_fraction", d.forward_fraction)
+      .add("time_scale", d.time_scale)
+      .add("source", d.source)
+      .add("device", d.source_device)
+      .add("note",
+           "stated durations (time_scale applied) waited for instead of the model's arithmetic; "
+           "optimizer_ms is the whole model's, each rank waits its shard's share; no loss is "
+           "computed");
+  return e;
+}
+
 }  // namespace
 
 void RunOutputs::summary(const RunSummary& s) {
@@ -243,7 +262,10 @@ void RunOutputs::summary(const RunSummary& s) {
   o.add("world_size", s.world)
       .add("steps", s.steps_done)
       .add("steps_this_run", s.steps_this_run)
-      .add("final_train_loss", s.final_train_loss);
+      .add("compute_mode", s.emulated ? "emulated" : "real");
+  if (s.emulated)
+    o.raw("final_train_loss", "null").add("emulated_compute", emulated_json(*s.emulated));
+  else o.add("final_train_loss", s.final_train_loss).raw("emulated_compute", "null");
   if (s.final_val_loss >= 0) o.add("final_val_loss", s.final_val_loss);
   else o.raw("final_val_loss", "null");
   if (s.initial_val_loss >= 0) o.add("initial_val_loss", s.initial_val_loss);
@@ -262,8 +284,12 @@ void RunOutputs::summary(const RunSummary& s) {
   else o.raw("cluster", s.cluster_text);
   const std::string path = dir_ + "/summary.json";
   write_file_atomic(path, o.str() + "\n");
-  std::printf("summary: %s (%.0f tok/s, median %.1f ms/step, final loss %.4f)\n", path.c_str(),
-              s.tokens_per_second, median, s.final_train_loss);
+  if (s.emulated)
+    std::printf("summary: %s (%.0f tok/s, median %.1f ms/step, compute emulated: no loss)\n",
+                path.c_str(), s.tokens_per_second, median);
+  else
+    std::printf("summary: %s (%.0f tok/s, median %.1f ms/step, final loss %.4f)\n", path.c_str(),
+                s.tokens_per_second, median, s.final_train_loss);
 }
 
 }  // namespace zt

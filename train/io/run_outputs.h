@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/emulated_gpt.h"
 #include "model/memory_ledger.h"
 #include "train/io/atomic_file.h"
 #include "zero/comm/comm_stats.h"
@@ -21,6 +22,7 @@ struct StepRecord {
   int64_t step;  // optimizer steps completed
   double loss, lr, grad_norm, ms;
   double val_loss;  // < 0: not evaluated this step
+  bool emulated = false;  // system.compute: emulate: no loss and no meaningful norm exist
   // HellaSwag counts (train.hellaswag_every); examples < 0: not evaluated this step.
   int64_t hellaswag_examples = -1, hellaswag_correct = 0, hellaswag_correct_norm = 0;
 };
@@ -62,6 +64,9 @@ struct RunSummary {
   // The emulated cluster's description (the JSON file ZT_CLUSTER names, written
   // by scripts/cluster.sh, checked to be a JSON object), or "".
   std::string cluster_text;
+  // system.compute: emulate: the durations waited for instead of computing
+  // (no loss exists); nullptr for a real run.
+  const EmulatedDurations* emulated = nullptr;
 };
 
 // A resumed run keeps the records of a metrics log up to this size.

@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "data/input/input_file.h"
 #include "data/json_reader.h"
@@ -33,6 +34,7 @@
 #include "train/io/output_target.h"
 #include "train/io/run_outputs.h"
 #include "train/loop/data_fallback.h"
+#include "train/loop/emulated_compute.h"
 #include "train/loop/fault_inject.h"
 #include "train/loop/hellaswag.h"
 #include "train/loop/init_weights.h"
@@ -134,7 +136,22 @@ struct RunSettings {
   FaultInjection fault;
   std::string cluster, config_yaml;
   int accum = 1, B = 1, T = 1;
+  std::optional<EmulatedDurations> emulated;  // system.compute: emulate
 };
+
+// Emulation runs no model: nothing to evaluate, sample, score or checkpoint.
+void switch_off_model_outputs(const TrainArgs& a, RunSettings& r) {
+  if (a.resume || !a.init_from.empty())
+    throw ConfigError(std::string(a.resume ? "--resume" : "--init-from") +
+                      ": system.compute: emulate trains no weights, so it neither loads nor "
+                      "continues any (use system.compute: real)");
+  TrainConfig& t = r.cfg.train;
+  if (t.eval_every > 0 || t.sample_every > 0 || t.hellaswag_every > 0 || t.checkpoint_every > 0)
+    r.data_notes.push_back(
+        "system.compute: emulate: no model runs, so evaluation, samples, HellaSwag and "
+        "checkpoints are off");
+  t.eval_every = t.sample_every = t.hellaswag_every = t.checkpoint_every = 0;
+}
 
 RunSettings load_run_settings(const TrainArgs& a, int world) {
   RunSettings r;
@@ -145,6 +162,10 @@ RunSettings load_run_settings(const TrainArgs& a, int world) {
     validate_config(cfg);
   }
   validate_for_world(cfg, world);
+  if (cfg.system.compute == "emulate") {
+    switch_off_model_outputs(a, r);
+    r.emulated = emulated_durations(cfg);
+  }
   r.data_notes = apply_data_fallbacks(cfg.data, cfg.train.eval_every > 0);
   r.fault = parse_fault_injection(cfg.system.fault_inject);
   r.cluster = read_cluster_description().json;
@@ -194,6 +215,16 @@ struct RunModels {
     engine = make_zero_engine(zero_setup(cfg, table, rt.comm->nodes().ranks_per_node()), table, ops,
                               *rt.comm);
     recompute = recompute_level(cfg);
+    if (r.emulated) {
+      const EmulatedDurations& d = *r.emulated;
+      emulated.reset(new EmulatedGPT(
+          table, recompute, std::chrono::nanoseconds(static_cast<int64_t>(d.micro_step_ms * 1e6)),
+          d.forward_fraction));
+      size_t updated = 0;
+      for (const OptimPiece& p : engine->optimizer().pieces()) updated += p.n;
+      engine->optimizer().wait_instead_of_update(optimizer_wait_ms(d, updated, table.total()));
+      return;
+    }
     // The training model's activations, measured: it allocates them all here,
     // and its passes allocate nothing more (tests/unit/test_recompute.cpp).
     const uint64_t activations_before = ops.ledger().current(MemCategory::Activations);
@@ -211,6 +242,7 @@ struct RunModels {
   Recompute recompute = Recompute::None;
   uint64_t model_activations = 0;
   std::unique_ptr<GPT> model, sampler, hellaswag;
+  std::unique_ptr<EmulatedGPT> emulated;  // instead of model, with system.compute: emulate
 };
 
 void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels& m, int world) {
@@ -225,18 +257,27 @@ void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels&
         "so the run is deterministic anyway\n");
   std::printf("# effective config (%s)\n%s", a.config_path.c_str(), r.config_yaml.c_str());
   std::printf("%s\n", m.engine->describe().c_str());
+  if (r.emulated)
+    std::printf(
+        "compute: EMULATED (system.compute: emulate): the model's arithmetic is replaced by "
+        "waits of %.6g ms per micro-step (forward %.3g of it) and %.6g ms per optimizer step for "
+        "the whole model (x %.6g time scale applied), from %s; collectives, buckets and schedule "
+        "are real; no loss is computed\n",
+        r.emulated->micro_step_ms, r.emulated->forward_fraction, r.emulated->optimizer_ms,
+        r.emulated->time_scale, r.emulated->source.c_str());
   std::printf(
       "model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
       "of %d x %d per rank per step\n",
       m.table.total(), m.engine->padded_params(), world, dtype_name(ops.dtype()),
       ops.name().c_str(), world, r.accum, r.B, r.T);
-  std::printf(
-      "activations: %llu bytes per micro-batch measured, %llu by activation_bytes() "
-      "(train.recompute: %s)\n",
-      static_cast<unsigned long long>(m.model_activations),
-      static_cast<unsigned long long>(
-          activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype())),
-      recompute_name(m.recompute));
+  if (!r.emulated)
+    std::printf(
+        "activations: %llu bytes per micro-batch measured, %llu by activation_bytes() "
+        "(train.recompute: %s)\n",
+        static_cast<unsigned long long>(m.model_activations),
+        static_cast<unsigned long long>(
+            activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype())),
+        recompute_name(m.recompute));
   std::fflush(stdout);
 }
 
@@ -340,8 +381,10 @@ StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data
   for (int micro = 0; micro < r.accum; micro++) {
     train_data.micro_batch(step, micro, in.data(), tgt.data());
     m.engine->begin_micro_step(micro, r.accum);
-    loss_sum += m.model->forward_backward(in.data(), tgt.data(),
-                                          static_cast<float>(1.0 / global_tokens), *m.engine);
+    if (m.emulated) m.emulated->forward_backward(*m.engine);
+    else
+      loss_sum += m.model->forward_backward(in.data(), tgt.data(),
+                                            static_cast<float>(1.0 / global_tokens), *m.engine);
     m.engine->end_micro_step();
   }
   ops.synchronize();
@@ -427,7 +470,8 @@ void run_steps(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
       t.timed_seconds += s.ms / 1e3;
       t.timed_tokens += cfg.train.global_batch_tokens;
     }
-    finish_step(r, m, d, out, ckpt, t, StepRecord{t.step + 1, s.loss, lr, s.norm, s.ms, -1},
+    finish_step(r, m, d, out, ckpt, t,
+                StepRecord{t.step + 1, s.loss, lr, s.norm, s.ms, -1, r.emulated.has_value()},
                 seconds_since(run_t0), rank, world);
   }
 }
@@ -472,6 +516,7 @@ RunSummary run_summary(const RunSettings& r, const RunModels& m, const LoopTotal
   s.nodes = m.rt.comm->nodes().nodes();
   s.ranks_per_node = m.rt.comm->nodes().ranks_per_node();
   s.cluster_text = r.cluster;
+  s.emulated = r.emulated ? &*r.emulated : nullptr;
   return s;
 }
 

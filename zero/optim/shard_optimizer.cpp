@@ -1,7 +1,9 @@
 #include "zero/optim/shard_optimizer.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "model/device_services.h"
 #include "model/host_floats.h"
@@ -179,14 +181,22 @@ std::vector<double> ShardOptimizer::grad_sum_squares(const void* grads, Indexing
   return s;
 }
 
+bool ShardOptimizer::waited_instead_of_update() const {
+  if (emulated_update_ms_ < 0) return false;
+  std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(emulated_update_ms_));
+  return true;
+}
+
 void ShardOptimizer::step(const void* grads, Indexing grads_at, void* params, Indexing params_at,
                           const OptimSettings& s, float grad_scale, int t) {
+  if (waited_instead_of_update()) return;
   const ParamOut out{params, params_at, nullptr};
   if (offload_) step_offloaded(grads, grads_at, out, s, grad_scale, t);
   else step_on_device(grads, grads_at, out, s, grad_scale, t);
 }
 void ShardOptimizer::step(const void* grads, Indexing grads_at, OffloadStore& params,
                           const OptimSettings& s, float grad_scale, int t) {
+  if (waited_instead_of_update()) return;
   const ParamOut out{nullptr, Indexing::Shard, &params};
   if (offload_) step_offloaded(grads, grads_at, out, s, grad_scale, t);
   else step_on_device(grads, grads_at, out, s, grad_scale, t);

@@ -80,6 +80,10 @@ class ShardOptimizer {
   void step(const void* grads, Indexing grads_at, OffloadStore& params, const OptimSettings& s,
             float grad_scale, int t);
 
+  // Compute emulation (system.compute: emulate): every later step() sleeps
+  // for `ms` instead of updating; master weights and parameters stay as they are.
+  void wait_instead_of_update(double ms) { emulated_update_ms_ = ms; }
+
   // Checkpoint access: host copies of master, m, v over the shard (shard offsets).
   void save_state(std::vector<float>& master, std::vector<float>& m, std::vector<float>& v);
   void load_state(const std::vector<float>& master, const std::vector<float>& m,
@@ -98,6 +102,8 @@ class ShardOptimizer {
   void step_offloaded(const void* grads, Indexing grads_at, const ParamOut& out,
                       const OptimSettings& s, float grad_scale, int t);
   void write_params_to(const ParamOut& out);
+  // Compute emulation: sleeps the stated update time; false for a real update.
+  bool waited_instead_of_update() const;
   // Model-dtype values of [from, from + n) of piece p (host) to their place in
   // `out`; to a backend buffer asynchronously when `async` (returns the copy's
   // ticket, else 0).
@@ -120,6 +126,7 @@ class ShardOptimizer {
   std::vector<size_t> reported_;  // per piece: elements whose copy grads_final started
   uint64_t grad_copies_ = 0;      // ticket of the last one
   GradCopyBytes grad_copy_bytes_, reporting_;
+  double emulated_update_ms_ = -1;  // < 0: a real update
 };
 
 }  // namespace zt

@@ -1,0 +1,68 @@
+#include "model/emulated_gpt.h"
+
+#include <sys/prctl.h>
+
+#include <stdexcept>
+#include <thread>
+
+#include "model/gpt.h"
+
+namespace zt {
+
+EmulatedGPT::EmulatedGPT(const ParamTable& table, Recompute recompute,
+                         std::chrono::nanoseconds micro_step, double forward_fraction)
+    : events_(GPT::training_events(table, recompute)), waits_(events_.size()) {
+  if (!(forward_fraction > 0 && forward_fraction < 1))
+    throw std::invalid_argument("EmulatedGPT: forward_fraction must be in (0, 1)");
+  // A module's share of its pass: its own parameter elements over those of
+  // every module the pass runs (recomputed forwards count in the backward).
+  auto own_elements = [&](int module) {
+    size_t n = 0;
+    for (int p : table.modules()[module].params) n += table.params()[p].numel;
+    return n;
+  };
+  double pass_elements[2] = {0, 0};
+  int pass = 0;
+  for (const ModuleEvent& e : events_) {
+    if (e.kind != ModuleEvent::Fetch) continue;
+    if (table.modules()[e.index].is_root()) pass = e.backward ? 1 : 0;
+    pass_elements[pass] += static_cast<double>(own_elements(e.index));
+  }
+  const double pass_ns[2] = {micro_step.count() * forward_fraction,
+                             micro_step.count() * (1 - forward_fraction)};
+  for (size_t i = 0; i < events_.size(); i++) {
+    const ModuleEvent& e = events_[i];
+    if (e.kind != ModuleEvent::Fetch) continue;
+    if (table.modules()[e.index].is_root()) pass = e.backward ? 1 : 0;
+    if (pass_elements[pass] > 0)
+      waits_[i] = std::chrono::nanoseconds(static_cast<int64_t>(
+          pass_ns[pass] * static_cast<double>(own_elements(e.index)) / pass_elements[pass]));
+  }
+  // The default 50 us of timer slack per sleep would add up over a pass's modules.
+  prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+}
+
+// `device` is when the emulated device finishes its queued compute. A hook's
+// own time is added to it (a fetch waiting for a gather, a gradient hook
+// waiting for a reduce without overlap_comm: the device would wait too), a
+// late wake-up is not, so sleeping never drifts from the stated durations.
+void EmulatedGPT::forward_backward(ModuleHooks& hooks) {
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point device = Clock::now();
+  for (size_t i = 0; i < events_.size(); i++) {
+    const ModuleEvent& e = events_[i];
+    const Clock::time_point hook_start = Clock::now();
+    switch (e.kind) {
+      case ModuleEvent::Fetch: hooks.fetch(e.index, e.backward); break;
+      case ModuleEvent::Release: hooks.release(e.index, e.backward); break;
+      case ModuleEvent::GradReady:
+        hooks.grad(e.index);
+        hooks.grad_ready(e.index);
+        break;
+    }
+    device += (Clock::now() - hook_start) + waits_[i];
+    if (waits_[i].count() > 0) std::this_thread::sleep_until(device);
+  }
+}
+
+}  // namespace zt
