@@ -12,6 +12,11 @@
 # Options:
 #   -np N, --np N          ranks per point (default: the number of CPU cores)
 #   --out DIR              DIR/NAME/ per point: train.log, command.sh, the run's files
+#   --repeat K             K sittings (default 1), the points interleaved: sitting 1
+#                          runs every point once, then sitting 2 runs them all again,
+#                          so that drift reaches every point alike; with K > 1 each
+#                          run goes to DIR/sitting-k/NAME/ (k = 1..K), and
+#                          `zerotrain report DIR` gives medians over the sittings
 #   --set KEY=VALUE        override for every point (repeatable); a grid point's
 #                          own value for the same key wins
 #   --cluster NxG          run every point on an emulated cluster of N nodes x G ranks
@@ -30,8 +35,9 @@
 #   --dry-run              print the commands, run nothing
 # Environment: MPIRUN (default mpirun), ZT_BIN.
 #
-# Resumable: a point whose DIR/NAME/summary.json exists is skipped. A failed
-# point goes into DIR/failed.tsv (point, exit code, log, note; rewritten by
+# Resumable: a run whose DIR/NAME/summary.json (DIR/sitting-k/NAME/summary.json
+# with --repeat) exists is skipped. A failed run goes into DIR/failed.tsv (point,
+# exit code, log, note; the point is sitting-k/NAME with --repeat; rewritten by
 # every sweep) and the sweep goes on; the exit status is 1 if any point failed,
 # 2 on a usage or grid error, 130 when interrupted.
 set -u
@@ -65,6 +71,7 @@ oversubscribe=auto
 allow_root=auto
 only=""
 point_timeout=0
+repeat=1
 dry_run=0
 cluster_spec=""
 cluster_link=""
@@ -89,6 +96,7 @@ while [ $# -gt 0 ]; do
     --allow-run-as-root) need_value "$@"; auto_yes_no "$1" "$2"; allow_root=$2; shift 2 ;;
     --only) need_value "$@"; only=$2; shift 2 ;;
     --timeout) need_value "$@"; point_timeout=$2; shift 2 ;;
+    --repeat) need_value "$@"; repeat=$2; shift 2 ;;
     --bin) need_value "$@"; bin=$2; shift 2 ;;
     --dry-run) dry_run=1; shift ;;
     -h | --help) usage ;;
@@ -100,6 +108,7 @@ done
 [ -n "$out" ] || die "--out DIR is required"
 [ ! -e "$out" ] || [ -d "$out" ] || die "--out $out: exists and is not a directory"
 [[ "$point_timeout" =~ ^[0-9]+$ ]] || die "--timeout: expected whole seconds, got '$point_timeout'"
+[[ "$repeat" =~ ^[1-9][0-9]{0,5}$ ]] || die "--repeat: expected a whole number of sittings >= 1, got '$repeat'"
 physical_cores=$(lscpu -p=Core,Socket 2>/dev/null | grep -v '^#' | sort -u | wc -l)
 [ "$physical_cores" -gt 0 ] 2>/dev/null || physical_cores=$(nproc 2>/dev/null || echo 1)
 cluster_sh="$(dirname "$0")/cluster.sh"
@@ -240,8 +249,18 @@ format_seconds() {
 point_config() {
   if [ -n "$grid" ]; then echo "$base_config"; else echo "${configs[$1]}"; fi
 }
+# Run j of the sweep: sitting j / points + 1, point selected[j % points]; the
+# points inside each sitting, so that every sitting sees all of them in turn.
+points=${#selected[@]}
+total=$((points * repeat))
+run_of() {
+  run_point=${selected[$(($1 % points))]}
+  run_name=${names[$run_point]}
+  if [ "$repeat" = 1 ]; then run_rel=$run_name; else run_rel="sitting-$(($1 / points + 1))/$run_name"; fi
+  run_dir="$out/$run_rel"
+}
 command_of() {
-  cmd=("${launch[@]}" "$bin" train "$(point_config "$1")" --run-dir "$out/${names[$1]}")
+  cmd=("${launch[@]}" "$bin" train "$(point_config "$1")" --run-dir "$2")
   local s
   for s in "${common_sets[@]}"; do cmd+=(--set "$s"); done
   if [ -n "${sets[$1]}" ]; then
@@ -250,19 +269,22 @@ command_of() {
   fi
 }
 
-total=${#selected[@]}
 to_run=0
-for i in "${selected[@]}"; do
-  [ -s "$out/${names[$i]}/summary.json" ] || to_run=$((to_run + 1))
+for ((j = 0; j < total; j++)); do
+  run_of "$j"
+  [ -s "$run_dir/summary.json" ] || to_run=$((to_run + 1))
 done
+count_label=" points"
+[ "$repeat" = 1 ] || count_label=" runs ($repeat sittings of $points points)"
 
 if [ "$dry_run" = 1 ]; then
-  echo "# sweep: $total points, $to_run to run, $np ranks each; runs under $out"
+  echo "# sweep: $total$count_label, $to_run to run, $np ranks each; runs under $out"
   [ -z "$cluster_spec" ] ||
     echo "# on an emulated cluster: $cluster_sh up --nodes $cluster_nodes --ranks-per-node $cluster_rpn --link $cluster_link"
-  for i in "${selected[@]}"; do
-    [ -s "$out/${names[$i]}/summary.json" ] && echo "# ${names[$i]}: done (summary.json exists)" && continue
-    command_of "$i"
+  for ((j = 0; j < total; j++)); do
+    run_of "$j"
+    [ -s "$run_dir/summary.json" ] && echo "# $run_rel: done (summary.json exists)" && continue
+    command_of "$run_point" "$run_dir"
     printf '%q ' "${cmd[@]}"
     echo
   done
@@ -282,13 +304,13 @@ if [ -n "$cluster_spec" ] && [ "$to_run" -gt 0 ]; then
   cp "$("$cluster_sh" env | sed 's/env$/cluster.json/')" "$out/cluster.json" 2>/dev/null
 fi
 
-echo "sweep: $total points, $((total - to_run)) already done, $to_run to run; $np ranks each; $(printf '%q ' "${launch[@]}")"
-ok=0 failed=0 skipped=0 ran=0 ran_seconds=0 k=0
-for i in "${selected[@]}"; do
-  k=$((k + 1))
-  name=${names[$i]}
-  run_dir="$out/$name"
-  command_of "$i"
+echo "sweep: $total$count_label, $((total - to_run)) already done, $to_run to run; $np ranks each; $(printf '%q ' "${launch[@]}")"
+ok=0 failed=0 skipped=0 ran=0 ran_seconds=0
+for ((j = 0; j < total; j++)); do
+  k=$((j + 1))
+  run_of "$j"
+  name=$run_rel
+  command_of "$run_point" "$run_dir"
   if [ -s "$run_dir/summary.json" ]; then
     skipped=$((skipped + 1))
     why="summary.json exists"

@@ -22,6 +22,7 @@
 #include "train/loop/runtime.h"
 #include "train/report/report_prediction.h"
 #include "train/report/report_table.h"
+#include "train/report/sitting_report.h"
 
 extern char** environ;
 
@@ -133,9 +134,10 @@ void write_file(const fs::path& path, const std::string& text) {
   if (!f) throw std::runtime_error("report: " + path.string() + ": cannot write");
 }
 
-std::string markdown_document(const ReportArgs& a, const RunsDir& runs, const std::string& plots) {
+std::string markdown_document(const ReportArgs& a, const RunsDir& runs, const std::string& sittings,
+                              const std::string& plots) {
   std::string md = "# zerotrain report\n\n" + std::to_string(runs.rows.size()) + " runs from `" +
-                   a.runs_dir + "` (every `RUN/summary.json`).\n\n";
+                   a.runs_dir + "` (every `RUN/summary.json`).\n\n" + sittings;
   md += report_markdown_table(runs.rows) + "\n" + report_caption() + "\n\n";
   bool predicted = false;
   for (const ReportRow& r : runs.rows) predicted = predicted || r.has_prediction;
@@ -171,15 +173,20 @@ int run_report_command(const std::vector<std::string>& args) {
   try {
     NetworkModel network;
     if (!a.network.empty()) network = read_network_file(a.network);
-    RunsDir runs = load_runs_dir(a.runs_dir);
+    // RUNS_DIR/sitting-K/RUN: scripts/sweep.sh --repeat's sittings, compared within each.
+    SittingSet sittings;
+    const bool repeated = is_sitting_set(a.runs_dir);
+    RunsDir runs = repeated ? load_sitting_set(a.runs_dir, sittings) : load_runs_dir(a.runs_dir);
     predict_rows(runs, a.runs_dir, a.network.empty() ? nullptr : &network);
     std::error_code ec;
     fs::create_directories(a.out_dir, ec);
     if (ec) throw std::runtime_error("report: " + a.out_dir + ": cannot create: " + ec.message());
     const fs::path csv = fs::path(a.out_dir) / "report.csv";
-    write_file(csv, report_csv(runs.rows));
+    write_file(csv, repeated ? sitting_csv(runs, sittings) : report_csv(runs.rows));
     const fs::path md = fs::path(a.out_dir) / "report.md";
-    write_file(md, markdown_document(a, runs, plots_section(a, csv)));
+    write_file(md, markdown_document(a, runs, repeated ? sitting_markdown(runs, sittings) : "",
+                                     plots_section(a, csv)));
+    for (const std::string& m : sittings.missing) std::printf("report: %s\n", m.c_str());
     std::printf("report: %zu runs -> %s, %s\n", runs.rows.size(), md.string().c_str(),
                 csv.string().c_str());
     if (!runs.without_summary.empty())

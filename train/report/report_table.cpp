@@ -162,11 +162,6 @@ double inter_node(const ReportRow& r) {
          r.grad_all_to_all.inter + r.param_all_gather.inter;
 }
 
-std::string path_label(const ReportRow& r) {
-  return r.grad_path + (r.zeropp.empty() ? "" : " + " + r.zeropp) +
-         (r.offload.empty() ? "" : " + offload " + r.offload);
-}
-
 // ---- Formatting.
 
 std::string fmt(const char* format, double v) {
@@ -202,13 +197,6 @@ std::string bucket_label(int64_t n) {
   return std::to_string(n);
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
 std::string markdown_row(const std::vector<std::string>& fields) {
   std::string s = "|";
   for (const std::string& x : fields) s += " " + x + " |";
@@ -219,6 +207,18 @@ std::string markdown_row(const std::vector<std::string>& fields) {
 std::string g12(double v) { return fmt("%.12g", v); }
 
 }  // namespace
+
+std::string path_label(const ReportRow& r) {
+  return r.grad_path + (r.zeropp.empty() ? "" : " + " + r.zeropp) +
+         (r.offload.empty() ? "" : " + offload " + r.offload);
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
 
 double flops_per_token(int64_t params, int n_layer, int n_embd, int seq_len) {
   return 6.0 * static_cast<double>(params) +
@@ -336,7 +336,7 @@ RunsDir load_runs_dir(const std::string& runs_dir) {
 // them: speedup_vs_ds_default is the speed-up (tokens/s);
 // step_speedup_vs_ds_default and predicted_speedup_vs_ds_default are speed-ups
 // (median step), measured and predicted (docs/commands/report.md).
-std::string report_csv(const std::vector<ReportRow>& rows) {
+std::string report_csv(const std::vector<ReportRow>& rows, const CsvColumns* extra) {
   std::string s =
       "run,device,stage,grad_path,reduce_bucket_size,overlap_comm,micro_batch,accum_steps,world,"
       "params,tokens_per_second,tflops_per_gpu,step_ms,exposed_comm_ms_per_step,"
@@ -346,8 +346,10 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
       "speedup_vs_ds_default,"
       "baseline_run,predicted_step_ms,predicted_exposed_comm_ms,predicted_speedup_vs_ds_default,"
       "step_speedup_vs_ds_default,zeropp,grad_all_to_all_bytes,grad_all_to_all_bus_bytes,"
-      "offload\n";
-  for (const ReportRow& r : rows) {
+      "offload" +
+      (extra ? "," + extra->header : std::string()) + "\n";
+  for (size_t row = 0; row < rows.size(); row++) {
+    const ReportRow& r = rows[row];
     const std::vector<std::string> f = {csv_field(r.run),
                                         csv_field(r.device),
                                         std::to_string(r.stage),
@@ -384,6 +386,7 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
                                         g12(r.grad_all_to_all.bus),
                                         csv_field(r.offload)};
     for (size_t i = 0; i < f.size(); i++) s += (i ? "," : "") + f[i];
+    if (extra) s += "," + extra->fields.at(row);
     s += "\n";
   }
   return s;

@@ -85,7 +85,17 @@ RunsDir load_runs_dir(const std::string& runs_dir);
 // is the baseline.
 void fill_speedups(std::vector<ReportRow>& rows);
 
-std::string report_csv(const std::vector<ReportRow>& rows);
+// Columns appended to report.csv: a header of comma-separated names, and
+// for each row its fields, already CSV-quoted and comma-separated.
+struct CsvColumns {
+  std::string header;
+  std::vector<std::string> fields;  // one per row, in the rows' order
+};
+std::string report_csv(const std::vector<ReportRow>& rows, const CsvColumns* extra = nullptr);
+// One CSV field, quoted when it holds a comma, a quote or a line break.
+std::string csv_field(const std::string& s);
+// The gradient path, with stage 3's ZeRO++ features and the offload.
+std::string path_label(const ReportRow& r);
 std::string report_markdown_table(const std::vector<ReportRow>& rows);
 // The caption under the Markdown table: units, formulas, what was excluded.
 std::string report_caption();
