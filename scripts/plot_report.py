@@ -140,7 +140,9 @@ def predicted_figure(plt, rows):
 
 # The *_figure functions return the figure rather than save it, so that
 # tests/e2e/sweep_e2e.sh can read its keys and notes back.
-def save(plt, fig, out_path):
+def save(plt, fig, out_path, note):
+    if note:
+        fig.text(0.0, -0.02, note, fontsize=8, color="firebrick", va="top")
     fig.tight_layout()
     fig.savefig(out_path, dpi=120, bbox_inches="tight")
     plt.close(fig)
@@ -158,11 +160,14 @@ def main(argv):
     except ImportError as e:
         fail(f"matplotlib is not importable ({e})")
     rows = read_rows(argv[1])
+    emulated = [r for r in rows if "compute emulated" in r["device"]]
+    note = (f"COMPUTE EMULATED in {len(emulated)} of {len(rows)} runs: timed waits replaced "
+            "the model's arithmetic; the collectives are real" if emulated else "")
     try:
-        save(plt, throughput_figure(plt, rows), f"{argv[2]}/throughput.png")
-        save(plt, bytes_figure(plt, rows), f"{argv[2]}/bytes_per_primitive.png")
+        save(plt, throughput_figure(plt, rows), f"{argv[2]}/throughput.png", note)
+        save(plt, bytes_figure(plt, rows), f"{argv[2]}/bytes_per_primitive.png", note)
         if any(r.get("predicted_step_ms") for r in rows):
-            save(plt, predicted_figure(plt, rows), f"{argv[2]}/predicted_vs_measured.png")
+            save(plt, predicted_figure(plt, rows), f"{argv[2]}/predicted_vs_measured.png", note)
     except ValueError as e:
         fail(f"{argv[1]}: a number did not parse ({e})")
     except OSError as e:

@@ -230,6 +230,10 @@ ReportRow read_summary(const std::string& path, const std::string& run_name) {
   ReportRow r;
   r.run = run_name;
   r.device = s.string("device");
+  // An emulated run's compute was waited for, not done: its device says so
+  // wherever rows are shown (tables, CSV, plots).
+  r.emulated = s.has("compute_mode") && s.string("compute_mode") == "emulated";
+  if (r.emulated) r.device += " (compute emulated)";
   r.world = static_cast<int>(s.integer("world_size"));
   if (r.world < 1) s.fail("key 'world_size': expected at least 1");
   // select_grad_path knows stages 0-3 only (any other is its logic_error).
@@ -403,7 +407,7 @@ std::string report_markdown_table(const std::vector<ReportRow>& rows) {
   for (const ReportRow& r : rows) {
     std::string path = path_label(r);
     if (r.stage > 0 && r.deepspeed_default) path += " (DS default)";
-    const std::vector<std::string> f = {r.run,
+    const std::vector<std::string> f = {r.emulated ? r.run + " (compute emulated)" : r.run,
                                         std::to_string(r.stage),
                                         path,
                                         bucket_label(r.reduce_bucket_size),

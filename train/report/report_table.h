@@ -19,8 +19,9 @@ struct PrimitiveBytes {
 };
 
 struct ReportRow {
-  std::string run;  // directory name under RUNS_DIR
-  std::string device;
+  std::string run;        // directory name under RUNS_DIR
+  std::string device;     // with " (compute emulated)" for an emulated run
+  bool emulated = false;  // system.compute: emulate: the compute was waited for
   int stage = 0;
   std::string grad_path;
   bool reduce_scatter = true;  // config zero.reduce_scatter: stage 3's path
