@@ -4,11 +4,7 @@
 // DIR/bytes_per_primitive.png with scripts/plot_report.py when /usr/bin/python3
 // has matplotlib; report.md embeds the plots or says why there are none.
 // Only rank 0 works when launched under mpirun.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +12,8 @@
 
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
+#include "train/commands/portability_report.h"
+#include "train/commands/report_plots.h"
 #include "train/config/config.h"
 #include "train/config/network_file.h"
 #include "train/io/output_target.h"
@@ -24,14 +22,10 @@
 #include "train/report/report_table.h"
 #include "train/report/sitting_report.h"
 
-extern char** environ;
-
 namespace zt {
 namespace {
 
 namespace fs = std::filesystem;
-
-const char* kPython = "/usr/bin/python3";
 
 struct ReportArgs {
   std::string runs_dir, out_dir, network;
@@ -41,6 +35,7 @@ struct ReportArgs {
 ReportArgs parse_report_args(const std::vector<std::string>& args) {
   const CliArgs f = command_args("report", args);
   ReportArgs a;
+  if (f.positional().size() > 1) f.fail("more than one RUNS_DIR needs --portability");
   a.runs_dir = f.positional()[0];
   a.out_dir = f.get("--out", a.runs_dir);
   a.plots = !f.has("--no-plots");
@@ -51,64 +46,18 @@ ReportArgs parse_report_args(const std::vector<std::string>& args) {
   return a;
 }
 
-// Runs a program and returns its exit status (-1: could not start or killed).
-// posix_spawn rather than system(): no shell sees the paths.
-int run_program(const std::vector<std::string>& argv, bool quiet) {
-  std::vector<char*> cargv;
-  for (const std::string& s : argv) cargv.push_back(const_cast<char*>(s.c_str()));
-  cargv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  if (quiet) {
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
-  }
-  pid_t pid = 0;
-  const int err = posix_spawn(&pid, cargv[0], &actions, nullptr, cargv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (err != 0) return -1;
-  int status = 0;
-  if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-  return WEXITSTATUS(status);
-}
-
-// scripts/plot_report.py under the current directory, else beside the binary
-// (BIN/../scripts), so that an installed build finds it from anywhere.
-std::string find_plot_script() {
-  const fs::path rel = fs::path("scripts") / "plot_report.py";
-  if (fs::exists(rel)) return rel.string();
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  if (!ec) {
-    const fs::path beside = exe.parent_path().parent_path() / rel;
-    if (fs::exists(beside)) return beside.string();
-  }
-  return "";
-}
-
 // Draws the plots; returns the Markdown section that shows them or says why not.
 std::string plots_section(const ReportArgs& a, const fs::path& csv) {
   const char* names[] = {"throughput.png", "bytes_per_primitive.png", "predicted_vs_measured.png"};
   for (const char* n : names) fs::remove(fs::path(a.out_dir) / n);  // never show stale plots
-  std::string skipped;
   std::string script;
-  if (!a.plots) {
-    skipped = "--no-plots was given";
-  } else if (access(kPython, X_OK) != 0) {
-    skipped = std::string(kPython) + " not found";
-  } else if (run_program({kPython, "-c", "import matplotlib"}, true) != 0) {
-    skipped = std::string(kPython) + " has no matplotlib (`import matplotlib` failed)";
-  } else if ((script = find_plot_script()).empty()) {
-    skipped =
-        "scripts/plot_report.py not found (looked under the current directory and beside the "
-        "binary)";
-  }
+  const std::string skipped = plots_unavailable(a.plots, "plot_report.py", &script);
   std::string md = "## Plots\n\n";
   if (!skipped.empty()) {
     std::printf("report: plots skipped: %s\n", skipped.c_str());
     return md + "Plots skipped: " + skipped + ". report.csv holds every number.\n";
   }
-  const int rc = run_program({kPython, script, csv.string(), a.out_dir}, false);
+  const int rc = run_program({kPlotPython, script, csv.string(), a.out_dir}, false);
   if (rc != 0) {
     std::printf("report: plots failed: %s exited with status %d\n", script.c_str(), rc);
     return md + "Plots failed: " + script + " exited with status " + std::to_string(rc) +
@@ -166,6 +115,8 @@ std::string markdown_document(const ReportArgs& a, const RunsDir& runs, const st
 }  // namespace
 
 int run_report_command(const std::vector<std::string>& args) {
+  if (std::find(args.begin(), args.end(), "--portability") != args.end())
+    return run_portability_report(args);
   const ReportArgs a = parse_report_args(args);
   int rank = 0, world = 1, local_rank = 0, local_size = 1;
   mpi_ranks(&rank, &world, &local_rank, &local_size);

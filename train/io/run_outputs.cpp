@@ -8,6 +8,7 @@
 #include "data/input/input_file.h"
 #include "data/shard.h"
 #include "train/io/atomic_file.h"
+#include "train/io/host_identity.h"
 #include "train/io/json_writer.h"
 #include "zero/analysis/memory_formula.h"
 #include "zero/optim/offload_store.h"
@@ -282,6 +283,7 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("timing", timing_json(s));
   if (s.cluster_text.empty()) o.raw("cluster", "null");
   else o.raw("cluster", s.cluster_text);
+  o.add("host", host_identity_json());
   const std::string path = dir_ + "/summary.json";
   write_file_atomic(path, o.str() + "\n");
   if (s.emulated)
