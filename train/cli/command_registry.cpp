@@ -116,7 +116,10 @@ std::vector<Command> build_commands() {
         1,
         {option("--out", "DIR", "where the tables and plots go (default RUNS_DIR)"),
          flag("--no-plots", "write the tables only"),
-         option("--network", "NET.json", "add each run's predicted step time on this network")}},
+         option("--network", "NET.json", "add each run's predicted step time on this network"),
+         option("--compute-from", "SUMMARY.json",
+                "the predictions' compute: this run's (default: stated emulated compute, else "
+                "the stage-0 run of the same micro-batch)")}},
        "tables and plots comparing the runs under a directory",
        run_report_command},
       {{"tokenize",

@@ -346,7 +346,7 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
       "speedup_vs_ds_default,"
       "baseline_run,predicted_step_ms,predicted_exposed_comm_ms,predicted_speedup_vs_ds_default,"
       "step_speedup_vs_ds_default,zeropp,grad_all_to_all_bytes,grad_all_to_all_bus_bytes,"
-      "offload\n";
+      "offload,prediction_compute_source\n";
   for (const ReportRow& r : rows) {
     const std::vector<std::string> f = {csv_field(r.run),
                                         csv_field(r.device),
@@ -382,7 +382,8 @@ std::string report_csv(const std::vector<ReportRow>& rows) {
                                         csv_field(r.zeropp),
                                         g12(r.grad_all_to_all.payload),
                                         g12(r.grad_all_to_all.bus),
-                                        csv_field(r.offload)};
+                                        csv_field(r.offload),
+                                        csv_field(r.compute_source)};
     for (size_t i = 0; i < f.size(); i++) s += (i ? "," : "") + f[i];
     s += "\n";
   }
@@ -430,8 +431,8 @@ std::string report_prediction_table(const std::vector<ReportRow>& rows) {
   std::string s =
       "| run | stage | grad path | step ms measured | step ms predicted | predicted / measured | "
       "exposed comm ms measured | exposed comm ms predicted | speed-up (median step) measured | "
-      "speed-up (median step) predicted |\n"
-      "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+      "speed-up (median step) predicted | compute of the prediction |\n"
+      "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
   for (const ReportRow& r : rows) {
     if (!r.has_prediction) continue;
     const std::vector<std::string> f = {
@@ -444,7 +445,8 @@ std::string report_prediction_table(const std::vector<ReportRow>& rows) {
         fmt("%.1f", r.exposed_comm_ms_per_step),
         fmt("%.1f", r.predicted_exposed_ms),
         r.step_speedup > 0 ? fmt("%.2fx", r.step_speedup) : "—",
-        r.predicted_speedup > 0 ? fmt("%.2fx", r.predicted_speedup) : "—"};
+        r.predicted_speedup > 0 ? fmt("%.2fx", r.predicted_speedup) : "—",
+        r.compute_source};
     s += markdown_row(f);
   }
   return s;

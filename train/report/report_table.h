@@ -59,6 +59,7 @@ struct ReportRow {
   double predicted_speedup = 0;  // predicted steps
   double step_speedup = 0;       // measured median steps
   std::string network;           // where the network figures came from
+  std::string compute_source;    // where the prediction's compute came from
 };
 
 struct RunsDir {
