@@ -34,7 +34,9 @@ out=$("$ZT_BIN" report "$WORK/none" --out --help 2>&1); rc=$?
 out=$("$ZT_BIN" report "$WORK" --bogus 2>&1); rc=$?
 [ "$rc" -eq 2 ] || fail "unknown option: exit $rc"
 [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] || fail "unknown option: not one line: $out"
-[ "$out" = "zerotrain: report: unknown option '--bogus'; $("$ZT_BIN" report --help | head -1)" ] ||
+# The usage of --help's first paragraph (wrapped there), as one line.
+usage=$("$ZT_BIN" report --help | sed '/^$/q' | sed 's/^ *//' | paste -sd' ' | sed 's/ *$//')
+[ "$out" = "zerotrain: report: unknown option '--bogus'; $usage" ] ||
   fail "unknown option message: $out"
 
 out=$("$ZT_BIN" frobnicate 2>&1); rc=$?

@@ -272,3 +272,90 @@ TEST_CASE("offload: gradient copies follow their calls; the step pipelines chunk
 }
 
 }  // namespace zt
+
+namespace zt {
+
+TEST_CASE("rooted reduces to different roots issued together share the links",
+          "[model][concurrent]") {
+  // 8 nodes x 1 on Open MPI, 1 MB/s per link and direction, no latency:
+  // libnbc's binomial tree (vrank v -> v & (v - 1), the root swapped with rank
+  // 0) of n = 1e6 B: the root's in link carries 3n, so one alone takes 3 s.
+  NetworkModel net = slow_node_links();
+  net.link.inter_latency_s = 0;
+  net.open_mpi = true;
+  const NodeMap nodes = NodeMap::uniform(8, 1);
+  std::vector<PlannedCall> calls;
+  for (int root = 0; root < 8; root++)
+    calls.push_back({Phase::Backward, 0, Purpose::Gradients, Primitive::Reduce, DType::F32, 250000,
+                     root, "gradients, bucket 0", 1.0});
+  CHECK_THAT(net.call_seconds(calls[0], 8, nodes), WithinRel(3.0, 1e-12));
+  // Issued together: every rank sends 7n, and rank 4 (vrank 4 in the 7 trees
+  // rooted elsewhere: 2 children each, plus 3 as the root of its own) receives
+  // 17n: 17 s, where one channel adds up 8 x 3 s = 24 s.
+  std::vector<LinkLoad> loads;
+  for (const PlannedCall& c : calls) loads.push_back(net.call_load(c, 8, nodes));
+  std::vector<std::pair<double, const LinkLoad*>> group;
+  for (const LinkLoad& l : loads) group.push_back({3.0, &l});
+  LinkClock together(link_count(nodes, 8));
+  CHECK_THAT(together.issue(group, 0), WithinRel(17.0, 1e-12));
+  // With a wait between them (each issued when the last is done): 24 s.
+  LinkClock chained(link_count(nodes, 8));
+  double t = 0;
+  for (const LinkLoad& l : loads) t = chained.issue({{3.0, &l}}, t);
+  CHECK_THAT(t, WithinRel(24.0, 1e-12));
+  // Two all-reduces issued together load every link alike: they add up.
+  LinkClock rings(link_count(nodes, 8));
+  const LinkLoad uniform;
+  CHECK_THAT(rings.issue({{1.0, &uniform}, {2.0, &uniform}}, 0.5), WithinRel(3.5, 1e-12));
+
+  // The step: stage 2 without overlap, one bucket of the 8 reduces at the end
+  // of a 3 ms backward (micro-step 4.5 ms, optimizer 0): the compute waits
+  // 17 s, not 24 s.
+  StepPlan plan;
+  plan.stage = 2;
+  plan.steady_step = calls;
+  const StepTimePrediction p = predict_step(plan, 8, 1, nodes, net, compute_ms(4.5, 0));
+  CHECK_THAT(p.step_s, WithinRel(4.5e-3 + 17.0, 1e-9));
+  CHECK_THAT(p.comm_s, WithinRel(24.0, 1e-9));  // every call's time, added up
+}
+
+TEST_CASE("libnbc's chain at 4 ranks: concurrent reduces gain nothing (rank 1 takes every chain)",
+          "[model][concurrent]") {
+  // vrank v -> v - 1 with the root swapped with rank 0: rank 1 receives in all
+  // four chains rooted at 0..3, so four together take 4 x 1 s, as in series.
+  NetworkModel net = slow_node_links();
+  net.link.inter_latency_s = 0;
+  net.open_mpi = true;
+  const NodeMap nodes = NodeMap::uniform(4, 1);
+  std::vector<LinkLoad> loads;
+  for (int root = 0; root < 4; root++)
+    loads.push_back(net.call_load({Phase::Backward, 0, Purpose::Gradients, Primitive::Reduce,
+                                   DType::F32, 250000, root, "", 0},
+                                  4, nodes));
+  std::vector<std::pair<double, const LinkLoad*>> group;
+  for (const LinkLoad& l : loads) group.push_back({1.0, &l});
+  LinkClock clock(link_count(nodes, 4));
+  CHECK_THAT(clock.issue(group, 0), WithinRel(4.0, 1e-12));
+}
+
+TEST_CASE("Open MPI's binomial reduce above 4 ranks: the root's in link carries log2 W x n",
+          "[model][concurrent]") {
+  NetworkModel net = slow_node_links();
+  net.link.inter_latency_s = 0;
+  net.open_mpi = true;
+  const NodeMap nodes = NodeMap::uniform(8, 1);
+  PlannedCall rd{Phase::Step, 0, Purpose::Gradients, Primitive::Reduce, DType::F32, 250000, 0,
+                 "",          0};
+  // 8 ranks: vranks 1, 2 and 4 send 1e6 B each to the root: 3 s.
+  CHECK_THAT(net.call_seconds(rd, 8, nodes), WithinRel(3.0, 1e-12));
+  // The same on NCCL (a chain): 1 s.
+  net.open_mpi = false;
+  CHECK_THAT(net.call_seconds(rd, 8, nodes), WithinRel(1.0, 1e-12));
+  // Open MPI under 64 KiB at 4 ranks: a tree too (vranks 1 and 2 to the
+  // root): 2 x 4000 B at 1e6 B/s.
+  net.open_mpi = true;
+  rd.count = 1000;
+  CHECK_THAT(net.call_seconds(rd, 4, NodeMap::uniform(4, 1)), WithinRel(8e-3, 1e-12));
+}
+
+}  // namespace zt

@@ -119,7 +119,10 @@ std::vector<Command> build_commands() {
          option("--network", "NET.json", "add each run's predicted step time on this network"),
          flag("--portability",
               "compare the systems of several RUNS_DIRs: efficiencies and performance "
-              "portability per configuration")}},
+              "portability per configuration"),
+         option("--compute-from", "SUMMARY.json",
+                "the predictions' compute: this run's (default: stated emulated compute, else "
+                "the stage-0 run of the same micro-batch)")}},
        "tables and plots comparing the runs under a directory",
        run_report_command},
       {{"tokenize",

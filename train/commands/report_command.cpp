@@ -28,7 +28,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct ReportArgs {
-  std::string runs_dir, out_dir, network;
+  std::string runs_dir, out_dir, network, compute_from;
   bool plots = true;
 };
 
@@ -40,6 +40,7 @@ ReportArgs parse_report_args(const std::vector<std::string>& args) {
   a.out_dir = f.get("--out", a.runs_dir);
   a.plots = !f.has("--no-plots");
   a.network = f.get("--network");
+  a.compute_from = f.get("--compute-from");
   if (const std::string problem = output_dir_problem(a.out_dir); !problem.empty())
     f.fail((f.has("--out") ? "--out " : "RUNS_DIR (the default --out) ") + a.out_dir + ": " +
            problem);
@@ -94,8 +95,9 @@ std::string markdown_document(const ReportArgs& a, const RunsDir& runs, const st
     md +=
         "## Measured against the step-time model\n\n"
         "Predicted by the step-time model (docs/step_time_model.md) from each run's "
-        "own config, node layout and measured compute (summary.json's timing) and the "
-        "network: " +
+        "own config and node layout, the compute named in its last column (one reference per "
+        "system: --compute-from, the run's stated emulated compute, or the stage-0 run of the "
+        "same micro-batch) and the network: " +
         (a.network.empty() ? std::string("each run's recorded emulated cluster (its link)")
                            : "`" + a.network + "`") +
         ". Speed-ups here are speed-ups (median step): the DeepSpeed-default run's median step "
@@ -128,7 +130,7 @@ int run_report_command(const std::vector<std::string>& args) {
     SittingSet sittings;
     const bool repeated = is_sitting_set(a.runs_dir);
     RunsDir runs = repeated ? load_sitting_set(a.runs_dir, sittings) : load_runs_dir(a.runs_dir);
-    predict_rows(runs, a.runs_dir, a.network.empty() ? nullptr : &network);
+    predict_rows(runs, a.runs_dir, a.network.empty() ? nullptr : &network, a.compute_from);
     std::error_code ec;
     fs::create_directories(a.out_dir, ec);
     if (ec) throw std::runtime_error("report: " + a.out_dir + ": cannot create: " + ec.message());

@@ -102,6 +102,9 @@ NetworkModel commbench_network(const JsonValue& root, const std::string& path) {
   if (per_node && per_node->kind == JsonValue::Kind::number && per_node->number() >= 1 &&
       per_node->number() == std::floor(per_node->number()))
     net.measured_ranks_per_node = static_cast<int>(std::min(per_node->number(), 1e9));
+  const JsonValue* communicator = root.find("communicator");
+  net.open_mpi =
+      communicator && communicator->kind == JsonValue::Kind::string && communicator->text == "mpi";
   net.source = "measured by commbench: " + path + " (W = " + world->text + ")";
   return net;
 }
@@ -158,6 +161,7 @@ NetworkModel network_of_cluster(const ClusterDescription& c) {
   net.link.inter_node_bytes_per_s = c.rate_bits_per_s / 8;
   net.link.inter_latency_s = c.delay_us * 1e-6;
   net.link.intra_node_bytes_per_s = 1e15;  // shared memory: taken as free beside the link
+  net.open_mpi = true;                     // scripts/cluster.sh runs Open MPI
   char buf[160];
   std::snprintf(buf, sizeof buf,
                 "the emulated cluster's link: %.6g Mbit/s per node each way, %.6g us one-way "

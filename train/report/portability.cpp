@@ -4,11 +4,6 @@
 
 namespace zt {
 
-double model_flops_per_token(int64_t params, int n_layer, int n_embd, int seq_len) {
-  return 6.0 * static_cast<double>(params) +
-         12.0 * n_layer * static_cast<double>(n_embd) * static_cast<double>(seq_len);
-}
-
 double performance_portability(const Efficiencies& efficiencies) {
   if (efficiencies.empty()) return 0;
   double inverse_sum = 0;

@@ -15,13 +15,6 @@
 
 namespace zt {
 
-// Model FLOPs per trained token in the PaLM / llm.c MFU convention:
-// 6·N for the matmuls (forward 2N, backward 4N) plus 12·L·C·T for the
-// attention scores and weighted values, counted over the full T×T square
-// (report.md's TFLOP/s column halves that term for the causal mask; this one
-// follows the published convention so efficiencies compare with others').
-double model_flops_per_token(int64_t params, int n_layer, int n_embd, int seq_len);
-
 // One efficiency per system of H; nullopt: the configuration did not run there.
 using Efficiencies = std::vector<std::optional<double>>;
 

@@ -10,6 +10,8 @@
 #include "data/json_reader.h"
 #include "data/shard.h"
 #include "train/report/portability.h"
+#include "train/report/report_table.h"
+#include "train/report/table_text.h"
 
 namespace zt {
 namespace {
@@ -17,12 +19,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr uint64_t kNetworkFileMaxBytes = uint64_t(1) << 20;
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
 
 GpuPeak gpu_peak_of(const JsonValue& block, const std::string& file) {
   const std::string where = file + ": peak_TFLOPs";
@@ -64,14 +60,14 @@ void cuda_peak(PortabilitySystem& sys, const std::vector<GpuPeak>& gpu_peaks) {
 void emulated_peak(PortabilitySystem& sys) {
   for (PortabilityRun& r : sys.runs) {
     const double micro_step_flops =
-        model_flops_per_token(r.model.params, r.model.n_layer, r.model.n_embd, r.model.seq_len) *
+        flops_per_token(r.model.params, r.model.n_layer, r.model.n_embd, r.model.seq_len) *
         r.micro_batch * r.model.seq_len;
-    r.peak_flops =
-        micro_step_flops / (r.emulated_micro_step_ms * r.emulated_time_scale * 1e-3) * r.world;
+    r.peak_flops = micro_step_flops / (r.emulated_micro_step_ms * 1e-3) * r.world;
   }
   sys.peak_source =
       "against the emulated device's stated rate, not a hardware peak: the model FLOPs of one "
-      "micro-step (micro-batch × T tokens) over emulated_compute.micro_step_ms × time_scale, "
+      "micro-step (micro-batch × T tokens) over emulated_compute.micro_step_ms (time_scale "
+      "already applied), "
       "× the ranks (emulated device: " +
       (sys.emulated_device.empty() ? std::string("not named") : sys.emulated_device) +
       "; its figures: " + (sys.emulated_source.empty() ? "no source given" : sys.emulated_source) +

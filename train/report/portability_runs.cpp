@@ -11,6 +11,7 @@
 #include "data/input/input_file.h"
 #include "data/json_reader.h"
 #include "data/shard.h"
+#include "train/report/table_text.h"
 
 namespace zt {
 namespace {
@@ -74,12 +75,6 @@ class Summary {
   JsonValue root_;
 };
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 // The system one run recorded, as PortabilitySystem's fields and its name.
 PortabilitySystem system_of(const Summary& s) {
   PortabilitySystem sys;
@@ -130,9 +125,7 @@ PortabilityRun run_of(const Summary& s, const std::string& name) {
   r.micro_batch = s.integer("config.train.micro_batch");
   if (s.text("compute_mode", "real") == "emulated") {
     r.emulated_micro_step_ms = s.number("emulated_compute.micro_step_ms");
-    r.emulated_time_scale = s.number("emulated_compute.time_scale");
-    if (!(r.emulated_micro_step_ms > 0) || !(r.emulated_time_scale > 0))
-      s.fail("emulated_compute: expected micro_step_ms and time_scale above 0");
+    if (!(r.emulated_micro_step_ms > 0)) s.fail("emulated_compute: expected micro_step_ms above 0");
   }
   return r;
 }

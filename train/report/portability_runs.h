@@ -27,7 +27,7 @@ struct PortabilityRun {
   ModelShape model;
   int world = 0, micro_batch = 0;
   // summary.json's "emulated_compute" (compute_mode "emulated"), else 0.
-  double emulated_micro_step_ms = 0, emulated_time_scale = 0;
+  double emulated_micro_step_ms = 0;  // the stated wait, time_scale applied
   // The system's peak FLOP/s for this run (all its ranks); 0 when unknown.
   // Filled in by assign_peaks (portability_peaks.h).
   double peak_flops = 0;

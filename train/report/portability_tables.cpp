@@ -4,33 +4,14 @@
 #include <cstdio>
 #include <set>
 
+#include "train/report/report_table.h"
+#include "train/report/table_text.h"
+
 namespace zt {
 namespace {
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-// Twelve significant digits: enough to recompute the metric by hand.
-std::string g12(double v) { return fmt("%.12g", v); }
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
-std::string markdown_row(const std::vector<std::string>& fields) {
-  std::string s = "|";
-  for (const std::string& x : fields) s += " " + x + " |";
-  return s + "\n";
-}
-
 double flops_per_token_of(const PortabilityRun& r) {
-  return model_flops_per_token(r.model.params, r.model.n_layer, r.model.n_embd, r.model.seq_len);
+  return flops_per_token(r.model.params, r.model.n_layer, r.model.n_embd, r.model.seq_len);
 }
 
 std::string system_label(size_t s) { return "S" + std::to_string(s + 1); }
@@ -221,10 +202,10 @@ std::string portability_markdown(const PortabilityMatrix& m, const std::string& 
       "the systems i of H, and 0 when a did not run on one of them. "
       "**Application efficiency**: a's tok/s over the best tok/s of any configuration "
       "on the same system. **Architectural efficiency**: a's model FLOP/s over the "
-      "system's peak FLOP/s, model FLOP/s = tok/s × (6·N + 12·L·C·T) (N parameters, "
-      "L layers, C the width, T the sequence length; the PaLM / llm.c convention, "
-      "attention over the full T×T, where report.md's TFLOP/s halves it for the "
-      "causal mask).\n\n## Application efficiency\n\nH = every system.\n\n" +
+      "system's peak FLOP/s, model FLOP/s = tok/s × (6·N + 6·L·C·T) (N parameters, "
+      "L layers, C the width, T the sequence length; the formula of report.md's TFLOP/s "
+      "column: attention scores and weighted values under the causal mask).\n\n## Application "
+      "efficiency\n\nH = every system.\n\n" +
       efficiency_table(m, m.application, m.pp_application, all) + "\n" +
       portable_section(m, m.pp_application, "application") + "\n## Architectural efficiency\n\n";
   if (m.systems_with_peak.empty()) {

@@ -1,5 +1,6 @@
 #include "train/report/report_prediction.h"
 
+#include <cstdio>
 #include <map>
 
 #include "data/input/input_file.h"
@@ -36,9 +37,70 @@ RunPlacement placement_of(const std::string& summary_path, int world) {
   return p;
 }
 
+// (b): the run's stated emulated compute, when it says it ran one.
+bool emulated_compute(const std::string& summary_path, ComputeTimes* out, std::string* label) {
+  const std::string text = read_small_file(summary_path, "run summary", kSummaryMaxBytes);
+  const JsonValue root = parse_json(text, summary_path, JsonDialect::Strict);
+  const JsonValue* mode = root.find("compute_mode");
+  if (!mode || mode->kind != JsonValue::Kind::string || mode->text != "emulated") return false;
+  const JsonValue* e = root.find("emulated_compute");
+  if (!e || e->kind != JsonValue::Kind::object)
+    throw ConfigError(summary_path +
+                      ": compute_mode \"emulated\" without an emulated_compute object");
+  auto ms = [&](const char* key) {
+    const JsonValue* v = e->find(key);
+    if (!v || v->kind != JsonValue::Kind::number || !(v->number() >= 0))
+      throw ConfigError(summary_path + ": emulated_compute: key '" + key +
+                        "': expected a number >= 0 (milliseconds)");
+    return v->number();
+  };
+  const double micro = ms("micro_step_ms"), opt = ms("optimizer_ms");
+  const JsonValue* src = e->find("source");
+  out->micro_step_s = micro * 1e-3;
+  out->optimizer_s = opt * 1e-3;
+  out->source = "emulated compute stated in " + summary_path;
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "emulated compute (stated: micro-step %.6g ms, optimizer %.6g ms)",
+                micro, opt);
+  *label = buf;
+  if (src && src->kind == JsonValue::Kind::string && !src->text.empty())
+    *label += ", from " + src->text;
+  return true;
+}
+
 }  // namespace
 
-void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel* network) {
+ComputeChoice choose_compute(const RunsDir& runs, const ReportRow& row, const std::string& runs_dir,
+                             const std::string& compute_from) {
+  ComputeChoice c;
+  if (!compute_from.empty()) {
+    c.times = read_compute_times(compute_from);
+    c.label = "compute from " + compute_from + " (--compute-from)";
+    return c;
+  }
+  const std::string own = runs_dir + "/" + row.run + "/summary.json";
+  if (emulated_compute(own, &c.times, &c.label)) return c;
+  const ReportRow* ref = nullptr;
+  for (const ReportRow& r : runs.rows) {
+    if (r.stage != 0 || r.micro_batch != row.micro_batch || r.device != row.device ||
+        r.params != row.params || r.seq_len != row.seq_len)
+      continue;
+    if (!ref || (ref->world != row.world && r.world == row.world)) ref = &r;
+  }
+  if (ref && ref->run != row.run) {
+    c.times = read_compute_times(runs_dir + "/" + ref->run + "/summary.json");
+    c.label = "compute from run " + ref->run;
+    return c;
+  }
+  c.times = read_compute_times(own);
+  c.label = ref ? "own compute (not a prediction of compute): the reference run itself"
+                : "own compute (not a prediction of compute): no stage-0 run with micro-batch " +
+                      std::to_string(row.micro_batch);
+  return c;
+}
+
+void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel* network,
+                  const std::string& compute_from) {
   std::map<std::string, size_t> row_of;
   for (size_t i = 0; i < runs.rows.size(); i++) row_of[runs.rows[i].run] = i;
   for (ReportRow& r : runs.rows) {
@@ -62,8 +124,9 @@ void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel
       if (!mismatch.empty()) throw ConfigError("--network: " + mismatch);
       const NodeMap nodes = NodeMap::uniform(r.world, g);
       const StepPlan plan = plan_step(setup, table, r.world, A, t, nodes);
-      const ComputeTimes compute = read_compute_times(summary);
-      const StepTimePrediction p = predict_step(plan, r.world, A, nodes, net, compute);
+      const ComputeChoice compute = choose_compute(runs, r, runs_dir, compute_from);
+      const StepTimePrediction p = predict_step(plan, r.world, A, nodes, net, compute.times);
+      r.compute_source = compute.label;
       r.has_prediction = true;
       r.predicted_step_ms = p.step_s * 1e3;
       r.predicted_exposed_ms = p.exposed_s * 1e3;

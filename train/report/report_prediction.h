@@ -1,6 +1,6 @@
 // The step-time model beside each run of `zerotrain report`: the run's own
-// config (RUN/config.yaml) planned at its world size and node layout, its
-// measured compute (summary.json's timing), and a network: the one given with
+// config (RUN/config.yaml) planned at its world size and node layout, a
+// compute from one reference per system (choose_compute), and a network: the one given with
 // --network, else the emulated cluster the run recorded (summary.json's
 // "cluster"). Runs with neither get no prediction.
 #pragma once
@@ -11,9 +11,26 @@
 
 namespace zt {
 
+// The compute a row's prediction uses, so that only the reference is measured:
+// (a) `compute_from` (report --compute-from SUMMARY.json) when given; else
+// (b) the run's stated emulated compute (summary.json "compute_mode":
+//     "emulated" with "emulated_compute": micro_step_ms and optimizer_ms, the
+//     optimizer over the whole model as plan's --compute-ms takes it); else
+// (c) the reference run of the set: a stage-0 run with the same device, model
+//     and micro-batch (the same world first), "compute from run NAME"; else
+// (d) the row's own measured compute, labelled "own compute (not a prediction
+//     of compute)". `label` names the choice for report.md and report.csv.
+struct ComputeChoice {
+  ComputeTimes times;
+  std::string label;
+};
+ComputeChoice choose_compute(const RunsDir& runs, const ReportRow& row, const std::string& runs_dir,
+                             const std::string& compute_from);
+
 // Fills predicted_step_ms and, over the same baseline as the speed-up
 // (tokens/s), the speed-ups (median step) measured and predicted. Throws
 // std::runtime_error naming the run's file.
-void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel* network);
+void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel* network,
+                  const std::string& compute_from = "");
 
 }  // namespace zt

@@ -15,6 +15,7 @@
 #include "data/input/input_file.h"
 #include "data/input/input_scalar.h"
 #include "data/json_reader.h"
+#include "train/report/table_text.h"
 #include "zero/comm/comm_stats.h"
 #include "zero/schedule/grad_path_registry.h"
 
@@ -164,12 +165,6 @@ double inter_node(const ReportRow& r) {
 
 // ---- Formatting.
 
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
 // Three significant figures in B, kB, MB or GB (powers of 1000, as nccl-tests).
 std::string human_bytes(double b) {
   if (b == 0) return "0";
@@ -197,27 +192,11 @@ std::string bucket_label(int64_t n) {
   return std::to_string(n);
 }
 
-std::string markdown_row(const std::vector<std::string>& fields) {
-  std::string s = "|";
-  for (const std::string& x : fields) s += " " + x + " |";
-  return s + "\n";
-}
-
-// Twelve significant digits: exact for byte counts, ample for timings.
-std::string g12(double v) { return fmt("%.12g", v); }
-
 }  // namespace
 
 std::string path_label(const ReportRow& r) {
   return r.grad_path + (r.zeropp.empty() ? "" : " + " + r.zeropp) +
          (r.offload.empty() ? "" : " + offload " + r.offload);
-}
-
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
 }
 
 double flops_per_token(int64_t params, int n_layer, int n_embd, int seq_len) {
@@ -350,7 +329,7 @@ std::string report_csv(const std::vector<ReportRow>& rows, const CsvColumns* ext
       "speedup_vs_ds_default,"
       "baseline_run,predicted_step_ms,predicted_exposed_comm_ms,predicted_speedup_vs_ds_default,"
       "step_speedup_vs_ds_default,zeropp,grad_all_to_all_bytes,grad_all_to_all_bus_bytes,"
-      "offload" +
+      "offload,prediction_compute_source" +
       (extra ? "," + extra->header : std::string()) + "\n";
   for (size_t row = 0; row < rows.size(); row++) {
     const ReportRow& r = rows[row];
@@ -388,7 +367,8 @@ std::string report_csv(const std::vector<ReportRow>& rows, const CsvColumns* ext
                                         csv_field(r.zeropp),
                                         g12(r.grad_all_to_all.payload),
                                         g12(r.grad_all_to_all.bus),
-                                        csv_field(r.offload)};
+                                        csv_field(r.offload),
+                                        csv_field(r.compute_source)};
     for (size_t i = 0; i < f.size(); i++) s += (i ? "," : "") + f[i];
     if (extra) s += "," + extra->fields.at(row);
     s += "\n";
@@ -437,8 +417,8 @@ std::string report_prediction_table(const std::vector<ReportRow>& rows) {
   std::string s =
       "| run | stage | grad path | step ms measured | step ms predicted | predicted / measured | "
       "exposed comm ms measured | exposed comm ms predicted | speed-up (median step) measured | "
-      "speed-up (median step) predicted |\n"
-      "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+      "speed-up (median step) predicted | compute of the prediction |\n"
+      "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
   for (const ReportRow& r : rows) {
     if (!r.has_prediction) continue;
     const std::vector<std::string> f = {
@@ -451,7 +431,8 @@ std::string report_prediction_table(const std::vector<ReportRow>& rows) {
         fmt("%.1f", r.exposed_comm_ms_per_step),
         fmt("%.1f", r.predicted_exposed_ms),
         r.step_speedup > 0 ? fmt("%.2fx", r.step_speedup) : "—",
-        r.predicted_speedup > 0 ? fmt("%.2fx", r.predicted_speedup) : "—"};
+        r.predicted_speedup > 0 ? fmt("%.2fx", r.predicted_speedup) : "—",
+        r.compute_source};
     s += markdown_row(f);
   }
   return s;

@@ -60,6 +60,7 @@ struct ReportRow {
   double predicted_speedup = 0;  // predicted steps
   double step_speedup = 0;       // measured median steps
   std::string network;           // where the network figures came from
+  std::string compute_source;    // where the prediction's compute came from
 };
 
 struct RunsDir {
@@ -93,8 +94,6 @@ struct CsvColumns {
   std::vector<std::string> fields;  // one per row, in the rows' order
 };
 std::string report_csv(const std::vector<ReportRow>& rows, const CsvColumns* extra = nullptr);
-// One CSV field, quoted when it holds a comma, a quote or a line break.
-std::string csv_field(const std::string& s);
 // The gradient path, with stage 3's ZeRO++ features and the offload.
 std::string path_label(const ReportRow& r);
 std::string report_markdown_table(const std::vector<ReportRow>& rows);

@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "train/report/sitting_stats.h"
+#include "train/report/table_text.h"
 
 namespace zt {
 namespace {
@@ -81,20 +82,6 @@ std::map<std::string, std::vector<const ConfigurationSittings*>> comparison_sets
   for (const ConfigurationSittings& c : configs)
     if (!c.baseline.empty() && c.speedup_stats.sittings > 0) sets[c.baseline].push_back(&c);
   return sets;
-}
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-std::string g12(double v) { return fmt("%.12g", v); }
-
-std::string markdown_row(const std::vector<std::string>& fields) {
-  std::string s = "|";
-  for (const std::string& x : fields) s += " " + x + " |";
-  return s + "\n";
 }
 
 std::string path_of(const ConfigurationSittings& c) {

@@ -82,6 +82,16 @@ struct PassClock {
   double end() const { return time_at(1.0); }
 };
 
+const CallCurve& curve_of(const NetworkModel& net, const PlannedCall& c) {
+  const CallCurve* best = nullptr;
+  for (const CallCurve& k : net.curves)
+    if (k.primitive == c.primitive && (!best || k.dtype == c.dtype)) best = &k;
+  if (!best)
+    throw std::runtime_error(net.source + ": no curve for " + primitive_name(c.primitive) +
+                             " (measure it with commbench --primitives all)");
+  return *best;
+}
+
 }  // namespace
 
 double NetworkModel::call_seconds(const PlannedCall& c, int world, const NodeMap& nodes) const {
@@ -89,16 +99,25 @@ double NetworkModel::call_seconds(const PlannedCall& c, int world, const NodeMap
   const double bytes = static_cast<double>(payload_bytes(c.primitive, c.count, c.dtype, g.size));
   if (g.size <= 1) return 0;
   if (!curves.empty()) {
-    const CallCurve* best = nullptr;
-    for (const CallCurve& k : curves)
-      if (k.primitive == c.primitive && (!best || k.dtype == c.dtype)) best = &k;
-    if (!best)
-      throw std::runtime_error(source + ": no curve for " + primitive_name(c.primitive) +
-                               " (measure it with commbench --primitives all)");
-    if (g.size == world) return curve_seconds(*best, bytes);
-    return link_seconds(fitted_link(*best, world, nodes), c.primitive, bytes, g, nodes);
+    const CallCurve& k = curve_of(*this, c);
+    if (g.size == world) return curve_seconds(k, bytes);
+    return link_seconds(fitted_link(k, world, nodes), c.primitive, bytes, g, nodes);
+  }
+  if (c.primitive == Primitive::Reduce && g.size == world) {
+    // Its algorithm's edges: the busiest link's bytes, and a latency per step.
+    const LinkLoad load = call_link_load(c, world, nodes, link, open_mpi);
+    const bool crosses = nodes.nodes() > 1;
+    return ring_steps(c.primitive, world) *
+               (crosses ? link.inter_latency_s : link.intra_latency_s) +
+           load.transfer_s;
   }
   return link_seconds(link, c.primitive, bytes, g, nodes);
+}
+
+LinkLoad NetworkModel::call_load(const PlannedCall& c, int world, const NodeMap& nodes) const {
+  if (c.primitive != Primitive::Reduce) return LinkLoad{};
+  if (curves.empty()) return call_link_load(c, world, nodes, link, open_mpi);
+  return call_link_load(c, world, nodes, fitted_link(curve_of(*this, c), world, nodes), open_mpi);
 }
 
 StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps,
@@ -106,7 +125,8 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
                                 const ComputeTimes& compute) {
   StepTimePrediction out;
   const double fwd = compute.micro_step_s / 3, bwd = compute.micro_step_s * 2 / 3;
-  double t = 0, channel = 0;
+  double t = 0, last_end = 0;
+  LinkClock links(link_count(nodes, world));
   // Offload: the end of each gradient call of the last micro-step, and its
   // elements, where the shard's copies to the host start.
   std::vector<std::pair<double, double>> final_grads;
@@ -122,39 +142,52 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
   for (const PlannedCall& c : plan.steady_step)
     if (c.phase != Phase::Step && c.micro >= 0 && c.micro < micro_steps)
       pass_calls[2 * c.micro + (c.phase == Phase::Backward)].push_back(&c);
+  // Loads of rooted calls, kept for the group being issued.
+  std::vector<LinkLoad> loads;
+  std::vector<std::pair<double, const LinkLoad*>> group;
   for (int m = 0; m < micro_steps; m++) {
     for (Phase phase : {Phase::Forward, Phase::Backward}) {
       PassClock clock{phase == Phase::Forward ? fwd : bwd, t};
       // Stage 2's alternating buckets: (place, end) of each bucket's calls.
-      std::vector<std::pair<double, double>> groups;
-      for (const PlannedCall* call : pass_calls[2 * m + (phase == Phase::Backward)]) {
-        const PlannedCall& c = *call;
-        double d = seconds(c);
-        if (c.purpose == Purpose::Parameters && plan.params_offloaded && net.host.known() &&
-            c.group.size == 0)
-          d += static_cast<double>(c.count) * plan.dtype_bytes / net.host.pcie_bytes_per_s;
+      std::vector<std::pair<double, double>> buckets;
+      const std::vector<const PlannedCall*>& calls = pass_calls[2 * m + (phase == Phase::Backward)];
+      for (size_t i = 0; i < calls.size();) {
+        const PlannedCall& c = *calls[i];
         if (c.purpose == Purpose::Parameters) {
-          const double start = std::max(channel, t);
-          channel = start + d;
-          clock.wait_until(c.at, channel);
+          double d = seconds(c);
+          if (plan.params_offloaded && net.host.known() && c.group.size == 0)
+            d += static_cast<double>(c.count) * plan.dtype_bytes / net.host.pcie_bytes_per_s;
+          const LinkLoad load = net.call_load(c, world, nodes);
+          last_end = std::max(last_end, links.issue({{d, &load}}, t));
+          clock.wait_until(c.at, last_end);
+          i++;
           continue;
         }
+        // One bucket's calls, issued together (the plan names them by bucket).
+        size_t j = i;
+        while (j < calls.size() && calls[j]->purpose == c.purpose && calls[j]->at == c.at &&
+               calls[j]->what == c.what)
+          j++;
         if (plan.double_buffered) {
-          if (groups.empty() || groups.back().first != c.at) {
-            if (groups.size() >= 2)
-              clock.wait_until(groups[groups.size() - 1].first, groups[groups.size() - 2].second);
-            groups.push_back({c.at, 0});
-          }
+          if (buckets.size() >= 2)
+            clock.wait_until(buckets[buckets.size() - 1].first, buckets[buckets.size() - 2].second);
+          buckets.push_back({c.at, 0});
         }
-        const double start = std::max(channel, clock.time_at(c.at));
-        channel = start + d;
+        loads.clear();
+        for (size_t k = i; k < j; k++) loads.push_back(net.call_load(*calls[k], world, nodes));
+        group.clear();
+        for (size_t k = i; k < j; k++) group.push_back({seconds(*calls[k]), &loads[k - i]});
+        const double end = links.issue(group, clock.time_at(c.at));
+        last_end = std::max(last_end, end);
         if (c.purpose == Purpose::Gradients && m + 1 == micro_steps)
-          final_grads.push_back({channel, static_cast<double>(c.count)});
-        if (plan.double_buffered) groups.back().second = channel;
-        else if (!plan.overlap_comm) clock.wait_until(c.at, channel);
+          for (size_t k = i; k < j; k++)
+            final_grads.push_back({end, static_cast<double>(calls[k]->count)});
+        if (plan.double_buffered) buckets.back().second = end;
+        else if (!plan.overlap_comm) clock.wait_until(c.at, end);
+        i = j;
       }
       t = clock.end();
-      if (phase == Phase::Backward) t = std::max(t, channel);
+      if (phase == Phase::Backward) t = std::max(t, last_end);
     }
   }
   const double compute_passes = micro_steps * compute.micro_step_s;

@@ -6,9 +6,16 @@
 // - A call's time is the network's time for its primitive at its payload,
 //   alone on the network (a call over sub-groups, hpZ's and qgZ's, runs in
 //   every group at once: from link figures, or from figures fitted to the
-//   measured world-wide curve of its primitive); calls run one at a time in issue order (one
-//   communication channel per rank, as one NCCL stream or one MPI progress
-//   engine serves them), so calls issued together queue.
+//   measured world-wide curve of its primitive). From link figures a rooted
+//   reduce takes its busiest link's time: its bytes follow its algorithm's
+//   edges (zero/analysis/link_load.h: libnbc's chain or binomial tree).
+// - Calls issued together share the links (zero/analysis/link_load.h): each
+//   node link, each direction, serves its calls in issue order for their
+//   share of it, beside the other links, and a set of calls ends when its
+//   busiest link is done. A bucket's calls are issued together (the
+//   BucketReducer issues them all, then waits), so the per-owner path's
+//   rooted reduces to different roots overlap on full-duplex links; calls
+//   that load every link alike (rings, all-to-alls) still add up.
 // - Compute: forward = 1/3 and backward = 2/3 of a micro-step (backward does
 //   twice forward's matrix products); it advances uniformly over the
 //   parameter elements of the modules it runs (PlannedCall::at).
@@ -36,6 +43,7 @@
 #include <string>
 #include <vector>
 
+#include "zero/analysis/link_load.h"
 #include "zero/analysis/plan.h"
 
 namespace zt {
@@ -75,12 +83,19 @@ struct NetworkModel {
   std::vector<CallCurve> curves;  // measured; used when not empty
   LinkFigures link;               // otherwise
   HostFigures host;               // offload's host side, where known
+  // Calls are Open MPI's (an emulated cluster, commbench over MPI): a rooted
+  // reduce is libnbc's binomial tree above 4 ranks or under 64 KiB, else a
+  // chain; otherwise (NCCL) always a chain.
+  bool open_mpi = false;
   // The layout curves were measured at (0: not measured; a preset's or a
   // cluster's link scales to any layout, a curve does not).
   int measured_world = 0, measured_ranks_per_node = 0;
   // Seconds for one call alone on the network. Throws std::runtime_error
   // when curves lack the primitive.
   double call_seconds(const PlannedCall& c, int world, const NodeMap& nodes) const;
+  // The links the call keeps busy (from the link figures, or from figures
+  // fitted to its primitive's curve).
+  LinkLoad call_load(const PlannedCall& c, int world, const NodeMap& nodes) const;
 };
 
 struct ComputeTimes {

@@ -1,0 +1,67 @@
+// Which links a call keeps busy, and how calls issued together share them: the
+// step-time model's rule for concurrent calls (docs/step_time_model.md,
+// "Calls issued together").
+//
+// Links: each node's link in each direction (full duplex: out and in are two
+// links) and each rank's intra-node sends. A collective over the world that
+// every rank runs alike (ring all-reduce, reduce-scatter, all-gather,
+// all-to-all, broadcast, and any call over sub-groups, which run in every group
+// at once) keeps every link busy for its whole time. A rooted reduce does not:
+// its bytes follow its algorithm's edges, n bytes (the payload) per edge:
+// - a chain (Open MPI's libnbc for 3-4 ranks at 64 KiB and more, and NCCL's
+//   ring): vrank v sends to v - 1, where vrank swaps the root with rank 0
+//   (libnbc's RANK2VRANK), so every rank but the root sends n to its
+//   neighbour, pipelined in segments;
+// - a binomial tree (libnbc above 4 ranks or under 64 KiB): vrank v sends to
+//   v with its lowest set bit cleared, so a tree node receives n per child
+//   (the root log2 W times n).
+// A call alone takes its time on its busiest link; a link's share of the call
+// is its seconds (bytes at its rate) over the busiest link's.
+#pragma once
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "zero/analysis/plan.h"
+
+namespace zt {
+
+struct LinkFigures;
+
+// The busy share of each link a call loads (1 on its busiest); uniform: every
+// link for the whole call (shares left empty).
+struct LinkLoad {
+  bool uniform = true;
+  std::vector<std::pair<int, double>> shares;  // (link index, share)
+  double transfer_s = 0;                       // the busiest link's seconds (reduces only)
+};
+
+// 2 x nodes + world links: node k's out (k) and in (nodes + k), rank r's
+// intra-node sends (2 nodes + r).
+int link_count(const NodeMap& nodes, int world);
+
+// A call's load on links of figures f. `open_mpi`: the calls are Open MPI's
+// (libnbc's tree or chain for a reduce); otherwise a reduce is a chain.
+LinkLoad call_link_load(const PlannedCall& c, int world, const NodeMap& nodes,
+                        const LinkFigures& f, bool open_mpi);
+
+// Per-link FIFO: a link serves the calls that load it in issue order, each
+// for its share of the call's time, beside the other links. A set of calls
+// issued together (no wait between them) ends when its busiest link is done;
+// a call that loads every link waits for all of them, so symmetric calls in
+// sequence add up as on one channel. Symmetric calls cost O(1), not O(links).
+class LinkClock {
+ public:
+  explicit LinkClock(int links) : busy_(static_cast<size_t>(links), 0) {}
+  // Issues calls (seconds alone, load) at `at`; returns when the last is done.
+  double issue(const std::vector<std::pair<double, const LinkLoad*>>& calls, double at);
+  double all_done() const { return std::max(floor_, top_ + shift_); }
+
+ private:
+  // A link is free at max(floor_, busy_[l] + shift_): uniform calls move the
+  // floor and shift every link at once.
+  std::vector<double> busy_;
+  double floor_ = 0, shift_ = 0, top_ = 0;  // top_: the largest busy_
+};
+
+}  // namespace zt
