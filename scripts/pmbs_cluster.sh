@@ -13,6 +13,8 @@
 # Options:
 #   --grid FILE        the grid (default configs/pmbs/grid_cpu_quick.txt, 11 points)
 #   --steps N          train.steps per point (default 10)
+#   --repeat K         K sittings, the points interleaved (sweep.sh --repeat)
+#   --set KEY=VALUE    override for every point (sweep.sh --set; repeatable)
 #   --only REGEX       only the matching points (sweep.sh --only)
 #   --max-bytes SIZE   commbench's largest message (default 4M)
 #   --host-nvme DIR    also time offload files under DIR (commbench --host-nvme)
@@ -25,6 +27,7 @@ die() {
   exit 2
 }
 spec="" link="" out="" grid=configs/pmbs/grid_cpu_quick.txt steps=10 only="" max_bytes=4M host_nvme=
+repeat=1 sets=()
 bin=${ZT_BIN:-build/zerotrain}
 while [ $# -gt 0 ]; do
   [ $# -ge 2 ] || die "$1 needs a value"
@@ -34,6 +37,8 @@ while [ $# -gt 0 ]; do
     --out) out=$2 ;;
     --grid) grid=$2 ;;
     --steps) steps=$2 ;;
+    --repeat) repeat=$2 ;;
+    --set) sets+=(--set "$2") ;;
     --only) only=$2 ;;
     --max-bytes) max_bytes=$2 ;;
     --host-nvme) host_nvme=$2 ;;
@@ -64,7 +69,7 @@ fi
 
 echo "== the grid on $spec at $link"
 sweep=("$here/sweep.sh" --grid "$grid" --cluster "$spec" --link "$link" --out "$out"
-  --set "train.steps=$steps" --bin "$bin")
+  --set "train.steps=$steps" "${sets[@]}" --repeat "$repeat" --bin "$bin")
 [ -z "$only" ] || sweep+=(--only "$only")
 "${sweep[@]}"
 status=$?

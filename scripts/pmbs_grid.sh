@@ -7,10 +7,14 @@
 # overlap_comm values and the micro-batch sizes given. The gradient-path
 # switches are written out on every stage 1/2/3 point so that a base config's
 # values can never leak into a point; stage 0 has one path and gets none.
+# With --emulate MS,OPT every point runs with compute emulation
+# (docs/compute_emulation.md): a micro-step waits MS milliseconds per sequence
+# of its micro-batch (the same work per sequence at every micro-batch) and the
+# optimizer step OPT milliseconds for the whole model.
 #
 #   scripts/pmbs_grid.sh [--config PATH] [--buckets "5e7 2e8 5e8"]
 #                        [--overlap "false true"] [--micro-batches "16 32"]
-#                        [--stages "0 1 2 3"]
+#                        [--stages "0 1 2 3"] [--emulate MS_PER_SEQUENCE,OPTIMIZER_MS]
 set -u
 
 invocation="scripts/pmbs_grid.sh$(printf ' %q' "$@")"
@@ -19,6 +23,7 @@ buckets="5e7 2e8 5e8"
 overlaps="false true"
 micro_batches="16 32"
 stages="0 1 2 3"
+emulate=""
 
 usage() {
   sed -n '2,/^set -u$/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
@@ -32,6 +37,7 @@ while [ $# -gt 0 ]; do
     --overlap) overlaps=${2-}; shift 2 || usage ;;
     --micro-batches) micro_batches=${2-}; shift 2 || usage ;;
     --stages) stages=${2-}; shift 2 || usage ;;
+    --emulate) emulate=${2-}; shift 2 || usage ;;
     -h | --help) usage ;;
     *) echo "pmbs_grid.sh: unknown argument '$1'" >&2; usage ;;
   esac
@@ -49,6 +55,12 @@ done
 for s in $stages; do
   [[ "$s" =~ ^[0-3]$ ]] || { echo "pmbs_grid.sh: --stages: '$s' is not 0-3" >&2; exit 2; }
 done
+number='[0-9]+(\.[0-9]+)?'
+if [ -n "$emulate" ] && ! [[ "$emulate" =~ ^($number),($number)$ ]]; then
+  echo "pmbs_grid.sh: --emulate: expected MS_PER_SEQUENCE,OPTIMIZER_MS (e.g. 31.9,3.3), got '$emulate'" >&2
+  exit 2
+fi
+ms_per_sequence=${emulate%,*} optimizer_ms=${emulate#*,}
 
 # Stage 1/2 gradient paths: short name, then the switches that select it
 # (zero/schedule/grad_path_registry.cpp chooses exactly as DeepSpeed does).
@@ -76,6 +88,10 @@ for mb in $micro_batches; do
       ov=0
       [ "$o" = true ] && ov=1
       common="zero.reduce_bucket_size=$b zero.overlap_comm=$o train.micro_batch=$mb"
+      if [ -n "$emulate" ]; then
+        micro_ms=$(awk -v m="$mb" -v s="$ms_per_sequence" 'BEGIN { printf "%.6g", m * s }')
+        common+=" system.compute=emulate system.emulate_micro_step_ms=$micro_ms system.emulate_optimizer_ms=$optimizer_ms"
+      fi
       tag="b$b-ov$ov-mb$mb"
       for s in $stages; do
         case "$s" in

@@ -107,6 +107,38 @@ else
     fail "report_portability.md does not say why there are no plots"
 fi
 
+# A projection (--project): labelled as one, and at 1 x 1 rank (no call at
+# all) its tok/s is the global batch over A micro-steps plus the optimizer,
+# each as the run measured them.
+"$ZT_BIN" report --portability "$WORK/w1" --project 1x1:100mbit --project 2x2:100mbit \
+  --out "$WORK/proj" --no-plots >"$WORK/proj.log" 2>&1 || fail "report --project exited $?: $(cat "$WORK/proj.log")"
+/usr/bin/python3 - "$WORK" <<'PY' || exit 1
+import csv, json, sys
+work = sys.argv[1]
+def fail(m):
+    print("FAIL portability_report: --project: " + m); sys.exit(1)
+rows = list(csv.DictReader(open(f"{work}/proj/report_portability.csv")))
+proj = [r for r in rows if r["system"].startswith("projection (step-time model): 1x1 ranks")]
+if len(proj) != 2: fail(f"expected 2 rows of the 1x1 projection, got {[r['system'] for r in rows]}")
+for r in proj:
+    s = json.load(open(f"{work}/w1/{r['configuration']}/summary.json"))
+    cfg, t = s["config"], s["timing"]
+    tokens = cfg["train"]["global_batch_tokens"]
+    A = tokens // (cfg["train"]["micro_batch"] * cfg["model"]["seq_len"])
+    want = tokens / ((A * t["compute_ms_per_micro_step"] + t["optimizer_ms"]) / 1e3)
+    got = float(r["tokens_per_second"])
+    if abs(got - want) > 1e-6 * want: fail(f"{r['configuration']}: {got} tok/s, expected {want}")
+    if r["runs_dir"] != "": fail(f"a projection has a RUNS_DIR: {r['runs_dir']}")
+if not any(r["system"].startswith("projection (step-time model): 2x2 ranks at 100mbit") for r in rows):
+    fail("no 2x2 projection")
+PY
+grep -q 'a projection, not measured' "$WORK/proj/report_portability.md" ||
+  fail "report_portability.md does not label the projection"
+expect_error "bad --project" "--project 3x: expected NxG:RATE" \
+  "$ZT_BIN" report --portability "$WORK/w1" --project 3x --out "$WORK/x"
+expect_error "--project without --portability" "--project adds a system to --portability" \
+  "$ZT_BIN" report "$WORK/w1" --project 2x2:100mbit
+
 mkdir -p "$WORK/empty/notarun" "$WORK/other/mb2"
 /usr/bin/python3 - "$WORK/w1/mb2/summary.json" "$WORK/other/mb2/summary.json" <<'PY' || fail "editing a summary"
 import json, sys

@@ -145,7 +145,7 @@ TEST_CASE("emulation durations: given, scaled, and refused for another shape", "
   const EmulatedDurations d = emulated_durations(c);
   CHECK(d.micro_step_ms == Approx(25));
   CHECK(d.optimizer_ms == Approx(10));
-  CHECK(d.source == "given in the config");
+  CHECK(d.source == "stated in the config");
 }
 
 }  // namespace zt

@@ -120,6 +120,9 @@ std::vector<Command> build_commands() {
          flag("--portability",
               "compare the systems of several RUNS_DIRs: efficiencies and performance "
               "portability per configuration"),
+         repeated("--project", "NxG:RATE",
+                  "with --portability: add the step-time model's projection of every "
+                  "configuration on an emulated cluster of N x G ranks"),
          option("--compute-from", "SUMMARY.json",
                 "the predictions' compute: this run's (default: stated emulated compute, else "
                 "the stage-0 run of the same micro-batch)")}},

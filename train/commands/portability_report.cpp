@@ -17,6 +17,7 @@
 #include "train/io/output_target.h"
 #include "train/loop/runtime.h"
 #include "train/report/portability_peaks.h"
+#include "train/report/portability_projection.h"
 #include "train/report/portability_tables.h"
 
 namespace zt {
@@ -29,6 +30,7 @@ const char* const kCascadePlots[] = {"portability_cascade_application.png",
 
 struct PortabilityArgs {
   std::vector<std::string> runs_dirs;
+  std::vector<ProjectedCluster> projections;
   std::string out_dir;
   bool plots = true;
 };
@@ -45,6 +47,13 @@ PortabilityArgs parse_portability_args(const std::vector<std::string>& args) {
     if (normal.filename().empty()) normal = normal.parent_path();  // "runs/" is "runs"
     if (!seen.insert(normal.string()).second)
       f.fail("RUNS_DIR " + d + " is given twice (each RUNS_DIR is one system)");
+  }
+  for (const std::string& spec : f.all("--project")) {
+    try {
+      a.projections.push_back(parse_projected_cluster(spec));
+    } catch (const std::runtime_error& e) {
+      f.fail(e.what());
+    }
   }
   a.out_dir = f.get("--out", a.runs_dirs.front());
   a.plots = !f.has("--no-plots");
@@ -94,6 +103,10 @@ int run_portability_report(const std::vector<std::string>& args) {
     for (const std::string& d : a.runs_dirs) systems.push_back(load_portability_system(d));
     disambiguate_system_names(systems);
     check_same_models(systems);
+    const size_t measured = systems.size();
+    for (const ProjectedCluster& c : a.projections)
+      systems.push_back(project_system(
+          c, std::vector<PortabilitySystem>(systems.begin(), systems.begin() + measured)));
     const std::string networks = find_project_file("configs/networks");
     assign_peaks(systems, networks.empty() ? std::vector<GpuPeak>{} : read_gpu_peaks(networks),
                  host_name(), [] { return measure_sgemm(); });

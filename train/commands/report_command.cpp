@@ -36,6 +36,7 @@ ReportArgs parse_report_args(const std::vector<std::string>& args) {
   const CliArgs f = command_args("report", args);
   ReportArgs a;
   if (f.positional().size() > 1) f.fail("more than one RUNS_DIR needs --portability");
+  if (f.has("--project")) f.fail("--project adds a system to --portability, which is not given");
   a.runs_dir = f.positional()[0];
   a.out_dir = f.get("--out", a.runs_dir);
   a.plots = !f.has("--no-plots");

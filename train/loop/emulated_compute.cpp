@@ -12,7 +12,7 @@ EmulatedDurations emulated_durations(const Config& cfg) {
   if (s.emulate_from.empty()) {
     d.micro_step_ms = s.emulate_micro_step_ms;
     d.optimizer_ms = s.emulate_optimizer_ms;
-    d.source = "given in the config";
+    d.source = "stated in the config";
   } else {
     const ComputeTimes measured = read_compute_times(s.emulate_from);
     const std::string wanted = compute_shape(cfg.model, cfg.train.micro_batch);

@@ -107,7 +107,9 @@ void assign_peaks(std::vector<PortabilitySystem>& systems, const std::vector<Gpu
                   const std::string& this_host, const std::function<SgemmRate()>& sgemm) {
   std::optional<SgemmRate> measured;
   for (PortabilitySystem& sys : systems) {
-    if (sys.emulated_compute) {
+    if (!sys.projection.empty() && !sys.emulated_compute) {
+      sys.no_peak_reason = "a projection of real-compute runs: no hardware stands behind it";
+    } else if (sys.emulated_compute) {
       emulated_peak(sys);
     } else if (sys.device == "cuda") {
       cuda_peak(sys, gpu_peaks);

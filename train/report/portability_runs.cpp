@@ -202,6 +202,7 @@ PortabilitySystem load_portability_system(const std::string& runs_dir) {
                                  "); give each system its own RUNS_DIR");
       }
       by_config[d.filename().string()].push_back(run_of(s, d.filename().string()));
+      by_config[d.filename().string()].back().summary_path = path.string();
     }
   }
   if (by_config.empty())

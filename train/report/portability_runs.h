@@ -22,6 +22,7 @@ struct ModelShape {
 // One configuration as one system ran it.
 struct PortabilityRun {
   std::string config;            // the run NAME
+  std::string summary_path;      // of its first sitting (its config.yaml is beside it)
   double tokens_per_second = 0;  // the median over the sittings it ran in
   int sittings_ran = 1;
   ModelShape model;
@@ -35,6 +36,9 @@ struct PortabilityRun {
 
 struct PortabilitySystem {
   std::string name;  // unique among the systems of one report
+  // Not measured: the step-time model's prediction (portability_projection.h);
+  // what was projected, for the report. "" for a measured system.
+  std::string projection;
   std::string runs_dir;
   int sittings = 0;  // sitting-<k> directories read; 0: a plain run set
   // What the runs recorded, for the peak.

@@ -45,12 +45,15 @@ std::string systems_table(const PortabilityMatrix& m) {
       "|\n| --- | --- | --- | ---: | --- | --- |\n";
   for (size_t i = 0; i < m.systems.size(); i++) {
     const PortabilitySystem& sys = m.systems[i];
-    const std::string rate = sys.sittings == 0 ? "measured, one run"
-                                               : "the median over " + std::to_string(sys.sittings) +
-                                                     " sittings (sitting-<k>/; fewer where a "
-                                                     "configuration is missing from some, see the "
-                                                     "CSV's sittings_ran)";
-    s += markdown_row({system_label(i), sys.name, "`" + sys.runs_dir + "`",
+    const std::string rate =
+        !sys.projection.empty() ? "**a projection, not measured**: " + sys.projection
+        : sys.sittings == 0     ? "measured, one run"
+                                : "the median over " + std::to_string(sys.sittings) +
+                                  " sittings (sitting-<k>/; fewer where a "
+                                  "configuration is missing from some, see the "
+                                  "CSV's sittings_ran)";
+    s += markdown_row({system_label(i), sys.name,
+                       sys.runs_dir.empty() ? "(none)" : "`" + sys.runs_dir + "`",
                        std::to_string(sys.runs.size()), rate, peak_text(sys)});
   }
   return s;

@@ -37,8 +37,10 @@ RunPlacement placement_of(const std::string& summary_path, int world) {
   return p;
 }
 
-// (b): the run's stated emulated compute, when it says it ran one.
-bool emulated_compute(const std::string& summary_path, ComputeTimes* out, std::string* label) {
+}  // namespace
+
+bool stated_emulated_compute(const std::string& summary_path, ComputeTimes* out,
+                             std::string* label) {
   const std::string text = read_small_file(summary_path, "run summary", kSummaryMaxBytes);
   const JsonValue root = parse_json(text, summary_path, JsonDialect::Strict);
   const JsonValue* mode = root.find("compute_mode");
@@ -63,12 +65,9 @@ bool emulated_compute(const std::string& summary_path, ComputeTimes* out, std::s
   std::snprintf(buf, sizeof buf, "emulated compute (stated: micro-step %.6g ms, optimizer %.6g ms)",
                 micro, opt);
   *label = buf;
-  if (src && src->kind == JsonValue::Kind::string && !src->text.empty())
-    *label += ", from " + src->text;
+  if (src && src->kind == JsonValue::Kind::string && !src->text.empty()) *label += "; " + src->text;
   return true;
 }
-
-}  // namespace
 
 ComputeChoice choose_compute(const RunsDir& runs, const ReportRow& row, const std::string& runs_dir,
                              const std::string& compute_from) {
@@ -79,7 +78,7 @@ ComputeChoice choose_compute(const RunsDir& runs, const ReportRow& row, const st
     return c;
   }
   const std::string own = runs_dir + "/" + row.run + "/summary.json";
-  if (emulated_compute(own, &c.times, &c.label)) return c;
+  if (stated_emulated_compute(own, &c.times, &c.label)) return c;
   const ReportRow* ref = nullptr;
   for (const ReportRow& r : runs.rows) {
     if (r.stage != 0 || r.micro_batch != row.micro_batch || r.device != row.device ||

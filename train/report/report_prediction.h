@@ -20,6 +20,11 @@ namespace zt {
 //     and micro-batch (the same world first), "compute from run NAME"; else
 // (d) the row's own measured compute, labelled "own compute (not a prediction
 //     of compute)". `label` names the choice for report.md and report.csv.
+// (b) alone: true, with the durations, when the summary says its compute was
+// emulated; false for a real run. Throws ConfigError on a malformed block.
+bool stated_emulated_compute(const std::string& summary_path, ComputeTimes* out,
+                             std::string* label);
+
 struct ComputeChoice {
   ComputeTimes times;
   std::string label;
