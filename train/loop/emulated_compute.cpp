@@ -4,6 +4,19 @@
 
 namespace zt {
 
+std::string switch_off_model_outputs(bool resume, bool init_from, TrainConfig& t) {
+  if (resume || init_from)
+    throw ConfigError(std::string(resume ? "--resume" : "--init-from") +
+                      ": system.compute: emulate trains no weights, so it neither loads nor "
+                      "continues any (use system.compute: real)");
+  const bool any =
+      t.eval_every > 0 || t.sample_every > 0 || t.hellaswag_every > 0 || t.checkpoint_every > 0;
+  t.eval_every = t.sample_every = t.hellaswag_every = t.checkpoint_every = 0;
+  return any ? "system.compute: emulate: no model runs, so evaluation, samples, HellaSwag and "
+               "checkpoints are off"
+             : "";
+}
+
 EmulatedDurations emulated_durations(const Config& cfg) {
   const SystemConfig& s = cfg.system;
   EmulatedDurations d;

@@ -2,10 +2,18 @@
 // (system.emulate_micro_step_ms and _optimizer_ms as given, or a summary.json's
 // measured timing), after system.emulate_time_scale.
 #pragma once
+#include <string>
+
 #include "model/emulated_gpt.h"
 #include "train/config/config.h"
 
 namespace zt {
+
+// Emulation runs no model, so nothing is evaluated, sampled, scored or
+// checkpointed: switches those off in `t` and returns a note saying so when
+// any was on ("" otherwise). Throws ConfigError for --resume or --init-from
+// (`resume`, `init_from`): emulation trains no weights to load or continue.
+std::string switch_off_model_outputs(bool resume, bool init_from, TrainConfig& t);
 
 // Throws ConfigError naming the file and what differs when emulate_from was
 // measured for another model or micro-batch than cfg's.

@@ -39,6 +39,7 @@
 #include "train/loop/hellaswag.h"
 #include "train/loop/init_weights.h"
 #include "train/loop/lr_schedule.h"
+#include "train/loop/run_statistics.h"
 #include "train/loop/runtime.h"
 #include "train/loop/sampler.h"
 #include "zero/stages/engine.h"
@@ -94,39 +95,6 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
   return a;
 }
 
-// The median over the steps after the first (the first sets up buffers and
-// connections) of each step's slowest rank: every collective waits for it, so
-// the step's compute is its compute. Every rank has the same steps.
-ComputeSample compute_medians(std::vector<ComputeSample> v) {
-  if (v.size() > 1) v.erase(v.begin());
-  auto median = [&](double ComputeSample::*field) {
-    std::vector<double> mine, slowest(v.size());
-    for (const ComputeSample& c : v) mine.push_back(c.*field);
-    MPI_Allreduce(mine.data(), slowest.data(), static_cast<int>(mine.size()), MPI_DOUBLE, MPI_MAX,
-                  MPI_COMM_WORLD);
-    std::sort(slowest.begin(), slowest.end());
-    return slowest.empty() ? 0.0 : slowest[slowest.size() / 2];
-  };
-  return {median(&ComputeSample::micro_step_ms), median(&ComputeSample::optimizer_ms)};
-}
-
-// This rank's counts, with the inter-node bytes averaged over the ranks
-// (each rank counts what it sends across; the summary speaks for the job).
-CommStats with_job_mean_inter_node(CommStats c, int world) {
-  std::vector<double> v;
-  for (auto& p : c.by_primitive) v.push_back(p.inter_node_bus_bytes);
-  for (auto& u : c.by_purpose)
-    for (auto& p : u) v.push_back(p.inter_node_bus_bytes);
-  std::vector<double> sum(v.size());
-  MPI_Allreduce(v.data(), sum.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM,
-                MPI_COMM_WORLD);
-  size_t i = 0;
-  for (auto& p : c.by_primitive) p.inter_node_bus_bytes = sum[i++] / world;
-  for (auto& u : c.by_purpose)
-    for (auto& p : u) p.inter_node_bus_bytes = sum[i++] / world;
-  return c;
-}
-
 namespace {
 
 // 1. The configuration, complete and checked before anything is printed or done.
@@ -139,20 +107,6 @@ struct RunSettings {
   std::optional<EmulatedDurations> emulated;  // system.compute: emulate
 };
 
-// Emulation runs no model: nothing to evaluate, sample, score or checkpoint.
-void switch_off_model_outputs(const TrainArgs& a, RunSettings& r) {
-  if (a.resume || !a.init_from.empty())
-    throw ConfigError(std::string(a.resume ? "--resume" : "--init-from") +
-                      ": system.compute: emulate trains no weights, so it neither loads nor "
-                      "continues any (use system.compute: real)");
-  TrainConfig& t = r.cfg.train;
-  if (t.eval_every > 0 || t.sample_every > 0 || t.hellaswag_every > 0 || t.checkpoint_every > 0)
-    r.data_notes.push_back(
-        "system.compute: emulate: no model runs, so evaluation, samples, HellaSwag and "
-        "checkpoints are off");
-  t.eval_every = t.sample_every = t.hellaswag_every = t.checkpoint_every = 0;
-}
-
 RunSettings load_run_settings(const TrainArgs& a, int world) {
   RunSettings r;
   r.cfg = load_config(a.config_path, a.overrides);
@@ -163,7 +117,10 @@ RunSettings load_run_settings(const TrainArgs& a, int world) {
   }
   validate_for_world(cfg, world);
   if (cfg.system.compute == "emulate") {
-    switch_off_model_outputs(a, r);
+    if (const std::string note =
+            switch_off_model_outputs(a.resume, !a.init_from.empty(), cfg.train);
+        !note.empty())
+      r.data_notes.push_back(note);
     r.emulated = emulated_durations(cfg);
   }
   r.data_notes = apply_data_fallbacks(cfg.data, cfg.train.eval_every > 0);
