@@ -1,16 +1,13 @@
 #include "train/report/portability_runs.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <map>
 #include <stdexcept>
 
-#include "data/input/escape_control.h"
-#include "data/input/input_file.h"
 #include "data/json_reader.h"
-#include "data/shard.h"
+#include "train/report/summary_file.h"
 #include "train/report/table_text.h"
 
 namespace zt {
@@ -18,65 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Far above any summary.json a run writes (a few KiB), far below a memory problem.
-constexpr uint64_t kSummaryMaxBytes = uint64_t(16) << 20;
-
-class Summary {
- public:
-  explicit Summary(const std::string& path) : path_(path) {
-    try {
-      root_ = parse_json(read_small_file(path, "run summary", kSummaryMaxBytes), path,
-                         JsonDialect::Strict);
-    } catch (const JsonError& e) {
-      throw std::runtime_error(std::string(e.what()) +
-                               " (a truncated summary.json, or not one zerotrain wrote)");
-    } catch (const DataError& e) {
-      throw std::runtime_error(e.what());
-    }
-    if (root_.kind != JsonValue::Kind::object) fail("expected a JSON object");
-  }
-
-  // The value at a dotted key, or nullptr.
-  const JsonValue* find(const std::string& dotted) const {
-    const JsonValue* v = &root_;
-    for (size_t b = 0, e; v && b <= dotted.size(); b = e + 1) {
-      e = std::min(dotted.find('.', b), dotted.size());
-      v = v->kind == JsonValue::Kind::object ? v->find(dotted.substr(b, e - b)) : nullptr;
-    }
-    return v;
-  }
-  double number(const std::string& dotted) const {
-    const JsonValue* v = find(dotted);
-    if (!v) fail("missing key '" + dotted + "'");
-    if (v->kind != JsonValue::Kind::number || !std::isfinite(v->number()))
-      fail("key '" + dotted + "': expected a finite number, got " + describe_json(*v));
-    return v->number();
-  }
-  int integer(const std::string& dotted) const {
-    const double v = number(dotted);
-    if (v != std::floor(v) || v < 0 || v > 2e9)
-      fail("key '" + dotted + "': expected a whole number from 0 to 2e9, got " +
-           find(dotted)->text);
-    return static_cast<int>(v);
-  }
-  // A string, or `fallback` when the key is absent or null.
-  std::string text(const std::string& dotted, const std::string& fallback = "") const {
-    const JsonValue* v = find(dotted);
-    if (!v || v->kind == JsonValue::Kind::null) return fallback;
-    if (v->kind != JsonValue::Kind::string) fail("key '" + dotted + "': expected a string");
-    return v->text;
-  }
-  [[noreturn]] void fail(const std::string& why) const {
-    throw std::runtime_error(path_ + ": unreadable summary: " + escape_control_bytes(why));
-  }
-
- private:
-  std::string path_;
-  JsonValue root_;
-};
-
 // The system one run recorded, as PortabilitySystem's fields and its name.
-PortabilitySystem system_of(const Summary& s) {
+PortabilitySystem system_of(const SummaryFile& s) {
   PortabilitySystem sys;
   sys.device = s.text("device");
   sys.gpu = s.text("host.gpu");
@@ -104,25 +44,25 @@ PortabilitySystem system_of(const Summary& s) {
     if (delay && delay->kind == JsonValue::Kind::number && delay->number() > 0)
       link += " + " + fmt("%.6g", delay->number()) + " us delay";
   }
-  sys.name = device + ", " + std::to_string(s.integer("comm.nodes")) + "x" +
-             std::to_string(s.integer("comm.ranks_per_node")) + " ranks, " + link + ", host " +
+  sys.name = device + ", " + std::to_string(s.count("comm.nodes")) + "x" +
+             std::to_string(s.count("comm.ranks_per_node")) + " ranks, " + link + ", host " +
              (sys.host.empty() ? "not recorded" : sys.host);
   return sys;
 }
 
-PortabilityRun run_of(const Summary& s, const std::string& name) {
+PortabilityRun run_of(const SummaryFile& s, const std::string& name) {
   PortabilityRun r;
   r.config = name;
   r.tokens_per_second = s.number("tokens_per_second");
   if (!(r.tokens_per_second > 0)) s.fail("key 'tokens_per_second': expected above 0");
   r.model.params = static_cast<int64_t>(s.number("params"));
-  r.model.n_layer = s.integer("config.model.n_layer");
-  r.model.n_head = s.integer("config.model.n_head");
-  r.model.n_embd = s.integer("config.model.n_embd");
-  r.model.seq_len = s.integer("config.model.seq_len");
-  r.model.vocab_size = s.integer("config.model.vocab_size");
-  r.world = s.integer("world_size");
-  r.micro_batch = s.integer("config.train.micro_batch");
+  r.model.n_layer = s.count("config.model.n_layer");
+  r.model.n_head = s.count("config.model.n_head");
+  r.model.n_embd = s.count("config.model.n_embd");
+  r.model.seq_len = s.count("config.model.seq_len");
+  r.model.vocab_size = s.count("config.model.vocab_size");
+  r.world = s.count("world_size");
+  r.micro_batch = s.count("config.train.micro_batch");
   if (s.text("compute_mode", "real") == "emulated") {
     r.emulated_micro_step_ms = s.number("emulated_compute.micro_step_ms");
     if (!(r.emulated_micro_step_ms > 0)) s.fail("emulated_compute: expected micro_step_ms above 0");
@@ -190,7 +130,7 @@ PortabilitySystem load_portability_system(const std::string& runs_dir) {
     for (const fs::path& d : subdirectories(set)) {
       const fs::path path = d / "summary.json";
       if (is_sitting(d) || !fs::exists(path)) continue;
-      const Summary s(path.string());
+      const SummaryFile s(path.string());
       PortabilitySystem here = system_of(s);
       if (first_summary.empty()) {
         sys = here;

@@ -3,19 +3,17 @@
 #include <cstdio>
 #include <map>
 
-#include "data/input/input_file.h"
 #include "data/json_reader.h"
 #include "model/param_table.h"
 #include "train/config/cluster_description.h"
 #include "train/config/config.h"
 #include "train/config/network_file.h"
 #include "train/config/zero_setup.h"
+#include "train/report/summary_file.h"
 #include "zero/analysis/plan.h"
 
 namespace zt {
 namespace {
-
-constexpr uint64_t kSummaryMaxBytes = uint64_t(64) << 20;
 
 // The emulated cluster a run recorded (none: nodes = 0) and its node layout.
 struct RunPlacement {
@@ -24,14 +22,10 @@ struct RunPlacement {
 };
 
 RunPlacement placement_of(const std::string& summary_path, int world) {
-  const std::string text = read_small_file(summary_path, "run summary", kSummaryMaxBytes);
-  const JsonValue root = parse_json(text, summary_path, JsonDialect::Strict);
+  const SummaryFile s(summary_path);
   RunPlacement p;
-  p.ranks_per_node = world;
-  if (const JsonValue* comm = root.find("comm"))
-    if (const JsonValue* g = comm->find("ranks_per_node"))
-      if (g->kind == JsonValue::Kind::number) p.ranks_per_node = static_cast<int>(g->number());
-  const JsonValue* c = root.find("cluster");
+  p.ranks_per_node = s.has("comm.ranks_per_node") ? s.count("comm.ranks_per_node") : world;
+  const JsonValue* c = s.find("cluster");
   if (c && c->kind == JsonValue::Kind::object)
     p.cluster = cluster_from_json(*c, summary_path + ": cluster");
   return p;
@@ -41,11 +35,9 @@ RunPlacement placement_of(const std::string& summary_path, int world) {
 
 bool stated_emulated_compute(const std::string& summary_path, ComputeTimes* out,
                              std::string* label) {
-  const std::string text = read_small_file(summary_path, "run summary", kSummaryMaxBytes);
-  const JsonValue root = parse_json(text, summary_path, JsonDialect::Strict);
-  const JsonValue* mode = root.find("compute_mode");
-  if (!mode || mode->kind != JsonValue::Kind::string || mode->text != "emulated") return false;
-  const JsonValue* e = root.find("emulated_compute");
+  const SummaryFile s(summary_path);
+  if (s.text("compute_mode", "real") != "emulated") return false;
+  const JsonValue* e = s.find("emulated_compute");
   if (!e || e->kind != JsonValue::Kind::object)
     throw ConfigError(summary_path +
                       ": compute_mode \"emulated\" without an emulated_compute object");

@@ -1,7 +1,5 @@
 #include "train/report/report_table.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -11,10 +9,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "data/input/escape_control.h"
-#include "data/input/input_file.h"
-#include "data/input/input_scalar.h"
-#include "data/json_reader.h"
+#include "train/report/summary_file.h"
 #include "train/report/table_text.h"
 #include "zero/comm/comm_stats.h"
 #include "zero/schedule/grad_path_registry.h"
@@ -23,100 +18,6 @@ namespace zt {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Far above any summary.json a run writes (a few KiB), far below a memory problem.
-constexpr uint64_t kSummaryMaxBytes = uint64_t(16) << 20;
-
-// ---- Reading: summary.json is JSON, which is YAML; keys are looked up by
-// dotted path without ever assigning to a yaml-cpp node (assignment would
-// write into the tree).
-
-YAML::Node lookup(const YAML::Node& node, const std::vector<std::string>& keys, size_t i) {
-  if (i == keys.size()) return node;
-  if (!node.IsMap()) return YAML::Node(YAML::NodeType::Undefined);
-  const YAML::Node child = node[keys[i]];
-  if (!child.IsDefined()) return child;
-  return lookup(child, keys, i + 1);
-}
-
-class SummaryFile {
- public:
-  // A regular file of bounded size (a FIFO or a directory in its place is one
-  // line), valid JSON by our own reader (its messages name line and column);
-  // only then does yaml-cpp look keys up in it.
-  explicit SummaryFile(const std::string& path) : path_(path) {
-    std::string text;
-    try {
-      text = read_small_file(path, "run summary", kSummaryMaxBytes);
-      if (parse_json(text, path, JsonDialect::Strict).kind != JsonValue::Kind::object)
-        fail("expected a JSON object");
-      root_ = YAML::Load(text);
-    } catch (const JsonError& e) {
-      throw std::runtime_error(std::string(e.what()) +
-                               " (a truncated summary.json, or not one zerotrain wrote)");
-    } catch (const YAML::Exception&) {
-      fail("not JSON that zerotrain writes");
-    }
-  }
-
-  double number(const std::string& dotted) const {
-    const YAML::Node n = at(dotted);
-    double v = 0;
-    if (!n.IsScalar() || !parse_number(n.Scalar(), v))
-      fail("key '" + dotted + "': expected a finite number, got " + quote_value(text(n)));
-    return v;
-  }
-  int64_t integer(const std::string& dotted) const {
-    const double v = number(dotted);
-    // The range is checked before the cast, which a larger double (1e300, inf) makes undefined.
-    if (v != std::floor(v) || !(std::fabs(v) < 9.2e18))
-      fail("key '" + dotted + "': expected an integer, got '" + text(at(dotted)) + "'");
-    return static_cast<int64_t>(v);
-  }
-  bool boolean(const std::string& dotted) const {
-    const YAML::Node n = at(dotted);
-    try {
-      return n.as<bool>();
-    } catch (const YAML::Exception&) {
-      fail("key '" + dotted + "': expected true or false, got '" + text(n) + "'");
-    }
-  }
-  // Keys later zerotrains added: absent from older summaries.
-  bool has(const std::string& dotted) const {
-    std::vector<std::string> keys;
-    for (size_t b = 0, e; b <= dotted.size(); b = e + 1) {
-      e = std::min(dotted.find('.', b), dotted.size());
-      keys.push_back(dotted.substr(b, e - b));
-    }
-    return lookup(root_, keys, 0).IsDefined();
-  }
-  std::string string(const std::string& dotted) const {
-    const YAML::Node n = at(dotted);
-    if (!n.IsScalar()) fail("key '" + dotted + "': expected a string");
-    return n.Scalar();
-  }
-  [[noreturn]] void fail(const std::string& why) const {
-    throw std::runtime_error(path_ + ": unreadable summary: " + escape_control_bytes(why));
-  }
-
- private:
-  YAML::Node at(const std::string& dotted) const {
-    std::vector<std::string> keys;
-    for (size_t b = 0, e; b <= dotted.size(); b = e + 1) {
-      e = std::min(dotted.find('.', b), dotted.size());
-      keys.push_back(dotted.substr(b, e - b));
-    }
-    const YAML::Node n = lookup(root_, keys, 0);
-    if (!n.IsDefined()) fail("missing key '" + dotted + "'");
-    return n;
-  }
-  static std::string text(const YAML::Node& n) {
-    return n.IsScalar() ? n.Scalar() : "(not a scalar)";
-  }
-
-  std::string path_;
-  YAML::Node root_;
-};
 
 // One purpose's bytes per step under one primitive (summary.json splits them:
 // gradients, parameters, scalars such as norms).
