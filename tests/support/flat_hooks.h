@@ -6,9 +6,11 @@
 #pragma once
 #include <vector>
 
+#include "model/gpt.h"
 #include "model/module_hooks.h"
 #include "model/ops.h"
 #include "model/param_table.h"
+#include "train/loop/init_weights.h"
 
 namespace zt {
 
@@ -73,5 +75,22 @@ class FlatHooks : public ModuleHooks {
   char* grads_;
   std::vector<std::vector<const void*>> module_params_;
 };
+
+// The events one forward_backward of a full-width model emits (B = 2, GPT-2
+// initial weights, a fixed token pattern: the events do not depend on them).
+inline std::vector<ModuleEvent> forward_backward_events(const ParamTable& table,
+                                                        Recompute recompute) {
+  auto ops = make_cpu_ops();
+  FlatHooks hooks(table, *ops);
+  std::vector<float> w(table.total());
+  init_gpt2_weights(table, 3, w.data());
+  hooks.set_params(w);
+  const int B = 2, T = table.config().seq_len, N = B * T;
+  GPT model(table, *ops, B, T, recompute);
+  std::vector<int> in(N), tgt(N);
+  for (int i = 0; i < N; i++) in[i] = tgt[(i + 1) % N] = i % table.config().vocab_size;
+  model.forward_backward(in.data(), tgt.data(), 1.0f / N, hooks);
+  return hooks.events;
+}
 
 }  // namespace zt

@@ -22,21 +22,6 @@ bool same(const ModuleEvent& a, const ModuleEvent& b) {
   return a.kind == b.kind && a.backward == b.backward && a.index == b.index;
 }
 
-// The events a real forward_backward of `table` emits.
-std::vector<ModuleEvent> real_events(const ParamTable& table, Recompute recompute) {
-  auto ops = make_cpu_ops();
-  FlatHooks hooks(table, *ops);
-  std::vector<float> w(table.total());
-  init_gpt2_weights(table, 5, w.data());
-  hooks.set_params(w);
-  const int B = 2, T = table.config().seq_len, N = B * T;
-  GPT model(table, *ops, B, T, recompute);
-  std::vector<int> in(N), tgt(N);
-  for (int i = 0; i < N; i++) in[i] = tgt[(i + 1) % N] = (7 * i + 3) % table.config().vocab_size;
-  model.forward_backward(in.data(), tgt.data(), 1.0f / N, hooks);
-  return hooks.events;
-}
-
 // Counts grad() calls too: an engine may set up a gradient's space there.
 struct CountingHooks : FlatHooks {
   using FlatHooks::FlatHooks;
@@ -52,7 +37,7 @@ struct CountingHooks : FlatHooks {
 TEST_CASE("emulation fires the real model's events in the real order", "[emulation]") {
   for (Recompute r : {Recompute::None, Recompute::Attn, Recompute::Mlp, Recompute::Block}) {
     const ParamTable table(gpt_shape(3, 2, 16, 29, 6));
-    const std::vector<ModuleEvent> real = real_events(table, r);
+    const std::vector<ModuleEvent> real = forward_backward_events(table, r);
     auto ops = make_cpu_ops();
     CountingHooks hooks(table, *ops);
     std::vector<float> w(table.total(), 0.0f);

@@ -31,26 +31,11 @@ std::vector<std::string> texts(const ParamTable& t, const std::vector<ModuleEven
 
 GPTConfig small_model(int n_layer) { return gpt_shape(n_layer, 2, 16, 32, 8); }
 
-// The events one forward_backward of a full-width model emits.
-std::vector<ModuleEvent> run_events(const ParamTable& table, Recompute recompute) {
-  auto ops = make_cpu_ops();
-  FlatHooks hooks(table, *ops);
-  std::vector<float> w(table.total());
-  init_gpt2_weights(table, 3, w.data());
-  hooks.set_params(w);
-  const int B = 2, T = table.config().seq_len, N = B * T;
-  GPT model(table, *ops, B, T, recompute);
-  std::vector<int> in(N), tgt(N);
-  for (int i = 0; i < N; i++) in[i] = tgt[(i + 1) % N] = i % table.config().vocab_size;
-  model.forward_backward(in.data(), tgt.data(), 1.0f / N, hooks);
-  return hooks.events;
-}
-
 }  // namespace
 
 TEST_CASE("the model emits its declared events, in PyTorch's order", "[cpu_ops]") {
   const ParamTable table(small_model(2));
-  const std::vector<ModuleEvent> emitted = run_events(table, Recompute::None);
+  const std::vector<ModuleEvent> emitted = forward_backward_events(table, Recompute::None);
   const std::vector<ModuleEvent> declared = GPT::training_events(table);
   REQUIRE(emitted.size() == declared.size());
   for (size_t i = 0; i < declared.size(); i++) {
@@ -116,7 +101,7 @@ TEST_CASE("training_events changes with the order the model runs in", "[cpu_ops]
     for (Recompute r : {Recompute::None, Recompute::Attn, Recompute::Mlp, Recompute::Block}) {
       INFO(n_layer << " layers, recompute " << recompute_name(r));
       const std::vector<std::string> declared = texts(table, GPT::training_events(table, r));
-      CHECK(declared == texts(table, run_events(table, r)));
+      CHECK(declared == texts(table, forward_backward_events(table, r)));
       for (const std::vector<std::string>& other : seen) CHECK(declared != other);
       seen.push_back(declared);
     }
