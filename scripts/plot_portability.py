@@ -14,8 +14,9 @@ stops there).
 
 zerotrain report --portability calls this itself when matplotlib is importable.
 """
-import csv
 import sys
+
+import report_csv
 
 KINDS = [  # efficiency column, whether a system belongs to H, title word
     ("application_efficiency", lambda row: True, "application"),
@@ -26,23 +27,11 @@ NEEDED = ["configuration", "system", "ran", "application_efficiency",
 
 
 def fail(message):
-    print("plot_portability.py: " + message, file=sys.stderr)
-    sys.exit(1)
+    report_csv.fail("plot_portability.py", message)
 
 
 def read_rows(path):
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        fail(f"{path}: cannot read: {e.strerror}")
-    if not rows:
-        fail(f"{path}: no rows")
-    missing = [c for c in NEEDED if c not in rows[0]]
-    if missing:
-        fail(f"{path}: missing columns {', '.join(missing)} "
-             "(not a zerotrain report_portability.csv?)")
-    return rows
+    return report_csv.read_rows("plot_portability.py", path, NEEDED, "report_portability.csv")
 
 
 def cascade(efficiencies):

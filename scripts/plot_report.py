@@ -15,8 +15,9 @@ One horizontal bar per run, in the CSV's order (stage, path, settings), so the
 two plots line up row for row with report.md. zerotrain report calls this
 itself when matplotlib is importable.
 """
-import csv
 import sys
+
+import report_csv
 
 STAGE_COLORS = ["#7f7f7f", "#1f77b4", "#2ca02c", "#d62728"]
 PRIMITIVES = [
@@ -31,22 +32,11 @@ NEEDED = ["run", "stage", "grad_path", "tokens_per_second", "speedup_vs_ds_defau
 
 
 def fail(message):
-    print("plot_report.py: " + message, file=sys.stderr)
-    sys.exit(1)
+    report_csv.fail("plot_report.py", message)
 
 
 def read_rows(path):
-    try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-    except OSError as e:
-        fail(f"{path}: cannot read: {e.strerror}")
-    if not rows:
-        fail(f"{path}: no rows")
-    missing = [c for c in NEEDED if c not in rows[0]]
-    if missing:
-        fail(f"{path}: missing columns {', '.join(missing)} (not a zerotrain report.csv?)")
-    return rows
+    return report_csv.read_rows("plot_report.py", path, NEEDED, "report.csv")
 
 
 def unit_for(max_bytes):
