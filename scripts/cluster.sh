@@ -9,9 +9,17 @@
 #   scripts/cluster.sh up --nodes N --ranks-per-node G --link RATE[,DELAY[,JITTER]]
 #   scripts/cluster.sh down
 #   scripts/cluster.sh status
+#   scripts/cluster.sh kill-node [--signal SIG] [--keep-store] I[,J...]
 #   scripts/cluster.sh run [--timeout S] [--nodes N --ranks-per-node G --link L] -- ARGS...
 #   scripts/cluster.sh launcher    # the path of the mpirun wrapper, for your own commands
 #   scripts/cluster.sh env         # the environment file (ZT_CLUSTER and the MCA settings)
+#
+# kill-node: an emulated node failure: SIG (default KILL; STOP emulates a hang)
+# to every process in node I's namespace (its ranks and its orted; node 0 also
+# runs mpirun), and, unless --keep-store, the node's snapshot store is removed
+# with it, as a lost machine's memory would be. The namespace and its link stay,
+# so a relaunch on the same hostfile gets a replacement node with an empty store.
+# down also removes every snapshot store of the cluster's nodes.
 #
 # RATE: a number with kbit, mbit or gbit (bits per second, as tc reads them).
 # DELAY: one-way latency between two nodes, with us, ms or s (half of it on
@@ -52,6 +60,7 @@ state_root=${ZT_CLUSTER_STATE_ROOT:-/run/zerotrain}
 # ---- Argument parsing: the command, then its options; --prefix anywhere before "--".
 cmd=""
 nodes="" rpn="" link="" run_timeout=1800
+kill_signal=KILL keep_store=0 kill_targets=""
 run_args=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -60,17 +69,24 @@ while [ $# -gt 0 ]; do
     --ranks-per-node) [ $# -ge 2 ] || die "--ranks-per-node needs a value"; rpn=$2; shift 2 ;;
     --link) [ $# -ge 2 ] || die "--link needs a value"; link=$2; shift 2 ;;
     --timeout) [ $# -ge 2 ] || die "--timeout needs a value"; run_timeout=$2; shift 2 ;;
+    --signal) [ $# -ge 2 ] || die "--signal needs a value"; kill_signal=$2; shift 2 ;;
+    --keep-store) keep_store=1; shift ;;
     --) shift; run_args=("$@"); break ;;
     -h | --help | help) usage ;;
     -*) die "unknown option '$1' (--help lists them)" ;;
     *)
+      if [ "$cmd" = kill-node ] && [ -z "$kill_targets" ]; then
+        kill_targets=$1
+        shift
+        continue
+      fi
       [ -z "$cmd" ] || die "unexpected argument '$1' (mpirun's arguments go after --)"
       cmd=$1
       shift ;;
   esac
 done
 [ -n "$cmd" ] || usage
-case "$cmd" in up | down | status | run | launcher | env) ;; *) die "unknown command '$cmd' (up, down, status, run, launcher, env)" ;; esac
+case "$cmd" in up | down | status | run | launcher | env | kill-node) ;; *) die "unknown command '$cmd' (up, down, status, run, launcher, env, kill-node)" ;; esac
 [[ "$prefix" =~ ^[a-z][a-z0-9]{0,5}-$ ]] ||
   die "--prefix '$prefix': expected 1-6 lowercase letters or digits and a final '-' (e.g. zt-)"
 if [ "$cmd" != run ] && [ ${#run_args[@]} -gt 0 ]; then die "$cmd takes no arguments after --"; fi
@@ -78,6 +94,12 @@ if [ "$cmd" != up ] && [ "$cmd" != run ] && [ -n "$nodes$rpn$link" ]; then
   die "$cmd takes no --nodes, --ranks-per-node or --link"
 fi
 [[ "$run_timeout" =~ ^[1-9][0-9]*$ ]] || die "--timeout: expected whole seconds > 0, got '$run_timeout'"
+if [ "$cmd" = kill-node ]; then
+  [[ "$kill_targets" =~ ^[0-9]+(,[0-9]+)*$ ]] || die "kill-node: expected node indices I[,J...], got '${kill_targets:-nothing}'"
+  case "$kill_signal" in KILL | STOP | TERM) ;; *) die "--signal: expected KILL, STOP or TERM, got '$kill_signal'" ;; esac
+elif [ "$kill_signal" != KILL ] || [ "$keep_store" = 1 ]; then
+  die "--signal and --keep-store are kill-node's options"
+fi
 
 state="$state_root/cluster-${prefix%-}"
 sw="${prefix}sw"       # the switch namespace
@@ -87,6 +109,18 @@ node_dev="${prefix}eth"  # each node's end of its link
 node_ns() { echo "${prefix}n$1"; }
 node_addr() { echo "198.18.0.$(($1 + 1))"; }
 port_dev() { echo "${prefix}p$1"; }  # the switch's end of node i's link
+
+# Snapshot stores: zerotrain keeps them under /dev/shm/zerotrain/RUN/HOST/, and
+# a node's HOST is its namespace's name (the rsh agent sets it).
+store_root=${ZT_SNAPSHOT_ROOT:-/dev/shm/zerotrain}
+remove_node_store() {  # node namespace name
+  local d
+  for d in "$store_root"/*/"$1"; do
+    [ -e "$d" ] && rm -rf "$d"
+  done
+  rmdir "$store_root"/* 2>/dev/null
+  return 0
+}
 
 # ---- Preconditions: one line naming what is missing, exit 2.
 preflight() {
@@ -128,6 +162,7 @@ teardown() {  # idempotent; prints what it removed
   kill_in_namespaces
   local ns
   for ns in $(our_namespaces); do
+    remove_node_store "$ns"
     ip netns del "$ns" 2>/dev/null || note "ip netns del $ns failed"
   done
   rm -rf "$state"
@@ -401,6 +436,28 @@ cmd_status() {
   done
 }
 
+cmd_kill_node() {
+  preflight
+  require_up
+  local n i ns pids
+  n=$(sed -n 's/.*"nodes": \([0-9]*\).*/\1/p' "$state/cluster.json")
+  IFS=, read -ra idx <<<"$kill_targets"
+  for i in "${idx[@]}"; do
+    [ "$i" -lt "$n" ] || die "kill-node: node $i is not in cluster $prefix (nodes 0..$((n - 1)))"
+  done
+  for i in "${idx[@]}"; do  # all signals first, so that two nodes fail at once
+    ns=$(node_ns "$i")
+    pids=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
+    # shellcheck disable=SC2086
+    [ -z "$pids" ] || kill -s "$kill_signal" $pids 2>/dev/null
+  done
+  for i in "${idx[@]}"; do
+    ns=$(node_ns "$i")
+    [ "$keep_store" = 1 ] || remove_node_store "$ns"
+    echo "cluster.sh: node $i ($ns): SIG$kill_signal sent at $(date +%s.%N)$([ "$keep_store" = 1 ] || echo ', snapshot store removed')"
+  done
+}
+
 run_cleanup() {
   kill_in_namespaces
   if [ "$ephemeral" = 1 ]; then
@@ -450,6 +507,7 @@ cmd_run() {
     run) cmd_run ;;
     launcher) require_up && echo "$state/mpirun" ;;
     env) require_up && echo "$state/env" ;;
+    kill-node) cmd_kill_node ;;
   esac
   exit $?
 }
