@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 
@@ -87,6 +88,9 @@ void RunOutputs::step(const StepRecord& r, int total, double tok_s, double elaps
   if (r.emulated) o.raw("loss", "null").raw("grad_norm", "null").add("lr", r.lr);
   else o.add("loss", r.loss).add("lr", r.lr).add("grad_norm", r.grad_norm);
   o.add("ms", r.ms);
+  // Wall clock, so a failure's cost can be read off the records around it.
+  o.add("time",
+        std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   if (r.val_loss >= 0) o.add("val_loss", r.val_loss);
   if (r.hellaswag_examples >= 0) {
     const double n = static_cast<double>(std::max<int64_t>(r.hellaswag_examples, 1));
