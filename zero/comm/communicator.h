@@ -70,6 +70,13 @@ class Communicator {
   // members pass the same list) and gets a communicator over them, ranked in
   // that order.
   virtual std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) = 0;
+  // Point-to-point, not collective: buf[count] to or from rank `peer` of this
+  // communicator. MPI matches by (peer, tag); NCCL has no tags and matches the
+  // messages between two ranks in the order they are posted, so callers post
+  // them in the same order on both sides. Recovery moves state with these,
+  // outside the steps: they are not counted as a step's traffic.
+  virtual Handle send(const void* buf, size_t count, DType t, int peer, int tag) = 0;
+  virtual Handle recv(void* buf, size_t count, DType t, int peer, int tag) = 0;
   virtual void barrier() = 0;
   // Tell a counting communicator where the caller is and what the next calls
   // move; others ignore them.
