@@ -163,17 +163,17 @@ void SnapshotRegion::publish(int slot, int64_t step) {
 std::vector<SnapshotRegion::Slot> SnapshotRegion::valid_slots(
     const std::function<void(const std::string&)>& on_reject) const {
   std::vector<Slot> out;
-  if (!header_ok_) {
-    on_reject(header_error_);
-    return out;
-  }
-  if (bytes_ != snapshot_region_bytes(header_.slot_bytes)) {
+  // The slots verify on their own: a region header that does not costs only
+  // its hint, and the slot size follows from the region's size.
+  const uint64_t slot_bytes = header_ok_ ? header_.slot_bytes : (bytes_ - kSnapshotHeaderBytes) / 2;
+  if (!header_ok_) on_reject(header_error_ + "; both slots checked");
+  if (bytes_ != snapshot_region_bytes(slot_bytes)) {
     on_reject(path_ + ": the region has " + std::to_string(bytes_) + " bytes, its header's slots " +
-              std::to_string(snapshot_region_bytes(header_.slot_bytes)));
+              std::to_string(snapshot_region_bytes(slot_bytes)));
     return out;
   }
   for (int i = 0; i < 2; i++) {
-    const char* base = slot_base(i);
+    const char* base = base_ + kSnapshotHeaderBytes + static_cast<uint64_t>(i) * slot_bytes;
     char magic[8];
     std::memcpy(magic, base, 8);
     if (std::count(magic, magic + 8, '\0') == 8) continue;
@@ -184,7 +184,8 @@ std::vector<SnapshotRegion::Slot> SnapshotRegion::valid_slots(
     try {
       Slot s;
       s.index = i;
-      s.header = read_rank_header(where, header_.slot_bytes, read_at);
+      s.header = read_rank_header(where, slot_bytes, read_at);
+      s.slot_bytes = slot_bytes;
       verify_rank_data(where, read_at, s.header);
       s.data_offsets = piece_data_offsets(s.header);
       out.push_back(std::move(s));
@@ -198,18 +199,27 @@ std::vector<SnapshotRegion::Slot> SnapshotRegion::valid_slots(
 }
 
 const float* SnapshotRegion::piece_data(const Slot& s, size_t i, int k) const {
-  return reinterpret_cast<const float*>(slot_base(s.index) + s.data_offsets[i] +
+  const char* slot = base_ + kSnapshotHeaderBytes + static_cast<uint64_t>(s.index) * s.slot_bytes;
+  return reinterpret_cast<const float*>(slot + s.data_offsets[i] +
                                         static_cast<uint64_t>(k) * s.header.pieces[i].n * 4);
 }
 
-int64_t free_bytes_at(const std::string& dir) {
-  std::string at = dir;
+std::string store_fit_problem(const std::string& node_dir, uint64_t need) {
+  std::string at = node_dir;
   struct statvfs vfs;
   while (statvfs(at.c_str(), &vfs) != 0) {
-    if (at == "/") return -1;
+    if (at == "/") return node_dir + ": no file system can be read there";
     at = parent_of(at);
   }
-  return static_cast<int64_t>(vfs.f_bavail) * static_cast<int64_t>(vfs.f_frsize);
+  uint64_t held = 0;
+  struct stat st;
+  for (const auto& r : regions_in(node_dir))
+    if (stat(r.second.c_str(), &st) == 0) held += static_cast<uint64_t>(st.st_size);
+  const uint64_t free = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize + held;
+  if (need <= free) return "";
+  return "needs " + std::to_string(need) + " bytes, but " + at + " has " + std::to_string(free) +
+         " bytes free" +
+         (held > 0 ? " (" + std::to_string(held) + " of them this run's regions)" : "");
 }
 
 void make_store_dirs(const std::string& dir) {
@@ -240,14 +250,6 @@ std::vector<std::pair<int, std::string>> regions_in(const std::string& node_dir)
   }
   std::sort(out.begin(), out.end());
   return out;
-}
-
-uint64_t region_bytes_in(const std::string& node_dir) {
-  uint64_t n = 0;
-  struct stat st;
-  for (const auto& r : regions_in(node_dir))
-    if (stat(r.second.c_str(), &st) == 0) n += static_cast<uint64_t>(st.st_size);
-  return n;
 }
 
 void remove_region(const std::string& node_dir, int rank) {

@@ -50,6 +50,7 @@ class SnapshotRegion {
   // each piece's master block starts in the slot (its m and v blocks follow).
   struct Slot {
     int index = 0;
+    uint64_t slot_bytes = 0;
     RankFileHeader header;
     std::vector<uint64_t> data_offsets;
   };
@@ -72,15 +73,15 @@ class SnapshotRegion {
   std::string header_error_;
 };
 
-// Bytes free for unprivileged writers on the file system holding `dir`'s
-// nearest existing ancestor (statvfs), or -1 when it cannot be read.
-int64_t free_bytes_at(const std::string& dir);
+// "" when a node store of `need` bytes fits on the file system of node_dir's
+// nearest existing ancestor (statvfs: the bytes free to unprivileged writers,
+// plus the regions already in node_dir, which are reused or replaced); else
+// why, with both numbers.
+std::string store_fit_problem(const std::string& node_dir, uint64_t need);
 // mkdir -p.
 void make_store_dirs(const std::string& dir);
 // The region files of a node's store: (rank, path), by rank.
 std::vector<std::pair<int, std::string>> regions_in(const std::string& node_dir);
-// Bytes those regions take now.
-uint64_t region_bytes_in(const std::string& node_dir);
 // Removes a region file, then the node directory, the run's directory and
 // the store root, each once it is empty.
 void remove_region(const std::string& node_dir, int rank);

@@ -44,17 +44,11 @@ Snapshotter::Snapshotter(const SnapshotSettings& s, const ShardOptimizer& opt, i
   node_ranks_ = static_cast<int>(node.size());
   for (int r : node) node_bytes_ += sizes[r];
   if (error.empty()) {
-    // Regions already there are reused or replaced, so their space counts as free.
-    const int64_t free = free_bytes_at(s.node_dir);
-    const uint64_t held = region_bytes_in(s.node_dir);
-    if (free < 0 || node_bytes_ > static_cast<uint64_t>(free) + held)
-      error = "train.snapshot_every: the snapshot store needs " + std::to_string(node_bytes_) +
-              " bytes on node " + host_name() + " (" + std::to_string(node_ranks_) +
-              " ranks x (2 slots of " + std::to_string(slot) + " bytes + a " +
-              std::to_string(kSnapshotHeaderBytes) + "-byte header) on rank " +
-              std::to_string(rank) + "), but " + s.node_dir + " has " +
-              (free < 0 ? std::string("no readable file system")
-                        : std::to_string(free + static_cast<int64_t>(held)) + " bytes free");
+    if (const std::string problem = store_fit_problem(s.node_dir, node_bytes_); !problem.empty())
+      error = "train.snapshot_every: the snapshot store of node " + host_name() + " (" +
+              std::to_string(node_ranks_) + " ranks; rank " + std::to_string(rank) +
+              "'s region: 2 slots of " + std::to_string(slot) + " bytes and a " +
+              std::to_string(kSnapshotHeaderBytes) + "-byte header) " + problem;
   }
   error = first_error_over_ranks(error);
   if (!error.empty()) throw ConfigError(error);
