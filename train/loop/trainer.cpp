@@ -505,9 +505,9 @@ int run_train(const TrainArgs& a) {
   const CheckpointContext ckpt = checkpoint_context(a, settings, *models.rt.ops);
   LoopTotals totals;
   totals.start_step = load_initial_state(a, settings, ckpt.tokenizer, models, rank);
-  open_run_outputs(a, settings, models, out, totals.start_step, rank);
   models.snapshots =
       start_snapshots(a.run_dir, settings.cfg, *models.engine, totals.start_step, rank, world);
+  open_run_outputs(a, settings, models, out, totals.start_step, rank);
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGINT, on_stop_signal);
 
