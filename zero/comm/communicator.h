@@ -71,10 +71,12 @@ class Communicator {
   // that order.
   virtual std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) = 0;
   // Point-to-point, not collective: buf[count] to or from rank `peer` of this
-  // communicator. MPI matches by (peer, tag); NCCL has no tags and matches the
-  // messages between two ranks in the order they are posted, so callers post
-  // them in the same order on both sides. Recovery moves state with these,
-  // outside the steps: they are not counted as a step's traffic.
+  // communicator. MPI matches by (peer, tag) and completes in any order. NCCL
+  // has no tags: it matches the messages between two ranks in posting order,
+  // and each call runs on the communicator's stream in turn, so two ranks that
+  // message each other must post in an order that lets each send meet its
+  // receive. Recovery moves state with these, outside the steps: they are not
+  // counted as a step's traffic.
   virtual Handle send(const void* buf, size_t count, DType t, int peer, int tag) = 0;
   virtual Handle recv(void* buf, size_t count, DType t, int peer, int tag) = 0;
   virtual void barrier() = 0;
