@@ -124,6 +124,12 @@ TEST_CASE("snapshot slots alternate; a copy killed midway leaves the previous on
   // Reopened for writing (a relaunch), the region keeps step 2 and writes the other slot.
   region = SnapshotRegion::create(path, kSlot, 1);
   CHECK(region->write_slot(State(4).source, 4, 1, 0) == third);
+  region->publish(third, 4);
+  region->drop_unnamed_slot();  // a relaunch's start: only its own snapshot remains
+  slots = slots_of(path, rejected);
+  CHECK(rejected.empty());
+  REQUIRE(slots.size() == 1);
+  CHECK(slots[0].header.step == 4);
   // Another slot size or model replaces the region.
   region = SnapshotRegion::create(path, kSlot + 12, 1);
   CHECK(slots_of(path, rejected).empty());

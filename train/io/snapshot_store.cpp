@@ -160,6 +160,11 @@ void SnapshotRegion::publish(int slot, int64_t step) {
   std::memcpy(base_, head.data(), head.size());
 }
 
+void SnapshotRegion::drop_unnamed_slot() {
+  if (header_.newest_slot == kNoSlot) return;
+  std::memset(slot_base(header_.newest_slot == 0 ? 1 : 0), 0, 8);
+}
+
 std::vector<SnapshotRegion::Slot> SnapshotRegion::valid_slots(
     const std::function<void(const std::string&)>& on_reject) const {
   std::vector<Slot> out;

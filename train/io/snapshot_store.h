@@ -45,6 +45,10 @@ class SnapshotRegion {
   // with itself; reads nothing the caller changes meanwhile.
   int write_slot(const SnapshotSource& src, int64_t step, int world, int rank);
   void publish(int slot, int64_t step);
+  // Zeroes the magic of the slot the header does not name, so that a snapshot
+  // from before a relaunch (maybe of another config) can never be mixed into a
+  // later recovery; the named slot stays whole meanwhile.
+  void drop_unnamed_slot();
 
   // A slot that verified: its header (step, world, rank, pieces) and where
   // each piece's master block starts in the slot (its m and v blocks follow).

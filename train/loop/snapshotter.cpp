@@ -58,6 +58,7 @@ Snapshotter::Snapshotter(const SnapshotSettings& s, const ShardOptimizer& opt, i
     region_ =
         SnapshotRegion::create(s.node_dir + "/" + snapshot_region_name(rank), slot, s.model_id);
     copy(start_step);
+    region_->drop_unnamed_slot();
   } catch (const std::exception& e) {
     error = e.what();
   }

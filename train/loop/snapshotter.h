@@ -27,8 +27,10 @@ class Snapshotter {
   // Collective. Refuses (ConfigError, one line, every rank) a state the host
   // cannot read in place (the GPU backend, an offloaded optimizer) and a store
   // that does not fit this node's /dev/shm (statvfs); then each rank opens its
-  // region, snapshots the state it starts from (step `start_step`), and the
-  // node's regions of ranks that no longer run there are removed.
+  // region, snapshots the state it starts from (step `start_step`) and drops
+  // the region's older slot (a snapshot of an earlier launch, which may have
+  // had another config, is never recovered into this run), and the node's
+  // regions of ranks that no longer run there are removed.
   Snapshotter(const SnapshotSettings& s, const ShardOptimizer& opt, int64_t start_step, int rank,
               int world);
   ~Snapshotter();
