@@ -7,12 +7,13 @@
 #  - W = 3, stage 1: every region survives, each rank restores its own;
 #  - W = 4, stage 2: the dead rank's region is deleted and no replica of its
 #    shard exists, so the run must fall back to the newest disk checkpoint and say so.
-# After each successful run nothing of it is left under /dev/shm/zerotrain;
+# After each successful run nothing of it is left under the store root;
 # a --recover with neither snapshots nor checkpoints fails in one line.
 . "$(dirname "$0")/../support/e2e_lib.sh"
 STORES=()
 # A failed check leaves its killed run's store: remove it with the work directory.
-trap 'rm -rf "$WORK" "${STORES[@]}"; rmdir /dev/shm/zerotrain/* /dev/shm/zerotrain 2>/dev/null' EXIT
+root=${ZT_SNAPSHOT_ROOT:-/dev/shm/zerotrain}
+trap 'rm -rf "$WORK" "${STORES[@]}"; rmdir "$root"/* "$root" 2>/dev/null' EXIT
 ARGS=("${SMALL[@]}" --set train.steps=40 --set train.checkpoint_every=5 --set train.recovery=memory)
 
 # The node directory of a run's store (snapshot_format.h: FNV-1a 64 of the absolute run dir).
@@ -22,7 +23,7 @@ import os, socket, sys
 h = 1469598103934665603
 for c in os.path.abspath(sys.argv[1]).encode():
     h = ((h ^ c) * 1099511628211) % 2**64
-print("/dev/shm/zerotrain/%016x/%s" % (h, socket.gethostname()))' "$1"
+print("%s/%016x/%s" % (os.environ.get("ZT_SNAPSHOT_ROOT") or "/dev/shm/zerotrain", h, socket.gethostname()))' "$1"
 }
 # The pid of rank $2 of the job training into run dir $1.
 rank_pid() {

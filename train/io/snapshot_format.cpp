@@ -89,6 +89,11 @@ uint64_t snapshot_region_bytes(uint64_t slot_bytes) {
   return kSnapshotHeaderBytes + 2 * slot_bytes;
 }
 
+std::string snapshot_root() {
+  const char* env = std::getenv("ZT_SNAPSHOT_ROOT");
+  return env && *env ? env : "/dev/shm/zerotrain";
+}
+
 std::string snapshot_node_dir(const std::string& root, const std::string& run_dir,
                               const std::string& host) {
   char run[17];

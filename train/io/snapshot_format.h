@@ -2,7 +2,7 @@
 // region per rank, a file in shared memory that outlives the process, holding
 // two slots so that a process killed while writing one leaves the other whole.
 //
-// STORE/<run>/<host>/rank_RRRRR.snap, STORE = /dev/shm/zerotrain, <run> = 16
+// STORE/<run>/<host>/rank_RRRRR.snap, STORE = snapshot_root(), <run> = 16
 // hex digits of a hash of the run directory's absolute path, <host> = the
 // node's hostname (emulated nodes share /dev/shm but not their hostnames):
 //   offset  bytes  field (little-endian)
@@ -51,7 +51,9 @@ uint64_t snapshot_slot_bytes(uint64_t pieces, uint64_t elements);
 // A rank's region: the header page and two slots.
 uint64_t snapshot_region_bytes(uint64_t slot_bytes);
 
-constexpr const char* kSnapshotRoot = "/dev/shm/zerotrain";
+// STORE: $ZT_SNAPSHOT_ROOT when set and not empty (tests, scripts/cluster.sh
+// use the same variable), else /dev/shm/zerotrain.
+std::string snapshot_root();
 // STORE/<run>/<host> of the run directory `run_dir` (made absolute here).
 std::string snapshot_node_dir(const std::string& root, const std::string& run_dir,
                               const std::string& host);

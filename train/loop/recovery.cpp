@@ -15,7 +15,7 @@ namespace {
 
 std::string node_dir_of(const std::string& run_dir) {
   const std::string host = host_name();
-  return snapshot_node_dir(kSnapshotRoot, run_dir, host.empty() ? "localhost" : host);
+  return snapshot_node_dir(snapshot_root(), run_dir, host.empty() ? "localhost" : host);
 }
 
 }  // namespace
