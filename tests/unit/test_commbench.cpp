@@ -84,6 +84,12 @@ class CorruptingCommunicator : public Communicator {
   std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override {
     return inner_->subgroup(members);
   }
+  Handle send(const void* b, size_t n, DType t, int peer, int tag) override {
+    return inner_->send(b, n, t, peer, tag);
+  }
+  Handle recv(void* b, size_t n, DType t, int peer, int tag) override {
+    return inner_->recv(b, n, t, peer, tag);
+  }
   void barrier() override { inner_->barrier(); }
   [[noreturn]] void abort(const std::string& why) override {
     inner_->abort(why);

@@ -37,6 +37,9 @@ std::vector<Command> build_commands() {
         1,
         {kSetOption, option("--run-dir", "DIR", "where outputs go (default runs/<config name>)"),
          flag("--resume", "continue from the newest complete checkpoint in DIR/checkpoints"),
+         flag("--recover",
+              "after a failure: continue from the newest in-memory snapshots (own node's store, "
+              "else a replica over the communicator), else the newest checkpoint"),
          option("--init-from", "MODEL.bin", "start from an llm.c GPT-2 model file"),
          option("--deepspeed", "DS.json", "import a DeepSpeed JSON config")}},
        "train a GPT from a YAML config through the ZeRO module",

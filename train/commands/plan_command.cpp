@@ -17,6 +17,7 @@
 #include "train/config/network_file.h"
 #include "train/config/zero_setup.h"
 #include "train/deepspeed/deepspeed_import.h"
+#include "train/io/snapshot_format.h"
 #include "zero/analysis/plan.h"
 #include "zero/analysis/step_time_model.h"
 #include "zero/schedule/grad_path_registry.h"
@@ -217,6 +218,33 @@ void print_plan_header(const Planned& p) {
       p.nodes.nodes(), p.nodes.nodes() == 1 ? "" : "s", p.per_node);
 }
 
+// The in-memory snapshot store of the configured step (docs/recovery.md): a
+// rank's region holds two slots of its optimizer state (the memory formula's
+// 12 bytes per owned element, padding included, so a bound) with at most one
+// piece per tensor, and a header page; a node's store is its ranks' regions.
+void print_snapshot_store(const Planned& p) {
+  const int every = snapshot_interval(p.cfg.train);
+  if (every <= 0) {
+    std::printf("snapshot store: none (train.recovery: none, train.snapshot_every: 0)\n\n");
+    return;
+  }
+  if (p.cfg.zero.offload_optimizer.enabled() || p.cfg.system.device == "cuda") {
+    std::printf(
+        "snapshot store: refused at run time: snapshots copy the optimizer state from host "
+        "memory (system.device: cpu without zero.offload_optimizer)\n\n");
+    return;
+  }
+  const uint64_t region = snapshot_region_bytes(
+      snapshot_slot_bytes(p.table->params().size(), p.mine.optimizer_bytes / 12));
+  std::printf(
+      "snapshot store (every %d step%s, /dev/shm): at most %llu bytes per rank (4096 + 2 x (48 + "
+      "16 x %zu tensors + %llu optimizer-state bytes)), %llu per node of %d ranks; the run "
+      "prints the exact size\n\n",
+      every, every == 1 ? "" : "s", static_cast<unsigned long long>(region),
+      p.table->params().size(), static_cast<unsigned long long>(p.mine.optimizer_bytes),
+      static_cast<unsigned long long>(region * p.per_node), p.per_node);
+}
+
 // One block of rows per variant: its bytes, then a line per primitive.
 void print_variant_table(const Planned& planned) {
   std::printf("  %-30s %14s %14s %14s %14s | %-14s %6s %16s %18s %16s\n", "configuration",
@@ -263,6 +291,7 @@ void print_variant_table(const Planned& planned) {
 int run_plan_command(const std::vector<std::string>& args) {
   const Planned p = load_planned(args);
   print_plan_header(p);
+  print_snapshot_store(p);
   print_variant_table(p);
   print_zeropp(p.mine, p.unquantized, p.cfg.zero, p.world, p.nodes);
   if (p.cfg.zero.offload_optimizer.enabled() || p.cfg.zero.offload_param.enabled())

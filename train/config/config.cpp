@@ -299,6 +299,7 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
   require_one_of("train.warmup_type", c.train.warmup_type, {"linear", "log"});
   require_one_of("train.deepspeed_auto", c.train.deepspeed_auto, {"deepspeed", "hf"});
   require_one_of("train.recompute", c.train.recompute, {"none", "attn", "mlp", "block"});
+  require_one_of("train.recovery", c.train.recovery, {"none", "memory"});
   require_one_of("zero.communication_data_type", c.zero.communication_data_type,
                  {"auto", "fp32", "bf16", "fp16"});
   for (const char* block : {"offload_optimizer", "offload_param"}) {
@@ -415,6 +416,11 @@ int grad_accum_steps(const Config& c, int world_size) {
   validate_for_world(c, world_size);
   return int(c.train.global_batch_tokens /
              (int64_t(c.train.micro_batch) * c.model.seq_len * world_size));
+}
+
+int snapshot_interval(const TrainConfig& t) {
+  if (t.snapshot_every > 0) return t.snapshot_every;
+  return t.recovery == "memory" ? 1 : 0;
 }
 
 Recompute recompute_level(const Config& c) {

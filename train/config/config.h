@@ -58,6 +58,12 @@ struct TrainConfig {
   std::string deepspeed_auto = "deepspeed";
   // Activation recompute in the backward: "none", "attn", "mlp" or "block" (model/recompute.h).
   std::string recompute = "none";
+  // Recovery from in-memory snapshots (docs/recovery.md): "memory" snapshots
+  // the training state into the node's shared memory every snapshot_every
+  // steps (1 when 0), for `train --recover`; "none" takes none unless
+  // snapshot_every > 0.
+  std::string recovery = "none";
+  int snapshot_every = 0;
 };
 
 struct SystemConfig {
@@ -104,6 +110,9 @@ std::string config_to_yaml(const Config& c);
 std::string config_to_json(const Config& c);
 // Micro-steps per optimizer step for a world size.
 int grad_accum_steps(const Config& c, int world_size);
+// Optimizer steps between in-memory snapshots: train.snapshot_every, or 1
+// with train.recovery: memory when it is 0; 0: no snapshots.
+int snapshot_interval(const TrainConfig& t);
 // train.recompute as the model's level (validated: a bad name throws ConfigError).
 Recompute recompute_level(const Config& c);
 

@@ -65,6 +65,13 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(train, checkpoint_every, at_least(0),
              "checkpoint every N steps and at the last step; 0 disables checkpoints"),
       ZT_KEY(train, keep_checkpoints, at_least(1), "complete checkpoints kept, the newest"),
+      ZT_KEY(train, recovery, any_value(),
+             "memory: snapshot the training state into the node's shared memory (/dev/shm) every "
+             "snapshot_every steps, for train --recover; none: no snapshots unless "
+             "snapshot_every > 0"),
+      ZT_KEY(train, snapshot_every, at_least(0),
+             "in-memory snapshot every N steps (CPU backend); 0: off, or 1 with "
+             "train.recovery: memory"),
       ZT_KEY(train, seed, any_value(), "seed of weight initialisation, data shuffling and samples"),
       ZT_KEY(train, log_every, at_least(0),
              "progress line every N steps (0: only the first, last and evaluating steps); "

@@ -148,12 +148,16 @@ std::string encode_rank_header(const RankFileHeader& h) {
 }
 
 RankFileHeader read_rank_header(const InputFile& f) {
-  const std::string& path = f.path();
-  if (f.size() < kRankHeaderBytes)
-    bad(path, "truncated checkpoint shard: " + std::to_string(f.size()) +
-                  " bytes, shorter than its " + std::to_string(kRankHeaderBytes) + "-byte header");
+  return read_rank_header(f.path(), f.size(),
+                          [&f](uint64_t at, void* dst, size_t n) { f.read_at(at, dst, n); });
+}
+
+RankFileHeader read_rank_header(const std::string& path, uint64_t size, const ReadAt& read_at) {
+  if (size < kRankHeaderBytes)
+    bad(path, "truncated checkpoint shard: " + std::to_string(size) + " bytes, shorter than its " +
+                  std::to_string(kRankHeaderBytes) + "-byte header");
   char head[kRankHeaderBytes];
-  f.read_at(0, head, sizeof head);
+  read_at(0, head, sizeof head);
   if (std::memcmp(head, kOldMagic, 8) == 0)
     bad(path,
         "checkpoint format ZTCKPT01 (written before checkpoints carried checksums) cannot "
@@ -168,17 +172,17 @@ RankFileHeader read_rank_header(const InputFile& f) {
   h.data_bytes = get<uint64_t>(head + 32);
   h.data_crc = get<uint32_t>(head + 40);
   const uint32_t header_crc = get<uint32_t>(head + 44);
-  const uint64_t room = f.size() - kRankHeaderBytes;
+  const uint64_t room = size - kRankHeaderBytes;
   if (n_pieces < 0 || static_cast<uint64_t>(n_pieces) > room / kPieceEntryBytes)
     bad(path, "piece count " + std::to_string(n_pieces) + " does not fit the file's " +
-                  std::to_string(f.size()) + " bytes");
+                  std::to_string(size) + " bytes");
   const uint64_t table_bytes = kPieceEntryBytes * static_cast<uint64_t>(n_pieces);
   if (h.data_bytes != room - table_bytes)
     bad(path, "the header gives " + std::to_string(h.data_bytes) +
                   " data bytes, but the file has " + std::to_string(room - table_bytes) +
                   " after its piece table");
   std::string table(static_cast<size_t>(table_bytes), '\0');
-  f.read_at(kRankHeaderBytes, table.data(), table.size());
+  read_at(kRankHeaderBytes, table.data(), table.size());
   const uint32_t computed = crc32_of(table.data(), table.size(), crc32_of(head, 44));
   if (computed != header_crc)
     bad(path, "header checksum mismatch (stored " + crc32_hex(header_crc) + ", computed " +
@@ -200,17 +204,22 @@ RankFileHeader read_rank_header(const InputFile& f) {
 }
 
 uint32_t verify_rank_data(const InputFile& f, const RankFileHeader& h) {
+  return verify_rank_data(
+      f.path(), [&f](uint64_t at, void* dst, size_t n) { f.read_at(at, dst, n); }, h);
+}
+
+uint32_t verify_rank_data(const std::string& path, const ReadAt& read_at, const RankFileHeader& h) {
   std::string head = encode_rank_header(h);
   std::vector<char> chunk(std::min<uint64_t>(kVerifyChunk, std::max<uint64_t>(h.data_bytes, 1)));
   uint32_t crc = 0;
   for (uint64_t at = 0; at < h.data_bytes; at += chunk.size()) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), h.data_bytes - at));
-    f.read_at(h.table_end() + at, chunk.data(), n);
+    read_at(h.table_end() + at, chunk.data(), n);
     crc = crc32_of(chunk.data(), n, crc);
   }
   if (crc != h.data_crc)
-    bad(f.path(), "data checksum mismatch (stored " + crc32_hex(h.data_crc) + ", computed " +
-                      crc32_hex(crc) + "): the optimizer state is corrupt");
+    bad(path, "data checksum mismatch (stored " + crc32_hex(h.data_crc) + ", computed " +
+                  crc32_hex(crc) + "): the optimizer state is corrupt");
   return crc32_concat(crc32_of(head.data(), head.size()), crc, h.data_bytes);
 }
 

@@ -22,6 +22,7 @@
 // file; COMPLETE, written last, records the size and CRC-32 of meta.json.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -57,11 +58,16 @@ struct RankFileHeader {
 
 // The header and piece table as bytes, their CRC filled in.
 std::string encode_rank_header(const RankFileHeader& h);
-// Reads the header and piece table of f, checking magic, sizes (against the
-// file's size) and the header CRC. Throws DataError naming the file.
+// Exactly n bytes at an offset of a rank file's bytes: a file, or an
+// in-memory snapshot slot (train/io/snapshot_format.h) holding the same bytes.
+using ReadAt = std::function<void(uint64_t offset, void* dst, size_t n)>;
+// Reads the header and piece table of the `size` bytes at `path`, checking
+// magic, sizes (against `size`) and the header CRC. Throws DataError naming path.
+RankFileHeader read_rank_header(const std::string& path, uint64_t size, const ReadAt& read_at);
 RankFileHeader read_rank_header(const InputFile& f);
 // Reads the whole data section, checks its CRC against the header's, and
 // returns the CRC of the whole file. Throws DataError naming the file.
+uint32_t verify_rank_data(const std::string& path, const ReadAt& read_at, const RankFileHeader& h);
 uint32_t verify_rank_data(const InputFile& f, const RankFileHeader& h);
 // Byte offset of each piece's master block (its m and v blocks follow).
 std::vector<uint64_t> piece_data_offsets(const RankFileHeader& h);

@@ -92,6 +92,8 @@ void RunOutputs::step(const StepRecord& r, int total, double tok_s, double elaps
   o.add("time",
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   if (r.val_loss >= 0) o.add("val_loss", r.val_loss);
+  if (r.snapshot_copy_ms >= 0)
+    o.add("snapshot_copy_ms", r.snapshot_copy_ms).add("snapshot_wait_ms", r.snapshot_wait_ms);
   if (r.hellaswag_examples >= 0) {
     const double n = static_cast<double>(std::max<int64_t>(r.hellaswag_examples, 1));
     JsonObject h;
@@ -118,6 +120,26 @@ double median_step_ms(const RunSummary& s) {
   std::vector<double> ms = s.step_ms;
   std::sort(ms.begin(), ms.end());
   return ms.empty() ? 0 : ms[ms.size() / 2];
+}
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// summary.json's "snapshots": sizes from the layout, times measured per
+// joined copy (slowest rank); the overhead is the median wait over the median step.
+JsonObject snapshots_json(const SnapshotFigures& f, double step_ms_median) {
+  const double wait = median_of(f.wait_ms);
+  return JsonObject()
+      .add("every", f.every)
+      .add("region_bytes_rank0", f.region_bytes)
+      .add("node_bytes_rank0_node", f.node_bytes)
+      .add("node_ranks", f.node_ranks)
+      .add("copies_joined", static_cast<uint64_t>(f.copy_ms.size()))
+      .add("copy_ms_median_measured", median_of(f.copy_ms))
+      .add("wait_ms_median_measured", wait)
+      .add("wait_fraction_of_step_median", step_ms_median > 0 ? wait / step_ms_median : 0);
 }
 
 // summary.json's "comm": run totals per primitive, per step, and per step by purpose.
@@ -285,6 +307,8 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("comm", comm_json(s))
       .add("memory", memory_json(s))
       .add("timing", timing_json(s));
+  if (s.snapshots) o.add("snapshots", snapshots_json(*s.snapshots, median));
+  else o.raw("snapshots", "null");
   if (s.cluster_text.empty()) o.raw("cluster", "null");
   else o.raw("cluster", s.cluster_text);
   o.add("host", host_identity_json());

@@ -25,6 +25,19 @@ struct StepRecord {
   bool emulated = false;  // system.compute: emulate: no loss and no meaningful norm exist
   // HellaSwag counts (train.hellaswag_every); examples < 0: not evaluated this step.
   int64_t hellaswag_examples = -1, hellaswag_correct = 0, hellaswag_correct_norm = 0;
+  // In-memory snapshots (train/loop/snapshotter.h), measured, the slowest rank's:
+  // the copy joined in this step (it overlapped this step's forward/backward)
+  // and how long the step waited for it; < 0: none joined this step.
+  double snapshot_copy_ms = -1, snapshot_wait_ms = -1;
+};
+
+// summary.json's "snapshots": the store's planned size and the measured costs.
+struct SnapshotFigures {
+  int every = 0;
+  uint64_t region_bytes = 0;  // this rank's region (rank 0's)
+  uint64_t node_bytes = 0;    // its node's store
+  int node_ranks = 0;
+  std::vector<double> copy_ms, wait_ms;  // per joined copy, the slowest rank's
 };
 
 // One step's compute: wall time less the time blocked in the communicator's
@@ -67,6 +80,7 @@ struct RunSummary {
   // system.compute: emulate: the durations waited for instead of computing
   // (no loss exists); nullptr for a real run.
   const EmulatedDurations* emulated = nullptr;
+  const SnapshotFigures* snapshots = nullptr;  // nullptr: no in-memory snapshots
 };
 
 // A resumed run keeps the records of a metrics log up to this size.

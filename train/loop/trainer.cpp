@@ -39,6 +39,7 @@
 #include "train/loop/hellaswag.h"
 #include "train/loop/init_weights.h"
 #include "train/loop/lr_schedule.h"
+#include "train/loop/recovery.h"
 #include "train/loop/run_statistics.h"
 #include "train/loop/runtime.h"
 #include "train/loop/sampler.h"
@@ -88,8 +89,12 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
   a.overrides = c.all("--set");
   a.run_dir = c.get("--run-dir", default_run_dir(a.config_path));
   a.resume = c.has("--resume");
+  a.recover = c.has("--recover");
+  if (a.recover && a.resume)
+    c.fail("--recover and --resume: give one (--recover falls back to --resume's checkpoint)");
   a.init_from = c.get("--init-from");
   a.deepspeed = c.get("--deepspeed");
+  if (a.recover && !a.init_from.empty()) c.fail("--recover and --init-from: give one");
   if (const std::string problem = output_dir_problem(a.run_dir); !problem.empty())
     c.fail("--run-dir " + a.run_dir + ": " + problem);
   return a;
@@ -199,7 +204,8 @@ struct RunModels {
   Recompute recompute = Recompute::None;
   uint64_t model_activations = 0;
   std::unique_ptr<GPT> model, sampler, hellaswag;
-  std::unique_ptr<EmulatedGPT> emulated;  // instead of model, with system.compute: emulate
+  std::unique_ptr<EmulatedGPT> emulated;   // instead of model, with system.compute: emulate
+  std::unique_ptr<Snapshotter> snapshots;  // train.recovery: memory (train/loop/recovery.h)
 };
 
 void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels& m, int world) {
@@ -257,6 +263,9 @@ CheckpointContext checkpoint_context(const TrainArgs& a, const RunSettings& r, O
 // first step to run.
 int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
                            const TokenizerIdentity& tokenizer, RunModels& m, int rank) {
+  if (a.recover)
+    return recover_initial_state(a.run_dir, r.cfg.model, tokenizer, m.table.total(), *m.engine,
+                                 *m.rt.comm);
   ResumePoint resumed;
   if (a.resume) {
     resumed = resume_from_checkpoint(
@@ -317,6 +326,7 @@ struct LoopTotals {
   double last_loss = 0, last_val = -1, initial_val = -1, timed_seconds = 0;
   int64_t timed_tokens = 0;
   CommStats comm_at_start;  // before the first training step: the summary counts steps only
+  SnapshotFigures snapshots;
 };
 
 struct StepResult {
@@ -345,6 +355,9 @@ StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data
     m.engine->end_micro_step();
   }
   ops.synchronize();
+  // The optimizer step changes what the snapshot copy reads; its wait stays out
+  // of the measured compute.
+  if (m.snapshots) m.snapshots->join();
   const auto t_opt = Clock::now();
   const double exposed_at_opt = m.rt.comm->stats().exposed_seconds;
   OptimSettings os{static_cast<float>(lr), static_cast<float>(cfg.train.beta1),
@@ -427,9 +440,12 @@ void run_steps(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
       t.timed_seconds += s.ms / 1e3;
       t.timed_tokens += cfg.train.global_batch_tokens;
     }
-    finish_step(r, m, d, out, ckpt, t,
-                StepRecord{t.step + 1, s.loss, lr, s.norm, s.ms, -1, r.emulated.has_value()},
-                seconds_since(run_t0), rank, world);
+    StepRecord rec{t.step + 1, s.loss, lr, s.norm, s.ms, -1, r.emulated.has_value()};
+    if (m.snapshots) {
+      record_snapshot_costs(*m.snapshots, rec, t.snapshots);
+      if (t.step + 1 < cfg.train.steps) m.snapshots->start_if_due(t.step + 1);
+    }
+    finish_step(r, m, d, out, ckpt, t, rec, seconds_since(run_t0), rank, world);
   }
 }
 
@@ -474,6 +490,7 @@ RunSummary run_summary(const RunSettings& r, const RunModels& m, const LoopTotal
   s.ranks_per_node = m.rt.comm->nodes().ranks_per_node();
   s.cluster_text = r.cluster;
   s.emulated = r.emulated ? &*r.emulated : nullptr;
+  s.snapshots = m.snapshots ? &t.snapshots : nullptr;
   return s;
 }
 
@@ -490,6 +507,8 @@ int run_train(const TrainArgs& a) {
   const CheckpointContext ckpt = checkpoint_context(a, settings, *models.rt.ops);
   LoopTotals totals;
   totals.start_step = load_initial_state(a, settings, ckpt.tokenizer, models, rank);
+  models.snapshots =
+      start_snapshots(a.run_dir, settings.cfg, *models.engine, totals.start_step, rank, world);
   open_run_outputs(a, settings, models, out, totals.start_step, rank);
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGINT, on_stop_signal);
@@ -504,6 +523,7 @@ int run_train(const TrainArgs& a) {
                    static_cast<int>(g_stop_signal), static_cast<long long>(totals.step));
     return 128 + static_cast<int>(g_stop_signal);
   }
+  if (models.snapshots) models.snapshots->remove_region();  // a failed run keeps it for --recover
   return 0;
 }
 

@@ -10,6 +10,7 @@ struct TrainArgs {
   std::vector<std::string> overrides;
   std::string run_dir;  // default runs/<config name>
   bool resume = false;
+  bool recover = false;   // --recover: in-memory snapshots, else the newest checkpoint
   std::string init_from;  // llm.c model file
   std::string deepspeed;  // DeepSpeed JSON config to import
 };

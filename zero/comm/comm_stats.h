@@ -109,6 +109,13 @@ class CountingCommunicator : public Communicator {
   // (so callers state its shape; its members must be g.members_of(rank())).
   std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override;
   std::unique_ptr<CountingCommunicator> counted_subgroup(const RankGroup& g);
+  // Not counted: point-to-point messages move recovered state, outside any step.
+  Handle send(const void* buf, size_t n, DType t, int peer, int tag) override {
+    return inner_->send(buf, n, t, peer, tag);
+  }
+  Handle recv(void* buf, size_t n, DType t, int peer, int tag) override {
+    return inner_->recv(buf, n, t, peer, tag);
+  }
   void barrier() override { inner_->barrier(); }
   void annotate(Phase phase, int micro) override {
     root_->phase_ = phase;

@@ -70,6 +70,15 @@ class Communicator {
   // members pass the same list) and gets a communicator over them, ranked in
   // that order.
   virtual std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) = 0;
+  // Point-to-point, not collective: buf[count] to or from rank `peer` of this
+  // communicator. MPI matches by (peer, tag) and completes in any order. NCCL
+  // has no tags: it matches the messages between two ranks in posting order,
+  // and each call runs on the communicator's stream in turn, so two ranks that
+  // message each other must post in an order that lets each send meet its
+  // receive. Recovery moves state with these, outside the steps: they are not
+  // counted as a step's traffic.
+  virtual Handle send(const void* buf, size_t count, DType t, int peer, int tag) = 0;
+  virtual Handle recv(void* buf, size_t count, DType t, int peer, int tag) = 0;
   virtual void barrier() = 0;
   // Tell a counting communicator where the caller is and what the next calls
   // move; others ignore them.

@@ -229,6 +229,37 @@ class MpiCommunicator : public Communicator {
     return std::unique_ptr<Communicator>(new MpiCommunicator(ops_, sub));
   }
 
+  // Raw bytes; device buffers travel through a host copy.
+  Handle send(const void* buf, size_t n, DType t, int peer, int tag) override {
+    const size_t bytes = n * dtype_size(t);
+    MPI_Request r;
+    if (!ops_.on_device()) {
+      MPI_Isend(buf, count(bytes), MPI_BYTE, peer, tag, comm_, &r);
+      return Handle(new MpiHandle(r, nullptr, progress_.get()));
+    }
+    auto staged = std::make_shared<std::vector<char>>(bytes);
+    ops_.to_host(staged->data(), buf, bytes);
+    MPI_Isend(staged->data(), count(bytes), MPI_BYTE, peer, tag, comm_, &r);
+    // The handle's completion step owns the host copy until MPI is done with it.
+    return Handle(new MpiHandle(
+        r, [staged] {}, progress_.get()));
+  }
+
+  Handle recv(void* buf, size_t n, DType t, int peer, int tag) override {
+    const size_t bytes = n * dtype_size(t);
+    MPI_Request r;
+    if (!ops_.on_device()) {
+      MPI_Irecv(buf, count(bytes), MPI_BYTE, peer, tag, comm_, &r);
+      return Handle(new MpiHandle(r, nullptr, progress_.get()));
+    }
+    auto staged = std::make_shared<std::vector<char>>(bytes);
+    MPI_Irecv(staged->data(), count(bytes), MPI_BYTE, peer, tag, comm_, &r);
+    Ops& ops = ops_;
+    return Handle(new MpiHandle(
+        r, [staged, buf, bytes, &ops] { ops.from_host(buf, staged->data(), bytes); },
+        progress_.get()));
+  }
+
   void barrier() override { MPI_Barrier(comm_); }
 
   [[noreturn]] void abort(const std::string& why) override {

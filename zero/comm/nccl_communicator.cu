@@ -232,6 +232,17 @@ class NcclCommunicator : public Communicator {
     return std::make_unique<NcclCommunicator>(ops_, sub, true);
   }
 
+  Handle send(const void* buf, size_t count, DType t, int peer, int) override {
+    before_collective();
+    ZT_NCCL(ncclSend(buf, count, nccl_type(t), peer, nccl_, comm_stream_));
+    return after_collective();
+  }
+  Handle recv(void* buf, size_t count, DType t, int peer, int) override {
+    before_collective();
+    ZT_NCCL(ncclRecv(buf, count, nccl_type(t), peer, nccl_, comm_stream_));
+    return after_collective();
+  }
+
   void barrier() override { MPI_Barrier(mpi_); }
 
   [[noreturn]] void abort(const std::string& why) override {

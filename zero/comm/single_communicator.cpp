@@ -2,6 +2,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <vector>
 
 #include "zero/comm/communicators.h"
 
@@ -12,6 +16,22 @@ class DoneHandle : public CommHandle {
  public:
   void wait() override {}
   bool done() override { return true; }
+};
+
+// A receive from itself completes when its send is posted; waiting before
+// that would wait forever, so it is an error.
+class SelfReceiveHandle : public CommHandle {
+ public:
+  explicit SelfReceiveHandle(std::shared_ptr<bool> delivered) : delivered_(std::move(delivered)) {}
+  void wait() override {
+    if (!*delivered_)
+      throw std::runtime_error(
+          "single-process communicator: waiting on a receive whose send was never posted");
+  }
+  bool done() override { return *delivered_; }
+
+ private:
+  std::shared_ptr<bool> delivered_;
 };
 
 class SingleCommunicator : public Communicator {
@@ -41,6 +61,29 @@ class SingleCommunicator : public Communicator {
   std::unique_ptr<Communicator> subgroup(const std::vector<int>&) override {
     return std::unique_ptr<Communicator>(new SingleCommunicator(ops_));
   }
+  // The one rank can only message itself: a send is copied out at once and
+  // delivered when its receive (same tag) is posted, whichever comes first.
+  Handle send(const void* buf, size_t n, DType t, int peer, int tag) override {
+    std::vector<char> bytes(check_self(peer, n, t));
+    ops_.to_host(bytes.data(), buf, bytes.size());
+    auto r = recvs_.find(tag);
+    if (r == recvs_.end()) sends_.emplace(tag, std::move(bytes));
+    else {
+      deliver(r->second, bytes);
+      recvs_.erase(r);
+    }
+    return done();
+  }
+  Handle recv(void* buf, size_t n, DType t, int peer, int tag) override {
+    const Receive to{buf, check_self(peer, n, t), std::make_shared<bool>(false)};
+    auto s = sends_.find(tag);
+    if (s == sends_.end()) recvs_.emplace(tag, to);
+    else {
+      deliver(to, s->second);
+      sends_.erase(s);
+    }
+    return Handle(new SelfReceiveHandle(to.delivered));
+  }
   void barrier() override {}
   [[noreturn]] void abort(const std::string& why) override {
     std::fprintf(stderr, "zerotrain: rank 0: %s\n", why.c_str());
@@ -49,8 +92,27 @@ class SingleCommunicator : public Communicator {
   }
 
  private:
+  struct Receive {
+    void* buf;
+    size_t bytes;
+    std::shared_ptr<bool> delivered;
+  };
+  static size_t check_self(int peer, size_t n, DType t) {
+    if (peer != 0)
+      throw std::runtime_error("single-process communicator: no rank " + std::to_string(peer));
+    return n * dtype_size(t);
+  }
+  void deliver(const Receive& to, const std::vector<char>& from) {
+    if (to.bytes != from.size())
+      throw std::runtime_error("single-process communicator: a " + std::to_string(from.size()) +
+                               "-byte message for a " + std::to_string(to.bytes) + "-byte receive");
+    ops_.from_host(to.buf, from.data(), from.size());
+    *to.delivered = true;
+  }
   static Handle done() { return Handle(new DoneHandle()); }
   Ops& ops_;
+  std::multimap<int, std::vector<char>> sends_;  // unmatched, by tag
+  std::multimap<int, Receive> recvs_;
 };
 
 }  // namespace

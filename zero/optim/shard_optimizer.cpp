@@ -291,4 +291,9 @@ void ShardOptimizer::load_state(const std::vector<float>& master, const std::vec
   ops_.from_host(v_, v.data(), shard_ * sizeof(float));
 }
 
+const float* ShardOptimizer::host_state(int k) const {
+  if (offload_ || ops_.on_device()) return nullptr;
+  return k == 0 ? master_ : k == 1 ? m_ : v_;
+}
+
 }  // namespace zt

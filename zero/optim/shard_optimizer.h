@@ -88,6 +88,10 @@ class ShardOptimizer {
   void save_state(std::vector<float>& master, std::vector<float>& m, std::vector<float>& v);
   void load_state(const std::vector<float>& master, const std::vector<float>& m,
                   const std::vector<float>& v);
+  // State array k (0 master, 1 m, 2 v; shard offsets) where the host can read
+  // it in place, as in-memory snapshots do beside the next step's compute: a
+  // host backend's, not offloaded. nullptr otherwise.
+  const float* host_state(int k) const;
 
  private:
   // Where updated parameters go: a backend buffer, or an off-device shard.
