@@ -14,8 +14,8 @@
 . "$(dirname "$0")/../support/e2e_lib.sh"
 W=3
 TIMEOUT=2
-PHASES=" setup data forward backward reduce zero_step eval sample checkpoint finish "
-ARGS=("${SMALL[@]}" --set train.steps=400 --set system.failure_timeout_s=$TIMEOUT)
+STEPS=400
+ARGS=("${SMALL[@]}" --set train.steps=$STEPS --set system.failure_timeout_s=$TIMEOUT)
 now() { date +%s.%N; }
 
 # The pid of one rank of the job `mpirun_pid` started.
@@ -55,36 +55,11 @@ wait_job() {  # limit
   took=$(echo "$(now) - $t0" | bc)
 }
 
-# Every survivor's record names `lost` and a plausible step and phase; sets
-# detected to the latest detection time of all records.
-check_records() {  # run_dir lost how
-  local dir=$1 lost=$2 r f
-  for ((r = 0; r < W; r++)); do
-    [ "$r" = "$lost" ] && continue
-    f=$(printf '%s/failure/rank_%05d.json' "$dir" "$r")
-    [ -s "$f" ] || fail "rank $r wrote no failure record ($f): $(grep zerotrain "$dir.err" | head -3)"
-    /usr/bin/python3 - "$f" "$r" "$lost" "$3" "$PHASES" "$dir.times" <<'EOF' || fail "record of rank $r: see above"
-import json, sys
-f, me, lost, how, phases = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5].split()
-rec = json.load(open(f))
-def need(cond, what):
-    if not cond:
-        print(f"{f}: {what}: {json.dumps(rec)}"); sys.exit(1)
-need(rec["rank"] == me, "wrong rank")
-need([p["rank"] for p in rec["lost"]] == [lost], f"does not name exactly rank {lost}")
-p = rec["lost"][0]
-need(0 <= p["step"] < 400, "implausible step")
-need(p["phase"] in phases, f"unknown phase {p['phase']}")
-need(p["cause"] in how.split(","), f"cause {p['cause']} is not {how}")
-need(p["last_heartbeat_unix_s"] is not None, "no heartbeat time")
-need(p["last_heartbeat_unix_s"] <= rec["detected_unix_s"], "heartbeat after detection")
-s = dict(kv.split("=", 1) for kv in rec["summary"].split()[2:])
-need(rec["summary"].startswith("zerotrain-failure v1 "), "summary prefix")
-need(s["rank"] == str(me) and s["lost"] == str(lost), "summary disagrees with the record")
-print(rec["detected_unix_s"], file=open(sys.argv[6], "a"))
-EOF
-  done
-  detected=$(awk '$1 > m { m = $1 } END { printf "%.6f", m }' "$dir.times")
+# Every survivor's record names `lost` (tests/e2e/check_failure_records.py);
+# sets detected to the latest detection time of all records.
+check_records() {  # run_dir lost causes
+  detected=$(/usr/bin/python3 tests/e2e/check_failure_records.py "$1" $W "$2" "$3" $STEPS) ||
+    fail "$detected"
 }
 
 # (a) kill -9 of a random rank at a random moment.
