@@ -1,7 +1,8 @@
 """Checks the failure records of a run in which one rank was lost
 (docs/recovery.md, "Failure detection"): every other rank wrote
 RUN/failure/rank_RRRRR.json naming exactly that rank, at a step of the run and
-a known phase, by one of the expected causes, with a summary line that agrees.
+a known phase, by one of the expected causes (by timeout only after more than
+failure_timeout_s of silence), with a summary line that agrees.
 Prints the latest detection time (unix seconds); on a problem, prints it and
 exits 1.
 
@@ -50,6 +51,8 @@ def main():
         need(p["last_heartbeat_unix_s"] is not None, "no heartbeat time")
         need(p["last_heartbeat_unix_s"] <= rec["detected_unix_s"], "a heartbeat after the detection")
         need((p["cause"] == "reported_by_peer") == (p["reported_by"] is not None), "reported_by")
+        need(p["cause"] != "heartbeat_timeout" or p["silent_s"] > rec["failure_timeout_s"],
+             "lost by timeout before failure_timeout_s of silence")
         words = rec["summary"].split()
         need(words[:2] == ["zerotrain-failure", "v1"], "summary tag")
         s = dict(w.split("=", 1) for w in words[2:])

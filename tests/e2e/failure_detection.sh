@@ -3,9 +3,12 @@
 #     RUN/failure/rank_RRRRR.json naming it, at a step and phase it was in,
 #     detected within 2 s of the kill (the bound is "at once"; 2 s is slack for
 #     two busy cores), and the job ends within 20 s (mpirun's teardown);
-# (b) SIGSTOP of one rank: detected after no less than failure_timeout_s (2 s)
-#     of silence and within failure_timeout_s + heartbeat + 3 s of slack of the
-#     stop; records written, the job ends, and the test kills the stopped rank;
+# (b) SIGSTOP of one rank: lost by timeout only after more than
+#     failure_timeout_s (2 s) of silence (the records' silent_s), detected
+#     between 0.5 s before the timeout (its last message came at most a
+#     heartbeat before the stop; 0.4 s of slack for a late heartbeat) and
+#     failure_timeout_s + heartbeat + 3 s of slack after the stop; records
+#     written, the job ends, and the test kills the stopped rank;
 # (c) a normal run writes no failure directory and nothing on stderr;
 # (d) a loss seen within 0.5 s after a SIGTERM (as mpirun sends when a rank
 #     dies) is still recorded, with the signal, and that rank dies of it;
@@ -94,8 +97,7 @@ kill -9 "$pid" 2>/dev/null
 check_records "$WORK/stop" "$victim" heartbeat_timeout,reported_by_peer
 delay=$(echo "$detected - $stopped_at" | bc)
 bound=$(echo "$TIMEOUT + 0.1 + 3" | bc)
-# Detection follows >= TIMEOUT s of silence; the last heartbeat came at most one period before the stop.
-[ "$(echo "$delay >= $TIMEOUT - 0.1" | bc)" = 1 ] || fail "stop: detected after only $delay s"
+[ "$(echo "$delay >= $TIMEOUT - 0.5" | bc)" = 1 ] || fail "stop: detected after only $delay s"
 [ "$(echo "$delay <= $bound" | bc)" = 1 ] || fail "stop: detected $delay s after the stop (bound $bound s)"
 echo "SIGSTOP of rank $victim: every survivor recorded it $delay s after (timeout $TIMEOUT s); the job ended $took s after"
 
@@ -105,13 +107,17 @@ mpirun -np $W "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/ok" "${SMALL[@]
 [ ! -e "$WORK/ok/failure" ] || fail "normal run wrote $(ls "$WORK/ok/failure")"
 [ ! -s "$WORK/ok.err" ] || fail "normal run printed on stderr: $(head -3 "$WORK/ok.err")"
 echo "normal run: no failure record, nothing on stderr"
-# (d) rank 1 stopped (the job stalls), SIGTERM to rank 0, then rank 1 killed
-# within the 0.5 s grace: rank 0 records the loss with stop_signal 15.
+# (d) rank 1 stopped (the job stalls, so rank 0 cannot stop at a step
+# boundary), SIGTERM to rank 0, then rank 1 killed 0.2 s later, within the
+# 0.5 s grace (the pause lets the signal be handled before the loss is seen:
+# a process-directed signal waits for the thread it was given to run): rank 0
+# records the loss with stop_signal 15.
 start_job "$WORK/term"
 pid1=$(rank_pid "$job" 1)
 pid0=$(rank_pid "$job" 0)
 kill -STOP "$pid1"
 kill -TERM "$pid0"
+sleep 0.2
 kill -9 "$pid1"
 wait_job 20
 check_records "$WORK/term" 1 connection_closed,reported_by_peer

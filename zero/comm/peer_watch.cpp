@@ -23,9 +23,12 @@ namespace zt {
 
 namespace {
 
-std::atomic<int> g_wake_fd{-1};  // the running watch's self-pipe, for signal handlers
-// The self-pipe's bytes besides signal numbers.
-constexpr unsigned char kStopByte = 0, kPositionByte = 255;
+// The running watch's self-pipe and the stop signal that came, for signal
+// handlers. A byte in the pipe only wakes the thread (a full pipe already
+// will); what happened is in the flags.
+std::atomic<int> g_wake_fd{-1};
+std::atomic<int> g_pending_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "signal handlers need a lock-free flag");
 
 int64_t clock_ns(clockid_t id) {
   timespec ts{};
@@ -125,29 +128,36 @@ PeerWatch::PeerWatch(const PeerWatchSettings& s,
   set_nonblocking(wake_[1]);
   liveness_.reset(new PeerLiveness(rank_, hosts_, static_cast<int64_t>(s.failure_timeout_s * 1e9),
                                    watch_now()));
+  g_pending_signal.store(0);
   g_wake_fd.store(wake_[1]);
   thread_ = std::thread([this] { run(); });
 }
 
-PeerWatch::~PeerWatch() {
-  while (write(wake_[1], &kStopByte, 1) < 0 && errno == EINTR) {
+void PeerWatch::wake() const {
+  const unsigned char b = 1;
+  if (write(wake_[1], &b, 1) < 0) {
   }
+}
+
+PeerWatch::~PeerWatch() {
+  stop_requested_.store(true);
+  wake();
   if (thread_.joinable()) thread_.join();
   g_wake_fd.store(-1);
   close(wake_[0]);
   close(wake_[1]);
 }
 
-// A full pipe already holds a wake-up: dropping this one loses nothing.
 void PeerWatch::position_changed() {
-  if (wake_[1] >= 0 && write(wake_[1], &kPositionByte, 1) < 0) {
-  }
+  if (wake_[1] >= 0) wake();
 }
 
 void PeerWatch::notify_signal(int sig) {
   const int saved = errno;
+  int none = 0;
+  g_pending_signal.compare_exchange_strong(none, sig);
   const int fd = g_wake_fd.load();
-  const unsigned char b = static_cast<unsigned char>(sig);
+  const unsigned char b = 1;
   if (fd >= 0 && write(fd, &b, 1) < 0) {
   }
   errno = saved;
@@ -332,16 +342,16 @@ void PeerWatch::run() {
     const int wait_ms = static_cast<int>(std::max<int64_t>(0, (wait_ns + 999999) / 1000000));
     poll(fds.data(), fds.size(), wait_ms);
     const WatchInstant now = watch_now();
-    unsigned char b[64];
-    for (ssize_t n; (n = read(wake_[0], b, sizeof b)) > 0;)
-      for (ssize_t i = 0; i < n; i++) {
-        if (b[i] == kStopByte) stop = true;
-        else if (b[i] == kPositionByte) next_beat = now.steady_ns;
-        else if (!stop_signal_) {
-          stop_signal_ = b[i];
-          signal_at_ = now;
-        }
-      }
+    // Woken: the position changed (a heartbeat goes now), a stop, or a signal.
+    unsigned char b[256];
+    bool woken = false;
+    while (read(wake_[0], b, sizeof b) > 0) woken = true;
+    if (woken) next_beat = now.steady_ns;
+    stop = stop_requested_.load();
+    if (const int sig = g_pending_signal.exchange(0); sig != 0 && !stop_signal_) {
+      stop_signal_ = sig;
+      signal_at_ = now;
+    }
     for (auto& p : peers_) {
       if (!p || p->fd < 0) continue;
       read_from(*p, now);

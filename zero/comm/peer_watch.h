@@ -82,6 +82,7 @@ class PeerWatch {
  private:
   struct Peer;
   void position_changed();
+  void wake() const;
   void connect_mesh(double timeout_s);
   void run();
   WatchMessage message(WatchKind kind) const;
@@ -96,7 +97,8 @@ class PeerWatch {
   std::vector<std::string> hosts_;
   std::vector<std::unique_ptr<Peer>> peers_;  // by rank; null for this rank
   std::unique_ptr<PeerLiveness> liveness_;
-  int wake_[2] = {-1, -1};  // self-pipe: stop, a signal number, or position changed
+  int wake_[2] = {-1, -1};  // self-pipe: wakes the thread
+  std::atomic<bool> stop_requested_{false};
   int stop_signal_ = 0;
   WatchInstant signal_at_;
   bool reporting_ = true;
