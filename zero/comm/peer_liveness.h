@@ -53,12 +53,12 @@ struct PeerState {
   std::string host;
   int64_t step = -1;  // last reported; -1 before its first heartbeat
   int32_t micro = 0;
-  std::string phase = "start", engine_phase;
-  WatchInstant last_heard;                  // last message (or the connection's start)
-  int64_t last_heartbeat_wall_ns = 0;       // this rank's real time when it arrived; 0: none yet
-  int64_t last_heartbeat_sent_wall_ns = 0;  // the peer's own stamp on it
-  bool finished = false;                    // said goodbye
-  bool left = false;                        // sent Leaving: it detected a failure itself
+  std::string phase = "setup", engine_phase;  // as a rank starts
+  WatchInstant last_heard;                    // last message (or the connection's start)
+  int64_t last_heartbeat_wall_ns = 0;         // this rank's real time when it arrived; 0: none yet
+  int64_t last_heartbeat_sent_wall_ns = 0;    // the peer's own stamp on it
+  bool finished = false;                      // said goodbye
+  bool left = false;                          // sent Leaving: it detected a failure itself
   bool lost = false;
   LossCause cause = LossCause::ConnectionClosed;
   int reported_by = -1;  // ReportedByPeer: which rank told us
