@@ -134,6 +134,7 @@ TEST_CASE("the timeout rule: silent longer than the timeout is lost, no sooner",
   CHECK(c.host == "c");
   CHECK(c.cause == LossCause::HeartbeatTimeout);
   CHECK(c.step == -1);  // never reported a step
+  CHECK(c.phase == "setup");
   CHECK(c.last_heartbeat_wall_ns == 0);
   CHECK(c.detected.steady_ns == at(5.001).steady_ns);
   // Rank 1 spoke at 4 s: lost only after 9 s.
