@@ -103,6 +103,30 @@ bool wait_for(int fd, short events, int64_t deadline_ns) {
   }
 }
 
+// The rank a new connection names in its first message, -1 if it closes,
+// sends something else or nothing by `deadline_ns`; what followed it in `rest`.
+int read_hello(int fd, int64_t deadline_ns, std::string* rest) {
+  std::string got;
+  while (true) {
+    char buf[256];
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n > 0) got.append(buf, static_cast<size_t>(n));
+    else if (n == 0 || (errno != EAGAIN && errno != EINTR)) return -1;
+    WatchMessage m;
+    size_t used = 0;
+    try {
+      used = decode_watch_message(got.data(), got.size(), &m);
+    } catch (const std::runtime_error&) {
+      return -1;
+    }
+    if (used > 0) {
+      *rest = got.substr(used);
+      return m.rank;
+    }
+    if (n < 0 && !wait_for(fd, POLLIN, deadline_ns)) return -1;
+  }
+}
+
 }  // namespace
 
 WatchInstant watch_now() { return {clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_REALTIME)}; }
@@ -221,37 +245,21 @@ void PeerWatch::connect_mesh(double timeout_s) {
     peers_[static_cast<size_t>(r)]->outbox = hello;
     flush(*peers_[static_cast<size_t>(r)]);
   }
-  for (int accepted = 0; accepted < rank_; accepted++) {
+  // A connection that does not name a lower rank promptly is not one of ours: ignored.
+  for (int accepted = 0; accepted < rank_;) {
     if (!wait_for(listener, POLLIN, deadline))
       fail_setup("only " + std::to_string(accepted) + " of the " + std::to_string(rank_) +
                  " lower ranks connected within " + std::to_string(timeout_s) + " s");
     const int fd = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) fail_setup("accept: " + os_error());
-    std::string got;
-    WatchMessage m;
-    while (true) {
-      char buf[256];
-      const ssize_t n = recv(fd, buf, sizeof buf, 0);
-      if (n > 0) got.append(buf, static_cast<size_t>(n));
-      else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        close(fd);
-        fail_setup("a connection closed before naming its rank");
-      }
-      const size_t used = decode_watch_message(got.data(), got.size(), &m);
-      if (used > 0) {
-        got.erase(0, used);
-        break;
-      }
-      if (n < 0 && !wait_for(fd, POLLIN, deadline)) {
-        close(fd);
-        fail_setup("a connection did not name its rank within " + std::to_string(timeout_s) + " s");
-      }
-    }
-    if (m.rank < 0 || m.rank >= rank_ || peers_[static_cast<size_t>(m.rank)]) {
+    if (fd < 0) continue;
+    std::string rest;
+    const int r = read_hello(fd, std::min(deadline, clock_ns(CLOCK_MONOTONIC) + 5000000000), &rest);
+    if (r < 0 || r >= rank_ || peers_[static_cast<size_t>(r)]) {
       close(fd);
-      fail_setup("a connection named rank " + std::to_string(m.rank) + ", not an expected one");
+      continue;
     }
-    peers_[static_cast<size_t>(m.rank)].reset(new Peer{m.rank, fd, got, ""});
+    peers_[static_cast<size_t>(r)].reset(new Peer{r, fd, rest, ""});
+    accepted++;
   }
   close(listener);
   for (auto& p : peers_) {
