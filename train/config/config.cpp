@@ -338,6 +338,13 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
          "expected train.hellaswag_file (a hellaswag_val.jsonl) with train.hellaswag_every " +
          std::to_string(t.hellaswag_every));
   validate_compute_emulation(c.system, c.zero, origin, blame);
+  if (c.system.failure_timeout_s > 0 &&
+      c.system.failure_timeout_s * 1e3 < 2.0 * c.system.heartbeat_ms)
+    fail(
+        blame({"system.failure_timeout_s", "system.heartbeat_ms"}) +
+        "expected system.failure_timeout_s of at least two heartbeats (2 x system.heartbeat_ms = " +
+        format_double(2e-3 * c.system.heartbeat_ms) + " s) or 0 (off), got " +
+        format_double(c.system.failure_timeout_s));
   const std::string& fault = c.system.fault_inject;
   if (!fault.empty() && !valid_fault_inject(fault))
     fail(origin("system.fault_inject").prefix +

@@ -72,6 +72,10 @@ struct SystemConfig {
   bool deterministic = true;
   bool comm_trace = false;
   std::string fault_inject;  // "RANK:STEP:exit|throw", empty = off (tests only)
+  // Failure detection (docs/recovery.md): a heartbeat to every peer this often;
+  // a peer silent for failure_timeout_s is lost (0: no peer watch).
+  int heartbeat_ms = 100;
+  double failure_timeout_s = 5;
   // Compute emulation (docs/compute_emulation.md): "emulate" replaces the
   // model's forward, backward and optimizer arithmetic by timed waits; the
   // schedule, buckets and collectives stay real.

@@ -167,6 +167,12 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(system, fault_inject, any_value(),
              "RANK:STEP:exit|throw makes one rank fail at the start of a step (tests only); empty: "
              "off"),
+      ZT_KEY(system, heartbeat_ms, between(1, 60000, true),
+             "failure detection: each rank sends every other a heartbeat this often, ms "
+             "(docs/recovery.md)"),
+      ZT_KEY(system, failure_timeout_s, at_least(0),
+             "failure detection: a rank not heard from for this long is lost, s; a dead process "
+             "is seen at once; 0: no peer watch"),
       ZT_KEY(system, compute, any_value(),
              "real, or emulate: timed waits replace the model's arithmetic, the collectives stay "
              "real (docs/compute_emulation.md)"),

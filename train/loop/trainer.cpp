@@ -35,6 +35,7 @@
 #include "train/io/run_outputs.h"
 #include "train/loop/data_fallback.h"
 #include "train/loop/emulated_compute.h"
+#include "train/loop/failure_watch.h"
 #include "train/loop/fault_inject.h"
 #include "train/loop/hellaswag.h"
 #include "train/loop/init_weights.h"
@@ -346,12 +347,15 @@ StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data
   double loss_sum = 0;
   const double exposed_at_start = m.rt.comm->stats().exposed_seconds;
   for (int micro = 0; micro < r.accum; micro++) {
+    watch_position(step, "data");
     train_data.micro_batch(step, micro, in.data(), tgt.data());
+    watch_position(step, "forward_backward");
     m.engine->begin_micro_step(micro, r.accum);
     if (m.emulated) m.emulated->forward_backward(*m.engine);
     else
       loss_sum += m.model->forward_backward(in.data(), tgt.data(),
                                             static_cast<float>(1.0 / global_tokens), *m.engine);
+    watch_position(step, "reduce");
     m.engine->end_micro_step();
   }
   ops.synchronize();
@@ -364,6 +368,7 @@ StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data
                    static_cast<float>(cfg.train.beta2), static_cast<float>(cfg.train.eps),
                    static_cast<float>(cfg.train.weight_decay)};
   StepResult res;
+  watch_position(step, "zero_step");
   res.norm = m.engine->step(os, adam_t);
   ops.synchronize();
   // Compute = wall time less the time blocked in the communicator's wait().
@@ -385,6 +390,7 @@ void finish_step(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out
   const Config& cfg = r.cfg;
   const int64_t step = t.step;
   const bool last = step + 1 == cfg.train.steps;
+  watch_position(step, "eval");
   if (d.val && ((step + 1) % cfg.train.eval_every == 0 || last))
     rec.val_loss = t.last_val =
         evaluate(*m.model, *m.engine, *d.val, cfg.train.eval_batches, r.B, r.T, world);
@@ -402,6 +408,7 @@ void finish_step(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out
   if (score && rank == 0)
     std::printf("step %5lld | %s\n", static_cast<long long>(step + 1),
                 describe_hellaswag(h, cfg.train.hellaswag_file).c_str());
+  watch_position(step, "sample");
   if (m.sampler && ((step + 1) % cfg.train.sample_every == 0 || last)) {
     SampleSettings ss{cfg.train.sample_tokens, cfg.train.temperature, cfg.train.top_k,
                       cfg.train.seed + static_cast<uint64_t>(step), d.tokenizer->vocab_size()};
@@ -409,8 +416,10 @@ void finish_step(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out
         sample_tokens(*m.sampler, *m.engine, sample_prompt(*d.tokenizer, ""), ss);
     if (rank == 0) out.sample(step + 1, sample_text(*d.tokenizer, toks));
   }
-  if (cfg.train.checkpoint_every > 0 && ((step + 1) % cfg.train.checkpoint_every == 0 || last))
+  if (cfg.train.checkpoint_every > 0 && ((step + 1) % cfg.train.checkpoint_every == 0 || last)) {
+    watch_position(step, "checkpoint");
     save_checkpoint(ckpt, step + 1, *m.engine, rank, world);
+  }
 }
 
 // 6. The loop, from t.start_step until the last step or a stop signal.
@@ -421,6 +430,7 @@ void run_steps(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
   const auto run_t0 = Clock::now();
   // Like llm.c, evaluate the untrained model too: the curve starts at step 0.
   if (d.val && t.start_step == 0) {
+    watch_position(0, "eval");
     t.initial_val = evaluate(*m.model, *m.engine, *d.val, cfg.train.eval_batches, r.B, r.T, world);
     if (rank == 0)
       std::printf("step     0/%d | val %.4f (before training)\n", cfg.train.steps, t.initial_val);
@@ -512,8 +522,10 @@ int run_train(const TrainArgs& a) {
   open_run_outputs(a, settings, models, out, totals.start_step, rank);
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGINT, on_stop_signal);
+  const FailureWatch failure_watch(settings.cfg.system, a.run_dir, *models.rt.comm);
 
   run_steps(settings, models, data, out, ckpt, totals, rank, world);
+  watch_position(totals.step, "finish");
   const CommStats comm =
       with_job_mean_inter_node(models.rt.comm->stats().minus(totals.comm_at_start), world);
   out.summary(run_summary(settings, models, totals, comm, ckpt.config_json, world));

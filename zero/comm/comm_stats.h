@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -120,7 +121,10 @@ class CountingCommunicator : public Communicator {
   void annotate(Phase phase, int micro) override {
     root_->phase_ = phase;
     root_->micro_ = micro;
+    if (root_->on_annotate_) root_->on_annotate_(phase, micro);
   }
+  // Also tells `f` of every annotate() (the peer watch follows the engine's phases).
+  void on_annotate(std::function<void(Phase, int)> f) { on_annotate_ = std::move(f); }
   void purpose(Purpose p) override { root_->purpose_ = p; }
   [[noreturn]] void abort(const std::string& why) override {
     inner_->abort(why);
@@ -153,6 +157,7 @@ class CountingCommunicator : public Communicator {
   Purpose purpose_ = Purpose::Scalars;
   NodeMap nodes_;
   bool keep_log_ = false;
+  std::function<void(Phase, int)> on_annotate_;
   std::vector<CallRecord> log_;
 };
 
