@@ -101,6 +101,7 @@ void Stage3Gathers::gather(const std::vector<int>& params, GatherFrom from) {
     c.handles.push_back(over.all_gather(c.send_q, c.recv_q, c.per_rank, DType::I8));
     c.handles.push_back(over.all_gather(c.send_s, c.recv_s, c.q.blocks, DType::F32));
   } else if (from == GatherFrom::Primary && mics_.groups().hierarchical) {
+    c.hierarchical = true;
     Communicator& across = mics_.inter_node();
     c.across = ops_.alloc(c.per_rank * across.world() * es_, MemCategory::CommBuffers);
     across.all_gather(c.send, c.across, c.per_rank, dt_)->wait();
@@ -128,7 +129,7 @@ void Stage3Gathers::wait(int param) {
     const MemCategory cat = layout_.persistent(p) ? MemCategory::Params : MemCategory::CommBuffers;
     char* buf = static_cast<char*>(ops_.alloc(numel * es_, cat));
     for (int r = 0; r < c.ranks && static_cast<size_t>(r) * piece < numel; r++) {
-      const size_t block = c.secondary ? r : mics_.groups().gathered_block(r);
+      const size_t block = c.hierarchical ? mics_.groups().gathered_block(r) : r;
       ops_.copy(buf + r * piece * es_, static_cast<char*>(c.recv) + (block * c.per_rank + at) * es_,
                 std::min(piece, numel - r * piece) * es_);
     }

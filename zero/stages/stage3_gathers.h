@@ -66,12 +66,13 @@ class Stage3Gathers : public GatherBackend {
   struct Call {
     std::vector<int> params;
     bool secondary = false;
-    int ranks = 0;           // of the communicator it runs over
-    size_t per_rank = 0;     // elements each rank sends
-    void* send = nullptr;    // model dtype
-    void* recv = nullptr;    // model dtype, ranks * per_rank
-    void* across = nullptr;  // MiCS hierarchical: the inter-node call's output
-    QuantizedGatherShape q;  // qwZ: codes and scales on the wire
+    bool hierarchical = false;  // MiCS: recv holds the pieces in gathered_block order
+    int ranks = 0;              // of the communicator it runs over
+    size_t per_rank = 0;        // elements each rank sends
+    void* send = nullptr;       // model dtype
+    void* recv = nullptr;       // model dtype, ranks * per_rank
+    void* across = nullptr;     // MiCS hierarchical: the inter-node call's output
+    QuantizedGatherShape q;     // qwZ: codes and scales on the wire
     void *send_q = nullptr, *recv_q = nullptr;
     float *send_s = nullptr, *recv_s = nullptr;
     std::vector<Handle> handles;
