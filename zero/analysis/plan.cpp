@@ -259,6 +259,7 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
         plan.group_buffer_elems.push_back(g.size());
     plan.padded_params = sched.layout->padded_total();
   }
+  plan.state_ranks = shard_ranks(s.z, W);
   plan.placement = model_states_placement(s.z, plan.padded_params, W, model, plan.persistent_bytes);
   plan.dtype_bytes = static_cast<int>(dtype_size(model));
   plan.params_offloaded = s.z.stage == 3 && s.z.offload_param.enabled();
