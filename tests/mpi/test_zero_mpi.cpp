@@ -53,7 +53,8 @@ struct Variant {
   std::string groups = "two";
   bool exact = true;  // false: a narrower wire dtype, so only close to the reference
   Recompute recompute = Recompute::None;
-  int shard = 0;  // MiCS: the ranks the model states are sharded over (0: all W)
+  int shard = 0;           // MiCS: the ranks the model states are sharded over (0: all W)
+  int ranks_per_node = 2;  // the node map the engine and the plan are given
 };
 
 std::string describe(const PlannedCall& c) {
@@ -209,20 +210,23 @@ std::vector<Variant> variants() {
   // MiCS: shard groups of 2 (1 where W is odd), of 1 (every rank whole, W replicas) and of W
   // (plain stage 3 over the world's group), small buckets so that several buckets each take
   // their all-reduce across replicas; at W = 4 the hierarchical gather across the harness's
-  // nodes of 2 ranks (a shard group of 4 spans two of them).
+  // nodes of 2 ranks (a shard group of 4 spans two of them), and at even W shard groups of 2
+  // on nodes of 1 rank (the inside-the-node call runs over one rank, as DeepSpeed issues it).
   const int W = world();
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < 5; k++) {
     Variant m;
     m.z.stage = 3;
-    m.shard = k == 0 ? (W % 2 == 0 ? 2 : 1) : k == 1 ? 1 : W;
+    m.shard = k == 0 || k == 4 ? (W % 2 == 0 ? 2 : 1) : k == 1 ? 1 : W;
     m.z.mics_shard_size = m.shard;
-    m.z.mics_hierarchical_params_gather = k == 3;
-    if (k == 3 && W != 4) continue;
+    m.z.mics_hierarchical_params_gather = k >= 3;
+    if ((k == 3 && W != 4) || (k == 4 && W % 2 != 0)) continue;
+    m.ranks_per_node = k == 4 ? 1 : 2;
     m.z.reduce_bucket_size = k == 1 ? 500000000 : 3000;
     m.z.stage3_prefetch_bucket_size = k == 2 ? 0 : 3000;
     m.z.stage3_param_persistence_threshold = k == 1 ? 0 : 64;
     m.groups = k == 1 ? "one" : "two";
-    m.name = "stage 3 MiCS shard " + std::to_string(m.shard) + (k == 3 ? " hierarchical" : "") +
+    m.name = "stage 3 MiCS shard " + std::to_string(m.shard) +
+             (k >= 3 ? " hierarchical on nodes of " + std::to_string(m.ranks_per_node) : "") +
              " bucket " + std::to_string(m.z.reduce_bucket_size);
     v.push_back(m);
   }
@@ -242,10 +246,12 @@ TEST_CASE("every stage and gradient path matches one rank, the plan and the form
     std::unique_ptr<Communicator> inner =
         W == 1 ? make_single_communicator(*ops) : make_mpi_communicator(*ops);
     CountingCommunicator comm(std::move(inner));
-    // Pretend two ranks per node, so that the node-aware split has both parts.
-    const NodeMap nodes = NodeMap::uniform(W, 2);
+    // Pretend two ranks per node (unless the variant says), so that the node-aware split has
+    // both parts.
+    const NodeMap nodes = NodeMap::uniform(W, std::min(v.ranks_per_node, W));
     comm.set_nodes(nodes);
-    const RunResult got = train(v.z, comm, *ops, tiny_model(), v.groups, v.recompute);
+    const RunResult got =
+        train(v.z, comm, *ops, tiny_model(), v.groups, v.recompute, v.ranks_per_node);
 
     const double tol = v.exact ? 1e-5 : 2e-2;
     bool losses_ok = true;
