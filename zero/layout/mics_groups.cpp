@@ -41,6 +41,7 @@ MicsGroups mics_groups(const ZeroConfig& z, int world, int ranks_per_node) {
                                   ": MiCS takes neither ZeRO++ nor offload (DeepSpeed ignores "
                                   "ZeRO++ there and refuses offload)");
   }
+  g.enabled = z.mics_shard_size > 0;
   g.shard = {S, 1};
   g.replica = {world / S, S};
   g.inter_node = {1, 1};

@@ -18,8 +18,9 @@
 namespace zt {
 
 struct MicsGroups {
-  RankGroup shard;    // {S, 1}: the world {W, 1} when MiCS is off
-  RankGroup replica;  // {W / S, S}: {1, W} when MiCS is off
+  bool enabled = false;  // zero.mics_shard_size set (S = W included: plain stage 3's calls)
+  RankGroup shard;       // {S, 1}: the world {W, 1} when MiCS is off
+  RankGroup replica;     // {W / S, S}: {1, W} when MiCS is off
   bool hierarchical = false;
   RankGroup inter_node;  // {N, L}: hierarchical gathers, first call
   RankGroup intra_node;  // {L, 1}: hierarchical gathers, second call
@@ -31,8 +32,9 @@ struct MicsGroups {
 };
 
 // Throws std::invalid_argument (one line naming the key) when S does not
-// divide W, MiCS is asked for below stage 3, or the hierarchical gather has no
-// two nodes to span. ranks_per_node matters only to the hierarchical gather.
+// divide W, MiCS is asked for below stage 3 or beside ZeRO++ or offload, or the
+// hierarchical gather has no two nodes to span. ranks_per_node matters only to
+// the hierarchical gather.
 MicsGroups mics_groups(const ZeroConfig& z, int world, int ranks_per_node);
 
 // The ranks each sharded state is split over: S with MiCS, else W (stage 3's

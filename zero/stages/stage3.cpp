@@ -76,7 +76,7 @@ class Stage3 : public ZeroEngine {
   // MiCS's part of the start line, "" without it.
   std::string mics_description() const {
     const MicsGroups& g = schedule_.mics;
-    if (setup_.z.mics_shard_size <= 0) return "";
+    if (!g.enabled) return "";
     std::string out = "; MiCS: sharded over groups of " + std::to_string(g.shard.size) +
                       " consecutive ranks, replicated over " + std::to_string(g.replica.size) +
                       " groups";
