@@ -11,6 +11,18 @@ int MicsGroups::gathered_block(int s) const {
   return (s % L) * N + s / L;
 }
 
+// _generate_mics_config: span = S // L nodes, which must be more than one and divide S.
+std::string mics_placement_problem(const ZeroConfig& z, int ranks_per_node) {
+  if (!z.mics_hierarchical_params_gather || z.mics_shard_size <= 0 || z.stage != 3) return "";
+  const int S = z.mics_shard_size;
+  const int span = ranks_per_node > 0 ? S / ranks_per_node : 0;
+  if (span > 1 && S % span == 0) return "";
+  return "the shard group of " + std::to_string(S) + " ranks must span several nodes of " +
+         std::to_string(ranks_per_node) +
+         " ranks (DeepSpeed asserts 'sharding spans on single node, no need for hierarchy "
+         "allgather')";
+}
+
 int shard_ranks(const ZeroConfig& z, int world) {
   return z.stage == 3 && z.mics_shard_size > 0 ? z.mics_shard_size : world;
 }
@@ -47,14 +59,10 @@ MicsGroups mics_groups(const ZeroConfig& z, int world, int ranks_per_node) {
   g.inter_node = {1, 1};
   g.intra_node = {S, 1};
   if (!z.mics_hierarchical_params_gather || z.mics_shard_size <= 0) return g;
-  // _generate_mics_config: span = S // L nodes, which must be more than one and divide S.
-  const int span = ranks_per_node > 0 ? S / ranks_per_node : 0;
-  if (span <= 1 || S % span != 0)
-    throw std::invalid_argument(
-        "zero.mics_hierarchical_params_gather: the shard group of " + std::to_string(S) +
-        " ranks must span several nodes of " + std::to_string(ranks_per_node) +
-        " ranks (DeepSpeed asserts 'sharding spans on single node, no need for hierarchy "
-        "allgather')");
+  const std::string problem = mics_placement_problem(z, ranks_per_node);
+  if (!problem.empty())
+    throw std::invalid_argument("zero.mics_hierarchical_params_gather: " + problem);
+  const int span = S / ranks_per_node;
   g.hierarchical = true;
   g.intra_node = {S / span, 1};
   g.inter_node = {span, S / span};

@@ -10,6 +10,7 @@
 // The one place these groups are decided: the stage-3 schedule, the engine,
 // the memory formula and the checkpoint's replica question all read them here.
 #pragma once
+#include <string>
 #include <vector>
 
 #include "zero/comm/communicator.h"
@@ -36,6 +37,11 @@ struct MicsGroups {
 // hierarchical gather has no two nodes to span. ranks_per_node matters only to
 // the hierarchical gather.
 MicsGroups mics_groups(const ZeroConfig& z, int world, int ranks_per_node);
+
+// Why the hierarchical gather cannot run with nodes of ranks_per_node ranks
+// ("" when it can, or is off): the check mics_groups makes, for callers that
+// know the placement before any engine (a config error there).
+std::string mics_placement_problem(const ZeroConfig& z, int ranks_per_node);
 
 // The ranks each sharded state is split over: S with MiCS, else W (stage 3's
 // layout, the memory formulas). No world-size check: mics_groups makes it.
