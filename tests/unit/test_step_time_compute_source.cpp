@@ -33,12 +33,12 @@ TEST_CASE("report's compute: emulated block, stage-0 reference, own labelled", "
   write_file(dir.file("s2-mb4/summary.json"), summary(30));
   write_file(dir.file("s2-mb8/summary.json"), summary(50));
   write_file(dir.file("s2-emu/summary.json"),
-             summary(99,
-                     ", \"compute_mode\": \"emulated\", \"emulated_compute\": "
-                     "{\"micro_step_ms\": 7, \"optimizer_ms\": 3, \"forward_fraction\": "
-                     "0.3333, \"time_scale\": 1, \"source\": \"stated\"}"));
+             summary(99, ", \"compute_mode\": \"emulated\", \"emulated_compute\": "
+                         "{\"micro_step_ms\": 7, \"optimizer_ms\": 3, \"forward_fraction\": "
+                         "0.3333, \"time_scale\": 1, \"source\": \"stated\"}"));
   RunsDir runs;
-  runs.rows = {row("s0-mb4", 0, 4), row("s2-mb4", 2, 4), row("s2-mb8", 2, 8), row("s2-emu", 2, 4)};
+  runs.rows = {row("s0-mb4", 0, 4), row("s2-mb4", 2, 4), row("s2-mb8", 2, 8),
+               row("s2-emu", 2, 4)};
   // The emulated block's stated durations, not the measured 99 ms.
   ComputeChoice c = choose_compute(runs, runs.rows[3], dir.path, "");
   CHECK_THAT(c.times.micro_step_s, WithinRel(7e-3, 1e-12));

@@ -21,7 +21,7 @@ namespace zt {
 struct StepRecord {
   int64_t step;  // optimizer steps completed
   double loss, lr, grad_norm, ms;
-  double val_loss;        // < 0: not evaluated this step
+  double val_loss;  // < 0: not evaluated this step
   bool emulated = false;  // system.compute: emulate: no loss and no meaningful norm exist
   // HellaSwag counts (train.hellaswag_every); examples < 0: not evaluated this step.
   int64_t hellaswag_examples = -1, hellaswag_correct = 0, hellaswag_correct_norm = 0;

@@ -6,8 +6,8 @@ namespace zt {
 
 int link_count(const NodeMap& nodes, int world) { return 2 * nodes.nodes() + world; }
 
-LinkLoad call_link_load(const PlannedCall& c, int world, const NodeMap& nodes, const LinkFigures& f,
-                        bool open_mpi) {
+LinkLoad call_link_load(const PlannedCall& c, int world, const NodeMap& nodes,
+                        const LinkFigures& f, bool open_mpi) {
   LinkLoad load;
   const int W = c.group.size > 0 ? c.group.size : world;
   if (c.primitive != Primitive::Reduce || W != world || world <= 1 || c.root < 0) return load;

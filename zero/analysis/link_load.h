@@ -42,8 +42,8 @@ int link_count(const NodeMap& nodes, int world);
 
 // A call's load on links of figures f. `open_mpi`: the calls are Open MPI's
 // (libnbc's tree or chain for a reduce); otherwise a reduce is a chain.
-LinkLoad call_link_load(const PlannedCall& c, int world, const NodeMap& nodes, const LinkFigures& f,
-                        bool open_mpi);
+LinkLoad call_link_load(const PlannedCall& c, int world, const NodeMap& nodes,
+                        const LinkFigures& f, bool open_mpi);
 
 // Per-link FIFO: a link serves the calls that load it in issue order, each
 // for its share of the call's time, beside the other links. A set of calls
