@@ -43,6 +43,12 @@ struct ZeroConfig {
   int zero_hpz_partition_size = 1;
   bool zero_quantized_weights = false;
   bool zero_quantized_gradients = false;
+  // MiCS (stage 3): parameters, gradients and optimizer state sharded over
+  // groups of this many consecutive ranks and replicated across the W / S
+  // groups (-1: off, DeepSpeed's default); hierarchical: each parameter
+  // all-gather runs across the nodes of the shard group, then inside the node.
+  int mics_shard_size = -1;
+  bool mics_hierarchical_params_gather = false;
   OffloadConfig offload_optimizer;
   OffloadConfig offload_param{"none", "", false, 5};
   // zerotrain's own:

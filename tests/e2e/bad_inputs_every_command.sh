@@ -119,6 +119,9 @@ expect_error "commbench file of another layout" "measured at W = 2 with 2 ranks 
 # A compute time measured for another model.
 printf '{"world_size": 1, "timing": {"compute_ms_per_micro_step": 5, "optimizer_ms": 1}, "config": {"model": {"n_layer": 2, "n_head": 2, "n_embd": 64, "vocab_size": 256, "seq_len": 128}, "train": {"micro_batch": 4}}}\n' >other_model.json
 expect_error "--compute-from of another model" "measured for 2 layers, 2 heads, width 64" "$Z" plan "$TINY" --world 2 --network "$NET" --compute-from other_model.json
+# MiCS: a shard group that does not divide the world; a hierarchical gather on one node.
+expect_error "train with mics_shard_size 2 at W = 1" "key 'zero.mics_shard_size': expected a shard group size dividing the world size 1" "$Z" train "$TINY" "${FAST[@]}" --set zero.stage=3 --set zero.mics_shard_size=2 --run-dir run
+expect_error "plan with a hierarchical MiCS gather on one node" "key 'zero.mics_hierarchical_params_gather': the shard group of 2 ranks must span several nodes of 4 ranks" "$Z" plan "$TINY" --world 4 --set zero.stage=3 --set zero.mics_shard_size=2 --set zero.mics_hierarchical_params_gather=true
 # Token ids: exact in the message, whatever their length.
 expect_error "decode of a 21-digit id" "('123456789012345678901')" sh -c "echo 123456789012345678901 | '$Z' tokenize --tokenizer byte --decode"
 

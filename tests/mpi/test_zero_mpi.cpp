@@ -53,6 +53,8 @@ struct Variant {
   std::string groups = "two";
   bool exact = true;  // false: a narrower wire dtype, so only close to the reference
   Recompute recompute = Recompute::None;
+  int shard = 0;           // MiCS: the ranks the model states are sharded over (0: all W)
+  int ranks_per_node = 2;  // the node map the engine and the plan are given
 };
 
 std::string describe(const PlannedCall& c) {
@@ -205,6 +207,29 @@ std::vector<Variant> variants() {
              (k == 1 ? " no prefetch, recompute block" : "");
     v.push_back(y);
   }
+  // MiCS: shard groups of 2 (1 where W is odd), of 1 (every rank whole, W replicas) and of W
+  // (plain stage 3 over the world's group), small buckets so that several buckets each take
+  // their all-reduce across replicas; at W = 4 the hierarchical gather across the harness's
+  // nodes of 2 ranks (a shard group of 4 spans two of them), and at even W shard groups of 2
+  // on nodes of 1 rank (the inside-the-node call runs over one rank, as DeepSpeed issues it).
+  const int W = world();
+  for (int k = 0; k < 5; k++) {
+    Variant m;
+    m.z.stage = 3;
+    m.shard = k == 0 || k == 4 ? (W % 2 == 0 ? 2 : 1) : k == 1 ? 1 : W;
+    m.z.mics_shard_size = m.shard;
+    m.z.mics_hierarchical_params_gather = k >= 3;
+    if ((k == 3 && W != 4) || (k == 4 && W % 2 != 0)) continue;
+    m.ranks_per_node = k == 4 ? 1 : 2;
+    m.z.reduce_bucket_size = k == 1 ? 500000000 : 3000;
+    m.z.stage3_prefetch_bucket_size = k == 2 ? 0 : 3000;
+    m.z.stage3_param_persistence_threshold = k == 1 ? 0 : 64;
+    m.groups = k == 1 ? "one" : "two";
+    m.name = "stage 3 MiCS shard " + std::to_string(m.shard) +
+             (k >= 3 ? " hierarchical on nodes of " + std::to_string(m.ranks_per_node) : "") +
+             " bucket " + std::to_string(m.z.reduce_bucket_size);
+    v.push_back(m);
+  }
   return v;
 }
 
@@ -221,10 +246,12 @@ TEST_CASE("every stage and gradient path matches one rank, the plan and the form
     std::unique_ptr<Communicator> inner =
         W == 1 ? make_single_communicator(*ops) : make_mpi_communicator(*ops);
     CountingCommunicator comm(std::move(inner));
-    // Pretend two ranks per node, so that the node-aware split has both parts.
-    const NodeMap nodes = NodeMap::uniform(W, 2);
+    // Pretend two ranks per node (unless the variant says), so that the node-aware split has
+    // both parts.
+    const NodeMap nodes = NodeMap::uniform(W, std::min(v.ranks_per_node, W));
     comm.set_nodes(nodes);
-    const RunResult got = train(v.z, comm, *ops, tiny_model(), v.groups, v.recompute);
+    const RunResult got =
+        train(v.z, comm, *ops, tiny_model(), v.groups, v.recompute, v.ranks_per_node);
 
     const double tol = v.exact ? 1e-5 : 2e-2;
     bool losses_ok = true;
@@ -267,7 +294,8 @@ TEST_CASE("every stage and gradient path matches one rank, the plan and the form
     }
     CHECK(all_ranks(inter_ok));
     CHECK(all_ranks(got.model_states ==
-                    model_states_bytes(v.z.stage, got.padded, W, 4, 4) + plan.persistent_bytes));
+                    model_states_bytes(v.z.stage, got.padded, v.shard > 0 ? v.shard : W, 4, 4) +
+                        plan.persistent_bytes));
     CHECK(
         all_ranks(got.model_states == plan.params_bytes + plan.grads_bytes + plan.optimizer_bytes));
     CHECK(all_ranks(got.hpz_secondary_peak == plan.hpz_secondary_bytes));
@@ -369,6 +397,66 @@ TEST_CASE("overlap_comm on and off give bit-identical results", "[mpi]") {
     INFO("stage " << stage);
     CHECK(all_ranks(r[0].losses == r[1].losses && r[0].master == r[1].master));
   }
+}
+
+}  // namespace zt
+
+namespace zt {
+
+// MiCS with one shard group of the whole world is plain stage 3: the same calls over the same
+// ranks, bit-identical losses and weights.
+TEST_CASE("MiCS with S = W is plain stage 3, call for call and bit for bit", "[mpi]") {
+  const int W = world();
+  ZeroConfig z;
+  z.stage = 3;
+  z.reduce_bucket_size = 3000;
+  z.stage3_param_persistence_threshold = 64;
+  z.stage3_prefetch_bucket_size = 3000;
+  RunResult r[2];
+  for (int mics = 0; mics < 2; mics++) {
+    z.mics_shard_size = mics ? W : -1;
+    auto ops = make_cpu_ops();
+    std::unique_ptr<Communicator> inner =
+        W == 1 ? make_single_communicator(*ops) : make_mpi_communicator(*ops);
+    CountingCommunicator comm(std::move(inner));
+    r[mics] = train(z, comm, *ops);
+  }
+  CHECK(all_ranks(r[0].losses == r[1].losses && r[0].master == r[1].master));
+  bool same_calls = r[0].calls.size() == r[1].calls.size();
+  for (size_t i = 0; same_calls && i < r[0].calls.size(); i++) {
+    const CallRecord &a = r[0].calls[i], &b = r[1].calls[i];
+    same_calls = a.phase == b.phase && a.micro == b.micro && a.primitive == b.primitive &&
+                 a.dtype == b.dtype && a.count == b.count && a.group == b.group;
+  }
+  CHECK(all_ranks(same_calls));
+}
+
+// Each rank of a replica group holds the same optimizer state, and names the same group.
+TEST_CASE("MiCS replicas hold identical optimizer state and name each other", "[mpi]") {
+  const int W = world();
+  if (W % 2 != 0) return;
+  ZeroConfig z;
+  z.stage = 3;
+  z.mics_shard_size = 2;
+  z.reduce_bucket_size = 3000;
+  auto ops = make_cpu_ops();
+  CountingCommunicator comm(make_mpi_communicator(*ops));
+  const ParamTable table(tiny_model());
+  ZeroSetup setup = setup_for(z, table);
+  setup.ranks_per_node = std::min(2, W);
+  std::unique_ptr<ZeroEngine> engine = make_zero_engine(setup, table, *ops, comm);
+  // Ranks r, r + 2, r + 4, ...: the ranks with this rank's index in its shard group of 2.
+  std::vector<int> want;
+  for (int q = comm.rank() % 2; q < W; q += 2) want.push_back(q);
+  CHECK(all_ranks(engine->state_replicas() == want));
+  const RunResult got = train(z, comm, *ops);
+  // The state (master | m | v) of rank r equals that of rank r % 2, its replica group's first.
+  MPI_Comm replicas;
+  MPI_Comm_split(MPI_COMM_WORLD, comm.rank() % 2, comm.rank(), &replicas);
+  std::vector<float> first = got.state;
+  MPI_Bcast(first.data(), static_cast<int>(first.size()), MPI_FLOAT, 0, replicas);
+  MPI_Comm_free(&replicas);
+  CHECK(all_ranks(!got.state.empty() && got.state == first));
 }
 
 }  // namespace zt

@@ -73,12 +73,12 @@ inline ZeroSetup setup_for(const ZeroConfig& z, const ParamTable& table,
 // micro-step m of rank r takes sequences (m * W + r) * B.. of the step.
 inline RunResult train(const ZeroConfig& z, Communicator& comm, Ops& ops,
                        const GPTConfig& shape = tiny_model(), const std::string& groups = "two",
-                       Recompute recompute = Recompute::None) {
+                       Recompute recompute = Recompute::None, int ranks_per_node = 2) {
   const ParamTable table(shape);
   const int W = comm.world(), r = comm.rank();
   const int A = kSeqPerStep / (kB * W);
   ZeroSetup setup = setup_for(z, table, groups, recompute);
-  setup.ranks_per_node = std::min(2, W);  // the node map the tests pretend
+  setup.ranks_per_node = std::min(ranks_per_node, W);  // the node map the tests pretend
   std::unique_ptr<ZeroEngine> engine = make_zero_engine(setup, table, ops, comm);
   std::vector<float> w(table.total());
   init_gpt2_weights(table, 7, w.data());

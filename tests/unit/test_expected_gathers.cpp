@@ -22,7 +22,7 @@ namespace {
 // Records the gatherer's calls: each coalesced all-gather as its parameter list.
 class Recorder : public GatherBackend {
  public:
-  void gather(const std::vector<int>& params, bool) override { calls.push_back(params); }
+  void gather(const std::vector<int>& params, GatherFrom) override { calls.push_back(params); }
   void read_ahead(const std::vector<int>& params) override { reads.push_back(params); }
   void wait(int) override {}
   void drop(int, bool) override {}

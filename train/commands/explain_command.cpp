@@ -24,6 +24,7 @@
 #include "train/deepspeed/deepspeed_import.h"
 #include "zero/analysis/paper_volume.h"
 #include "zero/analysis/plan.h"
+#include "zero/layout/mics_groups.h"
 
 namespace zt {
 namespace {
@@ -291,8 +292,25 @@ void print_partitioning(const Explained& e) {
                       : "padded to a multiple of 2W, all the padding in the last rank's partition");
     std::printf("\n");
   }
-  if (z.stage == 3)
-    std::printf("  each tensor is split on its own into W pieces of ceil(numel / W) elements\n");
+  if (z.stage != 3) return;
+  // MiCS's groups (mics_groups.h): the world itself when zero.mics_shard_size is off.
+  const MicsGroups g = mics_groups(z, e.world, e.per_node);
+  std::printf("  each tensor is split on its own into %d pieces of ceil(numel / %d) elements",
+              g.shard.size, g.shard.size);
+  if (g.replicated())
+    std::printf(
+        ", over MiCS's shard groups of %d consecutive ranks, replicated across %d groups "
+        "(ranks %d apart); after each bucket's reduce-scatter in the last micro-step, one "
+        "all-reduce of the rank's pieces across its replicas (mics.py "
+        "allreduce_mics_shard_grads)",
+        g.shard.size, g.replica.size, g.replica.stride);
+  std::printf("\n");
+  if (g.hierarchical)
+    std::printf(
+        "  parameters gathered across %d nodes (groups of %d ranks %d apart), then inside "
+        "the node (%d ranks) (mics.py _hierarchical_all_gather_params); the persistent "
+        "tensors' refresh stays one call\n",
+        g.inter_node.size, g.inter_node.size, g.inter_node.stride, g.intra_node.size);
 }
 
 // The gradient path, the switches that chose it and its buckets.

@@ -38,7 +38,8 @@ bool uses_zeropp(const ZeroConfig& z) {
 
 // Every listed gradient path of every stage (grad_path_registry.h), then
 // stage 3 with ZeRO++'s features one by one and together, where they change
-// anything (several nodes) or where the config asks for them.
+// anything (several nodes) or where the config asks for them, and stage 3 with
+// the config's MiCS groups where it sets them.
 std::vector<Variant> variants(const ZeroConfig& base, int nodes, int ranks_per_node) {
   std::vector<Variant> v;
   for (int stage = 0; stage <= 3; stage++)
@@ -47,6 +48,8 @@ std::vector<Variant> variants(const ZeroConfig& base, int nodes, int ranks_per_n
       z.stage = stage;
       resolve_overlap_default(z);
       z = with_grad_path(z, *row);
+      z.mics_shard_size = -1;
+      z.mics_hierarchical_params_gather = false;
       if (stage == 3) {
         z.zero_hpz_partition_size = 1;
         z.zero_quantized_weights = z.zero_quantized_gradients = false;
@@ -74,6 +77,16 @@ std::vector<Variant> variants(const ZeroConfig& base, int nodes, int ranks_per_n
       v.push_back(x);
     }
   }
+  if (base.stage == 3 && base.mics_shard_size > 0) {
+    Variant x = *std::find_if(
+        v.begin(), v.end(), [](const Variant& y) { return y.z.stage == 3 && y.deepspeed_default; });
+    x.label = "stage 3 MiCS " + std::to_string(base.mics_shard_size) +
+              (base.mics_hierarchical_params_gather ? " hierarchical" : "");
+    x.z.mics_shard_size = base.mics_shard_size;
+    x.z.mics_hierarchical_params_gather = base.mics_hierarchical_params_gather;
+    x.deepspeed_default = false;
+    v.push_back(x);
+  }
   return v;
 }
 
@@ -85,16 +98,26 @@ bool same_variant(const StepPlan& a, const ZeroConfig& za, const StepPlan& b,
   };
   auto qw = [](const ZeroConfig& z) { return z.stage == 3 && z.zero_quantized_weights; };
   auto qg = [](const ZeroConfig& z) { return z.stage == 3 && z.zero_quantized_gradients; };
+  auto mics = [](const ZeroConfig& z) {
+    return z.stage == 3 ? std::max(0, z.mics_shard_size) * 2 + z.mics_hierarchical_params_gather
+                        : 0;
+  };
   return a.stage == b.stage && a.path->key == b.path->key && hpz(za) == hpz(zb) &&
-         qw(za) == qw(zb) && qg(za) == qg(zb);
+         qw(za) == qw(zb) && qg(za) == qg(zb) && mics(za) == mics(zb);
 }
 
+// group: the ranks a call runs over, "SIZE/STRIDE" (comm_stats.h's RankGroup), or "world".
 void print_calls(const char* title, const std::vector<PlannedCall>& calls) {
-  std::printf("\n%s:\n  %-6s %-5s %-14s %-5s %12s %5s  %s\n", title, "phase", "micro", "primitive",
-              "dtype", "count", "root", "what");
-  for (const PlannedCall& c : calls)
-    std::printf("  %-6s %-5d %-14s %-5s %12zu %5d  %s\n", phase_name(c.phase), c.micro,
-                primitive_name(c.primitive), dtype_name(c.dtype), c.count, c.root, c.what.c_str());
+  std::printf("\n%s:\n  %-6s %-5s %-14s %-5s %12s %5s %-7s  %s\n", title, "phase", "micro",
+              "primitive", "dtype", "count", "root", "group", "what");
+  for (const PlannedCall& c : calls) {
+    const std::string group =
+        c.group.size > 0 ? std::to_string(c.group.size) + "/" + std::to_string(c.group.stride)
+                         : "world";
+    std::printf("  %-6s %-5d %-14s %-5s %12zu %5d %-7s  %s\n", phase_name(c.phase), c.micro,
+                primitive_name(c.primitive), dtype_name(c.dtype), c.count, c.root, group.c_str(),
+                c.what.c_str());
+  }
 }
 
 struct PredictedRow {

@@ -333,6 +333,32 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
       fail(blame({zpp, "zero.stage"}) + "expected zero.stage 3 with " + zpp +
            " (ZeRO++ is a stage-3 feature), got stage " + std::to_string(c.zero.stage));
   }
+  if (c.zero.mics_shard_size == 0)
+    fail(origin("zero.mics_shard_size").prefix +
+         "expected -1 (off) or a shard group size >= 1, got 0");
+  if (c.zero.mics_shard_size > 0 && c.zero.stage != 3)
+    fail(blame({"zero.mics_shard_size", "zero.stage"}) +
+         "expected zero.stage 3 with zero.mics_shard_size (DeepSpeed's MiCS is a stage-3 "
+         "optimizer), got stage " +
+         std::to_string(c.zero.stage));
+  if (c.zero.mics_hierarchical_params_gather && c.zero.mics_shard_size <= 0)
+    fail(blame({"zero.mics_hierarchical_params_gather", "zero.mics_shard_size"}) +
+         "expected zero.mics_shard_size >= 1 with zero.mics_hierarchical_params_gather, got " +
+         std::to_string(c.zero.mics_shard_size));
+  for (const char* other : {"zero.zero_hpz_partition_size", "zero.zero_quantized_weights",
+                            "zero.zero_quantized_gradients", "zero.offload_optimizer.device",
+                            "zero.offload_param.device"}) {
+    const std::string key = other;
+    const bool on = key == "zero.zero_hpz_partition_size"    ? c.zero.zero_hpz_partition_size > 1
+                    : key == "zero.zero_quantized_weights"   ? c.zero.zero_quantized_weights
+                    : key == "zero.zero_quantized_gradients" ? c.zero.zero_quantized_gradients
+                    : key == "zero.offload_optimizer.device" ? c.zero.offload_optimizer.enabled()
+                                                             : c.zero.offload_param.enabled();
+    if (on && c.zero.mics_shard_size > 0)
+      fail(blame({"zero.mics_shard_size", other}) + "expected " + key +
+           " off with zero.mics_shard_size " + std::to_string(c.zero.mics_shard_size) +
+           " (DeepSpeed's MiCS ignores ZeRO++ and refuses offload)");
+  }
   if (t.hellaswag_every > 0 && t.hellaswag_file.empty())
     fail(blame({"train.hellaswag_every", "train.hellaswag_file"}) +
          "expected train.hellaswag_file (a hellaswag_val.jsonl) with train.hellaswag_every " +
@@ -417,6 +443,10 @@ void validate_for_world(const Config& c, int world_size) {
     fail(c.source + ": key 'zero.zero_hpz_partition_size': expected a size dividing the world " +
          "size " + std::to_string(world_size) + " (DeepSpeed requires it), got " +
          std::to_string(c.zero.zero_hpz_partition_size));
+  if (c.zero.stage == 3 && c.zero.mics_shard_size > 0 && world_size % c.zero.mics_shard_size != 0)
+    fail(c.source + ": key 'zero.mics_shard_size': expected a shard group size dividing the " +
+         "world size " + std::to_string(world_size) + " (DeepSpeed asserts it), got " +
+         std::to_string(c.zero.mics_shard_size));
 }
 
 int grad_accum_steps(const Config& c, int world_size) {

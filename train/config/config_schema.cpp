@@ -139,6 +139,12 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(zero, zero_quantized_weights, any_value(), "stage 3, qwZ: int8 parameter all-gathers"),
       ZT_KEY(zero, zero_quantized_gradients, any_value(),
              "stage 3, qgZ: hierarchical int4 all-to-all gradient reduction"),
+      ZT_KEY(zero, mics_shard_size, at_least(-1),
+             "stage 3, MiCS: shard over groups of this many consecutive ranks and replicate "
+             "across the groups (-1: off; must divide the world size)"),
+      ZT_KEY(zero, mics_hierarchical_params_gather, any_value(),
+             "stage 3, MiCS: gather parameters across the shard group's nodes, then inside the "
+             "node"),
       ZT_KEY(zero, offload_optimizer.device, any_value(),
              "where the optimizer state lives: none, cpu or nvme"),
       ZT_KEY(zero, offload_optimizer.nvme_path, any_value(),

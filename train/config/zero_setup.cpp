@@ -1,6 +1,7 @@
 #include "train/config/zero_setup.h"
 
 #include "model/gpt.h"
+#include "zero/layout/mics_groups.h"
 #include "zero/optim/offload_store.h"
 
 namespace zt {
@@ -12,6 +13,9 @@ ZeroSetup zero_setup(const Config& cfg, const ParamTable& table, int ranks_per_n
   s.groups = make_param_groups(table, cfg.train.param_groups);
   s.events = GPT::training_events(table, recompute_level(cfg));
   s.grad_clip = cfg.train.grad_clip;
+  const std::string placement = mics_placement_problem(s.z, ranks_per_node);
+  if (!placement.empty())
+    throw ConfigError(cfg.source + ": key 'zero.mics_hierarchical_params_gather': " + placement);
   return s;
 }
 

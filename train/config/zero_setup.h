@@ -8,7 +8,8 @@
 
 namespace zt {
 
-// ranks_per_node: where the ranks sit (qgZ reduces inside a node, then across).
+// ranks_per_node: where the ranks sit (qgZ reduces inside a node, then across;
+// MiCS's hierarchical gather needs its shard group to span nodes: ConfigError).
 ZeroSetup zero_setup(const Config& cfg, const ParamTable& table, int ranks_per_node);
 // Before an engine is made (train, eval): each nvme offload's nvme_path must be
 // a writable directory; otherwise ConfigError naming the key.

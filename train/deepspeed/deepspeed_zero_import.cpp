@@ -2,6 +2,7 @@
 // other key DeepSpeed knows warned about with the reason, unknown keys refused as DeepSpeed
 // refuses them, and the HF Trainer's "auto" fill-ins.
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +39,8 @@ const std::map<std::string, std::pair<std::string, ZeroType>>& honoured_zero_key
       {"zero_hpz_partition_size", {"zero_hpz_partition_size", ZeroType::count}},
       {"zero_quantized_weights", {"zero_quantized_weights", ZeroType::flag}},
       {"zero_quantized_gradients", {"zero_quantized_gradients", ZeroType::flag}},
+      {"mics_shard_size", {"mics_shard_size", ZeroType::count}},
+      {"mics_hierarchical_params_gather", {"mics_hierarchical_params_gather", ZeroType::flag}},
   };
   return keys;
 }
@@ -69,8 +72,6 @@ const std::map<std::string, std::string>& known_zero_keys() {
       {"legacy_stage1", ""},
       {"zero_quantized_nontrainable_weights", ""},
       {"zeropp_loco_param", ""},
-      {"mics_shard_size", ""},
-      {"mics_hierarchical_params_gather", ""},
       {"memory_efficient_linear", ""},
       {"pipeline_loading_checkpoint", ""},
       {"override_module_apply", ""},
@@ -110,6 +111,7 @@ void set_zero(DsContext& ctx, const std::string& target, ZeroType type, const Js
     else if (target == "round_robin_gradients") z.round_robin_gradients = b;
     else if (target == "zero_quantized_weights") z.zero_quantized_weights = b;
     else if (target == "zero_quantized_gradients") z.zero_quantized_gradients = b;
+    else if (target == "mics_hierarchical_params_gather") z.mics_hierarchical_params_gather = b;
     else z.overlap_comm = b, z.overlap_comm_set = true;
     return;
   }
@@ -117,6 +119,13 @@ void set_zero(DsContext& ctx, const std::string& target, ZeroType type, const Js
     int64_t stage = ctx.read_int(v, line, key, 0);
     if (stage > 3) ctx.fail(line, key, "expected an integer in [0, 3], got " + v.text);
     z.stage = int(stage);
+    return;
+  }
+  if (target == "mics_shard_size") {
+    // DeepSpeed builds MiCS when the size is > 0 and plain stage 3 otherwise (-1 by default).
+    const int64_t n = ctx.read_int(v, line, key, INT32_MIN);
+    if (n > 1 << 20) ctx.fail(line, key, "expected an integer <= 1048576, got " + v.text);
+    z.mics_shard_size = n > 0 ? int(n) : -1;
     return;
   }
   // Counts: DeepSpeed takes 0 (ge=0); zerotrain's buckets need at least one element.

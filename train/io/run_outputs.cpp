@@ -12,6 +12,7 @@
 #include "train/io/host_identity.h"
 #include "train/io/json_writer.h"
 #include "zero/analysis/memory_formula.h"
+#include "zero/layout/mics_groups.h"
 #include "zero/optim/offload_store.h"
 
 namespace zt {
@@ -218,7 +219,8 @@ JsonObject memory_json(const RunSummary& s) {
       .add("comm_buffers", L.peak(MemCategory::CommBuffers))
       .add("model_states", states)
       .add("model_states_formula", where.device.total())
-      .add("model_states_paper", model_states_bytes(s.stage, s.padded_params, s.world, 2, 2))
+      .add("model_states_paper",
+           model_states_bytes(s.stage, s.padded_params, shard_ranks(z, s.world), 2, 2))
       .add("stage3_persistent_params", s.persistent_bytes)
       .add("stage3_live_params_peak", s.live_params_peak_bytes)
       .add("peak_total", L.peak_total())

@@ -1,5 +1,6 @@
 #include "zero/analysis/memory_formula.h"
 
+#include "zero/layout/mics_groups.h"
 #include "zero/optim/offload_optimizer.h"
 
 namespace zt {
@@ -17,7 +18,7 @@ uint64_t model_states_bytes(int stage, uint64_t n, int W, int p, int g) {
 ModelStatesPlacement model_states_placement(const ZeroConfig& z, uint64_t n, int W, DType model,
                                             uint64_t persistent) {
   const uint64_t es = dtype_size(model);
-  const uint64_t shard = z.stage == 0 ? n : n / W;
+  const uint64_t shard = z.stage == 0 ? n : n / shard_ranks(z, W);
   ModelStatesPlacement p;
   const OptimizerOffloadPlan opt = plan_optimizer_offload(z, shard, model);
   p.device.optimizer = opt.device_bytes;

@@ -21,7 +21,8 @@ struct StateBytes {
 struct ModelStatesPlacement {
   StateBytes device, host, nvme;
 };
-// Per rank, for z.stage on n padded elements over W ranks in the model dtype;
+// Per rank, for z.stage on n padded elements over W ranks in the model dtype
+// (over MiCS's shard group of S ranks where zero.mics_shard_size sets one);
 // persistent: stage 3's whole-tensor bytes (always on the device). The host
 // part counts the offloaded optimizer's staging and chunk buffers too
 // (plan_optimizer_offload), so it is what a run allocates.

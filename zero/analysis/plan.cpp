@@ -14,16 +14,17 @@
 namespace zt {
 namespace {
 
-// A qgZ call stands for its four all-to-alls (on L ranks per node).
+// A qgZ call stands for its four all-to-alls (on L ranks per node); the
+// others run over `group` (size 0: the world).
 void add_bucket_calls(const BucketSchedule& g, const std::vector<int>& buckets, Phase phase,
                       int micro, DType wire, double at, std::vector<PlannedCall>& out, int W = 1,
-                      int ranks_per_node = 1) {
+                      int ranks_per_node = 1, RankGroup group = {0, 1}) {
   for (int b : buckets)
     for (const BucketCall& c : g.buckets[b].calls) {
       const std::string what = "gradients, bucket " + std::to_string(b);
       if (c.primitive != Primitive::AllToAll) {
-        out.push_back(
-            {phase, micro, Purpose::Gradients, c.primitive, wire, c.count, c.root, what, at});
+        out.push_back({phase, micro, Purpose::Gradients, c.primitive, wire, c.count, c.root, what,
+                       at, group});
         continue;
       }
       const QgzShape q{c.count * W, ranks_per_node, W / ranks_per_node, c.quant_groups};
@@ -66,9 +67,11 @@ std::vector<PlannedCall> stage012_step(const Stage012Schedule& s, const ParamTab
 // tracks what is gathered for the live peak.
 class RecordingBackend : public GatherBackend {
  public:
-  RecordingBackend(const ParamTable& t, const Stage3Layout& l, DType dtype, bool quantized)
-      : table_(t), layout_(l), dtype_(dtype), quantized_(quantized), live_(t, l) {}
-  void gather(const std::vector<int>& params, bool from_secondary) override {
+  RecordingBackend(const ParamTable& t, const Stage3Layout& l, const MicsGroups& mics, DType dtype,
+                   bool quantized)
+      : table_(t), layout_(l), mics_(mics), dtype_(dtype), quantized_(quantized), live_(t, l) {}
+  void gather(const std::vector<int>& params, GatherFrom from) override {
+    const bool from_secondary = from == GatherFrom::Secondary;
     size_t per_rank = 0;
     for (int p : params) {
       per_rank += from_secondary ? layout_.secondary_piece(p) : layout_.piece(p);
@@ -80,7 +83,7 @@ class RecordingBackend : public GatherBackend {
       what += " " + table_.params()[params[k]].name;
     if (params.size() > 3) what += " (+" + std::to_string(params.size() - 3) + " more)";
     if (from_secondary) what += ", hpZ secondary";
-    const RankGroup group = from_secondary ? layout_.hpz_group() : RankGroup{0, 1};
+    const RankGroup group = from_secondary ? layout_.hpz_group() : mics_.shard;
     std::vector<size_t>& at = index_of_[next_ - 1];
     // A group of one issues no call (the engine's backend copies; DeepSpeed's
     // _no_gather_coalesced).
@@ -94,6 +97,15 @@ class RecordingBackend : public GatherBackend {
       out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, DType::F32, q.blocks,
                       -1, what + ", scales (blocks of " + std::to_string(q.block) + ")", position,
                       group, true});
+    } else if (from == GatherFrom::Primary && mics_.hierarchical) {
+      const RankGroup across = mics_.inter_node;
+      at.push_back(out->size());
+      out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, dtype_, per_rank, -1,
+                      what + ", MiCS across nodes", position, across});
+      at.push_back(out->size());
+      out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, dtype_,
+                      per_rank * across.size, -1, what + ", MiCS inside the node", position,
+                      mics_.intra_node});
     } else {
       at.push_back(out->size());
       out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, dtype_, per_rank, -1,
@@ -126,6 +138,7 @@ class RecordingBackend : public GatherBackend {
  private:
   const ParamTable& table_;
   const Stage3Layout& layout_;
+  const MicsGroups& mics_;
   DType dtype_;
   bool quantized_;
   std::map<int, int> call_of_;
@@ -142,13 +155,26 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
   const Stage3Layout& layout = sched.layout;
   const BucketSchedule& grads = sched.grads;
   const DType wire = sched.wire;
-  RecordingBackend rec(table, layout, model, s.z.zero_quantized_weights);
+  const RankGroup shard = sched.mics.shard;
+  RecordingBackend rec(table, layout, sched.mics, model, s.z.zero_quantized_weights);
   ParamStates st = released_param_states(table.params().size());
   ParamGatherer train(table, layout, s.z, st, rec);
   for (std::vector<PlannedCall>* out : {&plan.first_step, &plan.steady_step}) {
     rec.out = out;
     for (int m = 0; m < A; m++) {
       rec.micro = m;
+      // Each bucket's calls; in the last micro-step, MiCS's replica all-reduce after each.
+      auto reduce = [&](const std::vector<int>& buckets, double at) {
+        for (int b : buckets) {
+          add_bucket_calls(grads, {b}, Phase::Backward, m, wire, at, *out, W, s.ranks_per_node,
+                           shard);
+          if (m + 1 < A || sched.replica_reduces.empty()) continue;
+          out->push_back({Phase::Backward, m, Purpose::Gradients, Primitive::AllReduce, model,
+                          sched.replica_reduces[b].count, -1,
+                          "gradients, bucket " + std::to_string(b) + ", MiCS across replicas", at,
+                          sched.mics.replica});
+        }
+      };
       size_t arrived = 0;
       double done = 0;  // parameter elements of the modules that ran in this pass
       for (const ModuleEvent& e : s.events) {
@@ -167,19 +193,17 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
           train.release(e.index, e.backward);
           if (root && e.backward) train.end_pass();
         } else {
-          add_bucket_calls(grads, grads.reduce_at[arrived++], Phase::Backward, m, wire,
-                           rec.position, *out, W, s.ranks_per_node);
+          reduce(grads.reduce_at[arrived++], rec.position);
         }
       }
-      add_bucket_calls(grads, grads.reduce_at[arrived], Phase::Backward, m, wire, 1.0, *out, W,
-                       s.ranks_per_node);
+      reduce(grads.reduce_at[arrived], 1.0);
     }
     rec.phase = Phase::Step;
     rec.position = 0;
     run_stage3_step(train, [&] {
       for (const StepCall& c : layout.norm_calls())
-        out->push_back(
-            {Phase::Step, A - 1, Purpose::Scalars, c.primitive, c.dtype, c.count, -1, c.what});
+        out->push_back({Phase::Step, A - 1, Purpose::Scalars, c.primitive, c.dtype, c.count, -1,
+                        c.what, 0, shard});
     });
   }
   const uint64_t es = dtype_size(model);
@@ -190,7 +214,7 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
   plan.when = sched.when;
   plan.bucket_rule = sched.bucket_rule;
   plan.persistent_tensors = layout.persistent_params().size();
-  plan.padded_params = layout.shard_size() * W;
+  plan.padded_params = layout.shard_size() * layout.world();
   plan.hpz_secondary_bytes = es * layout.secondary_elems();
   plan.persistent_bytes = es * layout.persistent_elems();
   plan.live_params_peak_bytes = es * rec.live_peak();
@@ -235,6 +259,7 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
         plan.group_buffer_elems.push_back(g.size());
     plan.padded_params = sched.layout->padded_total();
   }
+  plan.state_ranks = shard_ranks(s.z, W);
   plan.placement = model_states_placement(s.z, plan.padded_params, W, model, plan.persistent_bytes);
   plan.dtype_bytes = static_cast<int>(dtype_size(model));
   plan.params_offloaded = s.z.stage == 3 && s.z.offload_param.enabled();
@@ -242,7 +267,7 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
   plan.grads_bytes = plan.placement.device.grads;
   plan.optimizer_bytes = plan.placement.device.optimizer;
   plan.optimizer_offload = plan_optimizer_offload(
-      s.z, s.z.stage == 0 ? plan.padded_params : plan.padded_params / W, model);
+      s.z, s.z.stage == 0 ? plan.padded_params : plan.padded_params / shard_ranks(s.z, W), model);
   plan.per_step = totals(plan.steady_step, W, nodes);
   plan.first = totals(plan.first_step_calls(), W, nodes);
   for (int u = 0; u < static_cast<int>(Purpose::kCount); u++) {

@@ -64,6 +64,9 @@ struct StepPlan {
   PrimitiveTotals per_step{}, first{};
   std::array<PrimitiveTotals, static_cast<int>(Purpose::kCount)> per_step_by_purpose{};
   uint64_t padded_params = 0;
+  // The ranks the optimizer state is sharded over at stages 1-3: W, or MiCS's
+  // shard group (0: W, for plans built by hand).
+  int state_ranks = 0;
   uint64_t params_bytes = 0, grads_bytes = 0, optimizer_bytes = 0;  // per rank, device memory
   // Per rank by where it lives (device as above, host memory, NVMe files), and
   // how an offloaded optimizer streams its state (zero/optim/offload_optimizer.h).

@@ -191,7 +191,8 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
     }
   }
   const double compute_passes = micro_steps * compute.micro_step_s;
-  double optimizer = compute.optimizer_s * (plan.stage == 0 ? 1.0 : 1.0 / world);
+  const int sharded_over = plan.state_ranks > 0 ? plan.state_ranks : world;
+  double optimizer = compute.optimizer_s * (plan.stage == 0 ? 1.0 : 1.0 / sharded_over);
   const OptimizerOffloadPlan& off = plan.optimizer_offload;
   if (off.device != "none" && net.host.known()) {
     const double shard = static_cast<double>(off.shard), es = plan.dtype_bytes;

@@ -51,7 +51,7 @@ void ParamGatherer::gather(const std::vector<int>& params) {
       st_.call[p] = call;
     }
     st_.calls[call] = *part;
-    backend_.gather(*part, part == &with_secondary);
+    backend_.gather(*part, part == &with_secondary ? GatherFrom::Secondary : GatherFrom::Primary);
   }
 }
 
@@ -256,7 +256,7 @@ void ParamGatherer::release_all() {
 
 void ParamGatherer::gather_persistent() {
   for (int p : layout_.persistent_params()) {
-    backend_.gather({p}, false);
+    backend_.gather({p}, GatherFrom::Persistent);
     backend_.wait(p);
     st_.status[p] = ParamStatus::Available;
   }

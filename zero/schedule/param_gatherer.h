@@ -47,6 +47,7 @@
 
 #include "model/param_table.h"
 #include "zero/layout/stage3_layout.h"
+#include "zero/schedule/gather_from.h"
 #include "zero/zero_config.h"
 
 namespace zt {
@@ -54,10 +55,8 @@ namespace zt {
 class GatherBackend {
  public:
   virtual ~GatherBackend() = default;
-  // Starts one coalesced all-gather of these parameters' pieces: from the
-  // primary partition over the world, or (hpZ) from their secondary pieces
-  // over the rank's hpZ group.
-  virtual void gather(const std::vector<int>& params, bool from_secondary) = 0;
+  // Starts one coalesced all-gather of these parameters' pieces (gather_from.h).
+  virtual void gather(const std::vector<int>& params, GatherFrom from) = 0;
   // Completes the call that gathers `param` (and every parameter in it).
   virtual void wait(int param) = 0;
   // The gathered copy of `param` is no longer needed; with keep_secondary

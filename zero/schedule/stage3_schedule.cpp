@@ -1,17 +1,30 @@
 #include "zero/schedule/stage3_schedule.h"
 
+#include <algorithm>
+
 #include "zero/schedule/bucketing.h"
 
 namespace zt {
 
 Stage3Schedule::Stage3Schedule(const ZeroSetup& s, const ParamTable& table, int world, DType model)
-    : path_row(&select_grad_path(s.z)), layout(table, s.groups, world, s.z),
+    : path_row(&select_grad_path(s.z)), mics(mics_groups(s.z, world, s.ranks_per_node)),
+      layout(table, s.groups, mics.shard.size, s.z),
       grads(layout.grad_buckets(table, grad_ready_order(s.events), s.z, s.ranks_per_node)),
       wire(gradient_wire_dtype(s.z, model)), overlap(s.z.overlap_comm),
       when("per backward (every micro-step)"),
       bucket_rule("backward (arrival) order; reduce_bucket_size " +
                   std::to_string(s.z.reduce_bucket_size) + ": " + kOverflowRule) {
   grads.buffers = zero_bucket_buffers(s.z.overlap_comm);
+  if (!mics.replicated()) return;
+  // The buffers partition_grads returns, in the bucket's parameter order (the
+  // reduce-scatter path sorts the bucket by ds_id). DeepSpeed leaves out a
+  // piece that is padding only; zerotrain keeps it, so every rank moves alike.
+  for (size_t b = 0; b < grads.buckets.size(); b++) {
+    ReplicaReduce r{static_cast<int>(b), grads.buckets[b].params, 0};
+    std::sort(r.params.begin(), r.params.end());
+    for (int p : r.params) r.count += layout.piece(p);
+    replica_reduces.push_back(std::move(r));
+  }
 }
 
 ParamStates released_param_states(size_t n) {

@@ -3,11 +3,14 @@
 // selects, the buckets it fills over the backward's arrival order and their
 // buffer count, the wire dtype, and the step's sequence. The engine
 // (stage3.cpp) executes it; plan (plan.cpp) runs the same gatherer over the
-// model's events with a recording backend; explain prints it.
+// model's events with a recording backend; explain prints it. With MiCS
+// (mics_groups.h) all of it runs over the shard group, and at the last
+// micro-step each bucket's pieces are summed across the replica group.
 #pragma once
 #include <functional>
 #include <string>
 
+#include "zero/layout/mics_groups.h"
 #include "zero/layout/stage3_layout.h"
 #include "zero/schedule/grad_path_registry.h"
 #include "zero/schedule/param_gatherer.h"
@@ -15,12 +18,26 @@
 
 namespace zt {
 
+// MiCS_Optimizer.allreduce_mics_shard_grads: at the accumulation boundary,
+// after bucket `bucket` is reduced in its shard group, one all-reduce of the
+// rank's accumulated gradient pieces of its tensors (in parameter order, packed;
+// model dtype) over the replica group.
+struct ReplicaReduce {
+  int bucket;
+  std::vector<int> params;
+  size_t count;  // elements: the pieces of `params`
+};
+
 struct Stage3Schedule {
   Stage3Schedule(const ZeroSetup& s, const ParamTable& table, int world, DType model);
   const GradPathRow* path_row;
-  Stage3Layout layout;
+  MicsGroups mics;
+  Stage3Layout layout;   // over mics.shard's ranks
   BucketSchedule grads;  // every backward, with its buffer count
   DType wire;
+  // One per bucket, in bucket order, when replicated: issued right after the
+  // bucket's reduction in the last micro-step's backward.
+  std::vector<ReplicaReduce> replica_reduces;
   bool overlap;                   // overlap_comm: buckets reduced beside the backward
   std::string when, bucket_rule;  // for explain
 };

@@ -115,7 +115,12 @@ void BucketReducer::reduce(int b) {
     }
   }
   in_flight_.push_back(std::move(f));
-  if (schedule_.buffers <= 1) finish_oldest();
+  if (after_) {
+    while (!in_flight_.empty()) finish_oldest();
+    after_(b);
+  } else if (schedule_.buffers <= 1) {
+    finish_oldest();
+  }
 }
 
 void BucketReducer::finish_oldest() {

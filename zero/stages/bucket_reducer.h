@@ -37,6 +37,11 @@ class BucketReducer {
   void arrive(int param, const void* grad);
   // After the last tensor: reduces what is left and waits for everything.
   void finish();
+  // From now on, each bucket is waited for (with every one before it) as
+  // soon as it is issued, its slices sunk, and then `hook(bucket)` is called:
+  // MiCS's all-reduce across replicas, which DeepSpeed issues right after the
+  // bucket's reduce-scatter at the accumulation boundary. Null: back to normal.
+  void after_each_bucket(std::function<void(int)> hook) { after_ = std::move(hook); }
 
  private:
   struct Slot {
@@ -58,6 +63,7 @@ class BucketReducer {
   DType model_, wire_;
   size_t es_, capacity_;
   Sink sink_;
+  std::function<void(int)> after_;
   QuantizedReducer* quantized_;
   std::vector<std::vector<std::pair<int, int>>> slices_of_;  // per tensor: (bucket, slice)
   std::vector<Slot> slots_, free_;

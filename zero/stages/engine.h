@@ -55,6 +55,12 @@ class ZeroEngine : public ModuleHooks {
   virtual uint64_t param_read_ahead_bytes() const { return 0; }
 
   virtual ShardOptimizer& optimizer() = 0;
+  // The world ranks that hold the same optimizer-state pieces as this rank,
+  // ascending, this rank among them: every rank at stage 0, MiCS's replica
+  // group at stage 3 (mics_groups.h), this rank alone otherwise. What a
+  // recovery can copy a lost rank's state from; the first of them is the one
+  // that writes the pieces to a checkpoint and contributes them to gathers.
+  virtual std::vector<int> state_replicas() const = 0;
   // Collective: the full fp32 master weights on every rank (export, tests).
   std::vector<float> gather_master(Ops& ops, Communicator& comm, size_t total);
 };

@@ -14,6 +14,14 @@ ReplicatedEngine::ReplicatedEngine(const ZeroSetup& s, const ParamTable& table, 
                                 : schedule_.layout->partition().shard_size(),
                  ops, s.z, comm.rank()) {}
 
+// Stage 0 keeps the whole state on every rank; stages 1/2 partition it over all of them.
+std::vector<int> ReplicatedEngine::state_replicas() const {
+  if (schedule_.stage != 0) return {comm_.rank()};
+  std::vector<int> all(comm_.world());
+  for (int r = 0; r < comm_.world(); r++) all[r] = r;
+  return all;
+}
+
 void ReplicatedEngine::init_weights(const float* full_host) {
   optimizer_.init_master(full_host);
   refresh_params_from_master();

@@ -23,6 +23,7 @@ class ReplicatedEngine : public ZeroEngine {
   void refresh_params_from_master() override;
   size_t padded_params() const override { return schedule_.layout->padded_total(); }
   ShardOptimizer& optimizer() override { return optimizer_; }
+  std::vector<int> state_replicas() const override;
 
   const void* const* fetch(int module, bool backward) override;
   void release(int, bool) override {}

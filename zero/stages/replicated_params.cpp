@@ -70,14 +70,16 @@ float clip_scale(double norm, double clip) {
 
 std::vector<float> ZeroEngine::gather_master(Ops& ops, Communicator& comm, size_t total) {
   // Each rank writes its owned pieces into a zeroed buffer in the model's flat
-  // layout; one sum all-reduce assembles the whole (every element has exactly
-  // one owner). Stage 0 owns everything already.
+  // layout; one sum all-reduce assembles the whole (every element has exactly one
+  // first owner among its replicas). Stage 0 owns everything already.
   std::vector<float> master, m, v, full(total, 0.0f);
   optimizer().save_state(master, m, v);
-  for (const OptimPiece& p : optimizer().pieces())
-    std::copy(master.begin() + p.shard_offset, master.begin() + p.shard_offset + p.n,
-              full.begin() + p.flat_begin);
-  if (comm.world() > 1 && stage() != 0) {
+  const bool summed = comm.world() > 1 && stage() != 0;
+  if (!summed || state_replicas().front() == comm.rank())
+    for (const OptimPiece& p : optimizer().pieces())
+      std::copy(master.begin() + p.shard_offset, master.begin() + p.shard_offset + p.n,
+                full.begin() + p.flat_begin);
+  if (summed) {
     float* dev = static_cast<float*>(ops.alloc(total * sizeof(float), MemCategory::CommBuffers));
     ops.from_host(dev, full.data(), total * sizeof(float));
     comm.purpose(Purpose::Parameters);

@@ -6,7 +6,8 @@
 // reduce-scatter each, or an all-reduce) as their turn comes, every micro-step; each rank adds its
 // pieces into its gradient shard (on the last micro-step, with offload_optimizer, their copy to the
 // host starts there). The step releases everything, takes one float64 norm per sub-group, updates
-// the shard and gathers each persistent tensor.
+// the shard and gathers each persistent tensor. With MiCS all of it runs over the shard group
+// (mics_comms.h), and the last micro-step's buckets are then summed across the replica group.
 #include <cmath>
 #include <memory>
 #include <stdexcept>
@@ -17,6 +18,7 @@
 #include "zero/schedule/stage3_schedule.h"
 #include "zero/stages/bucket_reducer.h"
 #include "zero/stages/grad_staging.h"
+#include "zero/stages/mics_comms.h"
 #include "zero/stages/replicated_params.h"
 #include "zero/stages/stage3_gathers.h"
 #include "zero/stages/stages.h"
@@ -29,12 +31,14 @@ class Stage3 : public ZeroEngine {
   Stage3(const ZeroSetup& s, const ParamTable& table, Ops& ops, Communicator& comm)
       : setup_(s), table_(table), ops_(ops), comm_(comm), es_(dtype_size(ops.dtype())),
         W_(comm.world()), schedule_(s, table, comm.world(), ops.dtype()), layout_(schedule_.layout),
-        optimizer_(layout_.pieces(table, comm.rank()), layout_.shard_size(), ops, s.z, comm.rank()),
+        mics_(schedule_.mics, comm),
+        optimizer_(layout_.pieces(table, schedule_.mics.shard.index_of(comm.rank())),
+                   layout_.shard_size(), ops, s.z, comm.rank()),
         qgz_(layout_.quantized_gradients(s.z, s.ranks_per_node)
                  ? make_quantized_reduction(comm, s.ranks_per_node, ops)
                  : QuantizedReduction{}),
         reducer_(
-            schedule_.grads, ops, comm, schedule_.wire,
+            schedule_.grads, ops, mics_.shard(), schedule_.wire,
             [this](const BucketSlice& slice, const void* data) {
               const size_t at = layout_.shard_offset(slice.param);
               ops_.services().add_inplace(static_cast<char*>(shard_grads_) + at * es_, data,
@@ -42,7 +46,7 @@ class Stage3 : public ZeroEngine {
               if (last_micro_) optimizer_.grads_final(shard_grads_, Indexing::Shard, at, slice.n);
             },
             qgz_.reducer.get()),
-        gathers_(s.z, table, layout_, ops, comm),
+        gathers_(s.z, table, layout_, ops, comm, mics_),
         train_(table, layout_, setup_.z, states_, gathers_),
         eval_(table, layout_, setup_.z, states_, gathers_), staging_(ops) {
     states_ = released_param_states(table.params().size());
@@ -67,7 +71,19 @@ class Stage3 : public ZeroEngine {
                 ? std::to_string(z.stage3_prefetch_bucket_size) + " elements"
                 : "off") +
            ", max reuse distance " + std::to_string(z.stage3_max_reuse_distance) + ", max live " +
-           std::to_string(z.stage3_max_live_parameters) + zeropp_description();
+           std::to_string(z.stage3_max_live_parameters) + zeropp_description() + mics_description();
+  }
+  // MiCS's part of the start line, "" without it.
+  std::string mics_description() const {
+    const MicsGroups& g = schedule_.mics;
+    if (!g.enabled) return "";
+    std::string out = "; MiCS: sharded over groups of " + std::to_string(g.shard.size) +
+                      " consecutive ranks, replicated over " + std::to_string(g.replica.size) +
+                      " groups";
+    if (g.hierarchical)
+      out += ", parameters gathered across " + std::to_string(g.inter_node.size) +
+             " nodes then inside the node (" + std::to_string(g.intra_node.size) + " ranks)";
+    return out;
   }
   // ZeRO++'s part of the start line, "" without it.
   std::string zeropp_description() const {
@@ -84,7 +100,10 @@ class Stage3 : public ZeroEngine {
                           : "; qgZ: on one node, so reduce-scatter (as DeepSpeed)";
     return out;
   }
-  size_t padded_params() const override { return layout_.shard_size() * W_; }
+  size_t padded_params() const override { return layout_.shard_size() * layout_.world(); }
+  std::vector<int> state_replicas() const override {
+    return schedule_.mics.replica.members_of(comm_.rank());
+  }
   uint64_t persistent_param_bytes() const override { return layout_.persistent_elems() * es_; }
   uint64_t live_params_peak_bytes() const override { return gathers_.live_peak_bytes(); }
   uint64_t hpz_secondary_peak_bytes() const override { return gathers_.secondary_peak_bytes(); }
@@ -139,6 +158,10 @@ class Stage3 : public ZeroEngine {
     last_micro_ = micro + 1 == n_micro;
     in_micro_ = true;
     reducer_.begin();
+    if (!schedule_.replica_reduces.empty())
+      reducer_.after_each_bucket(
+          last_micro_ ? [this](int b) { reduce_across_replicas(schedule_.replica_reduces[b]); }
+                      : std::function<void(int)>());
   }
   void end_micro_step() override {
     reducer_.finish();
@@ -153,7 +176,7 @@ class Stage3 : public ZeroEngine {
           shard_grads_, Indexing::Shard, static_cast<int>(layout_.sub_groups().size()));
       double total = 0;
       for (const StepCall& c : layout_.norm_calls())
-        total += all_reduce_scalar(sums[c.group], c.dtype, ops_, comm_);
+        total += all_reduce_scalar(sums[c.group], c.dtype, ops_, mics_.shard());
       norm = std::sqrt(total);
       gathers_.step_shard(optimizer_, shard_grads_, s, clip_scale(norm, setup_.grad_clip), t);
     });
@@ -162,6 +185,25 @@ class Stage3 : public ZeroEngine {
 
  private:
   ParamGatherer& gatherer() { return in_micro_ ? train_ : eval_; }
+  // A bucket's replica all-reduce: its accumulated pieces, packed, summed
+  // over the replica group, unpacked.
+  void reduce_across_replicas(const ReplicaReduce& r) {
+    comm_.purpose(Purpose::Gradients);
+    char* shard = static_cast<char*>(shard_grads_);
+    char* packed = static_cast<char*>(ops_.alloc(r.count * es_, MemCategory::CommBuffers));
+    size_t at = 0;
+    for (int p : r.params) {
+      ops_.copy(packed + at * es_, shard + layout_.shard_offset(p) * es_, layout_.piece(p) * es_);
+      at += layout_.piece(p);
+    }
+    mics_.replica().all_reduce(packed, r.count, ops_.dtype())->wait();
+    at = 0;
+    for (int p : r.params) {
+      ops_.copy(shard + layout_.shard_offset(p) * es_, packed + at * es_, layout_.piece(p) * es_);
+      at += layout_.piece(p);
+    }
+    ops_.release(packed);
+  }
 
   ZeroSetup setup_;
   const ParamTable& table_;
@@ -171,6 +213,8 @@ class Stage3 : public ZeroEngine {
   int W_;
   Stage3Schedule schedule_;
   const Stage3Layout& layout_;
+  // Before the optimizer's files, the reducer and the gathers, which use its communicators.
+  MicsComms mics_;
   ShardOptimizer optimizer_;
   void* shard_grads_ = nullptr;
   QuantizedReduction qgz_;

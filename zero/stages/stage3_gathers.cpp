@@ -7,8 +7,9 @@
 namespace zt {
 
 Stage3Gathers::Stage3Gathers(const ZeroConfig& z, const ParamTable& table,
-                             const Stage3Layout& layout, Ops& ops, Communicator& comm)
-    : table_(table), layout_(layout), ops_(ops), comm_(comm), dt_(ops.dtype()),
+                             const Stage3Layout& layout, Ops& ops, Communicator& comm,
+                             MicsComms& mics)
+    : table_(table), layout_(layout), ops_(ops), comm_(comm), mics_(mics), dt_(ops.dtype()),
       es_(dtype_size(dt_)), quantized_weights_(z.zero_quantized_weights), live_(table, layout) {
   const size_t n = table.params().size();
   full_.assign(n, nullptr);
@@ -71,12 +72,13 @@ void Stage3Gathers::fill_send(Call& c) {
   }
 }
 
-void Stage3Gathers::gather(const std::vector<int>& params, bool from_secondary) {
+void Stage3Gathers::gather(const std::vector<int>& params, GatherFrom from) {
+  const bool from_secondary = from == GatherFrom::Secondary;
   const int id = pending_id_++;
   Call c;
   c.params = params;
   c.secondary = from_secondary;
-  Communicator& over = from_secondary ? *hpz_comm_ : comm_;
+  Communicator& over = from_secondary ? *hpz_comm_ : mics_.shard();
   c.ranks = over.world();
   for (int p : params) c.per_rank += piece_of(c, p);
   c.send = ops_.alloc(c.per_rank * es_, MemCategory::CommBuffers);
@@ -98,6 +100,13 @@ void Stage3Gathers::gather(const std::vector<int>& params, bool from_secondary) 
     ops_.services().quantize_blocks(c.send_q, c.send_s, c.send, dt_, c.per_rank, c.q.block, 8);
     c.handles.push_back(over.all_gather(c.send_q, c.recv_q, c.per_rank, DType::I8));
     c.handles.push_back(over.all_gather(c.send_s, c.recv_s, c.q.blocks, DType::F32));
+  } else if (from == GatherFrom::Primary && mics_.groups().hierarchical) {
+    c.hierarchical = true;
+    Communicator& across = mics_.inter_node();
+    c.across = ops_.alloc(c.per_rank * across.world() * es_, MemCategory::CommBuffers);
+    across.all_gather(c.send, c.across, c.per_rank, dt_)->wait();
+    c.handles.push_back(
+        mics_.intra_node().all_gather(c.across, c.recv, c.per_rank * across.world(), dt_));
   } else {
     c.handles.push_back(over.all_gather(c.send, c.recv, c.per_rank, dt_));
   }
@@ -119,9 +128,11 @@ void Stage3Gathers::wait(int param) {
     const size_t numel = table_.params()[p].numel, piece = piece_of(c, p);
     const MemCategory cat = layout_.persistent(p) ? MemCategory::Params : MemCategory::CommBuffers;
     char* buf = static_cast<char*>(ops_.alloc(numel * es_, cat));
-    for (int r = 0; r < c.ranks && static_cast<size_t>(r) * piece < numel; r++)
-      ops_.copy(buf + r * piece * es_, static_cast<char*>(c.recv) + (r * c.per_rank + at) * es_,
+    for (int r = 0; r < c.ranks && static_cast<size_t>(r) * piece < numel; r++) {
+      const size_t block = c.hierarchical ? mics_.groups().gathered_block(r) : r;
+      ops_.copy(buf + r * piece * es_, static_cast<char*>(c.recv) + (block * c.per_rank + at) * es_,
                 std::min(piece, numel - r * piece) * es_);
+    }
     at += piece;
     full_[p] = buf;
     call_of_.erase(p);
@@ -181,10 +192,10 @@ std::vector<int64_t> Stage3Gathers::broadcast_from_rank0(const std::vector<int64
 }
 
 void Stage3Gathers::free_call(Call& c) {
-  for (void* b : {c.send, c.recv, c.send_q, c.recv_q, static_cast<void*>(c.send_s),
+  for (void* b : {c.send, c.recv, c.across, c.send_q, c.recv_q, static_cast<void*>(c.send_s),
                   static_cast<void*>(c.recv_s)})
     if (b) ops_.release(b);
-  c.send = c.recv = c.send_q = c.recv_q = nullptr;
+  c.send = c.recv = c.across = c.send_q = c.recv_q = nullptr;
   c.send_s = c.recv_s = nullptr;
 }
 

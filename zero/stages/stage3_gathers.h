@@ -6,7 +6,9 @@
 // parameter it covers into one send buffer, gathers W of them (or, hpZ, the
 // secondary pieces over the hpZ group), and unpacks each tensor into its own
 // buffer. qwZ quantizes the send buffer to int8 blocks and gathers codes and
-// scales in two calls, dequantizing before the unpack. Apart from the engine so
+// scales in two calls, dequantizing before the unpack. Gathers run over MiCS's
+// shard group (the world without MiCS); with its hierarchical gather, across
+// the nodes first (waited for, as DeepSpeed does), then inside the node. Apart from the engine so
 // that the engine keeps only hooks, gradients and the step, and this class only
 // where parameter bytes live and how they move.
 #pragma once
@@ -23,19 +25,21 @@
 #include "zero/optim/offload_store.h"
 #include "zero/optim/shard_optimizer.h"
 #include "zero/schedule/param_gatherer.h"
+#include "zero/stages/mics_comms.h"
 #include "zero/zero_config.h"
 
 namespace zt {
 
 class Stage3Gathers : public GatherBackend {
  public:
+  // `comm`: the world (hpZ's groups, the trace check's broadcast).
   Stage3Gathers(const ZeroConfig& z, const ParamTable& table, const Stage3Layout& layout, Ops& ops,
-                Communicator& comm);
+                Communicator& comm, MicsComms& mics);
   ~Stage3Gathers() override;
   Stage3Gathers(const Stage3Gathers&) = delete;
   Stage3Gathers& operator=(const Stage3Gathers&) = delete;
 
-  void gather(const std::vector<int>& params, bool from_secondary) override;
+  void gather(const std::vector<int>& params, GatherFrom from) override;
   void wait(int param) override;
   void drop(int param, bool keep_secondary) override;
   void drop_secondaries() override;
@@ -62,11 +66,13 @@ class Stage3Gathers : public GatherBackend {
   struct Call {
     std::vector<int> params;
     bool secondary = false;
-    int ranks = 0;           // of the communicator it runs over
-    size_t per_rank = 0;     // elements each rank sends
-    void* send = nullptr;    // model dtype
-    void* recv = nullptr;    // model dtype, ranks * per_rank
-    QuantizedGatherShape q;  // qwZ: codes and scales on the wire
+    bool hierarchical = false;  // MiCS: recv holds the pieces in gathered_block order
+    int ranks = 0;              // of the communicator it runs over
+    size_t per_rank = 0;        // elements each rank sends
+    void* send = nullptr;       // model dtype
+    void* recv = nullptr;       // model dtype, ranks * per_rank
+    void* across = nullptr;     // MiCS hierarchical: the inter-node call's output
+    QuantizedGatherShape q;     // qwZ: codes and scales on the wire
     void *send_q = nullptr, *recv_q = nullptr;
     float *send_s = nullptr, *recv_s = nullptr;
     std::vector<Handle> handles;
@@ -80,6 +86,7 @@ class Stage3Gathers : public GatherBackend {
   const Stage3Layout& layout_;
   Ops& ops_;
   Communicator& comm_;
+  MicsComms& mics_;
   DType dt_;
   size_t es_;
   bool quantized_weights_;  // qwZ

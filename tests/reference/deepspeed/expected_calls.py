@@ -13,7 +13,7 @@ variant whose traces are complete.
 check: for every expected file, runs `zerotrain plan configs/pmbs/cpu_base.yaml --world W
 --deepspeed ds_config.json --set model.*=... --set train.param_groups=G --calls` and compares
 its steady-step list with DeepSpeed's, rank by rank: the ordered sequence of (phase, micro, op,
-dtype, count, root), exactly. A file whose spec differs from variants.py's is stale (re-trace
+dtype, count, root, group), exactly. A spec's "ranks_per_node" is passed as --ranks-per-node. A file whose spec differs from variants.py's is stale (re-trace
 and record). Checking every file also checks that the recorded variants exercise each gradient
 path DeepSpeed has, as zerotrain's registry lists them (`zerotrain config-reference
 --grad-paths`). Needs no DeepSpeed and never skips; about a second for all variants.
@@ -21,9 +21,10 @@ path DeepSpeed has, as zerotrain's registry lists them (`zerotrain config-refere
 File format (one call a line, identical consecutive calls folded into "xN"):
   spec {json}
   ranks R [R ...]               the ranks whose sequence follows (identical on each)
-  PHASE MICRO OP DTYPE COUNT ROOT [xN]
+  PHASE MICRO OP DTYPE COUNT ROOT [GROUP] [xN]
 COUNT is in zerotrain's convention (reduce-scatter: per-rank receive count; all-gather: per-rank
-send count), ROOT -1 for unrooted calls. Exit status: 0 when everything matches, 1 on a
+send count), ROOT -1 for unrooted calls; GROUP "SIZE/STRIDE" for a call over a group of SIZE
+ranks STRIDE apart (MiCS's shard and replica groups), left out for the world. Exit status: 0 when everything matches, 1 on a
 difference, 2 on bad input.
 """
 import argparse
@@ -65,11 +66,19 @@ def fold(calls):
     return out
 
 
+def group_word(size, stride, world):
+    """A call's group as the files write it: "world", or "SIZE/STRIDE"."""
+    return "world" if size == world and stride == 1 else f"{size}/{stride}"
+
+
 def call_line(call, repeat):
-    return " ".join(str(x) for x in call) + (f" x{repeat}" if repeat > 1 else "")
+    words = [str(x) for x in call]
+    if words[-1] == "world":
+        words.pop()
+    return " ".join(words) + (f" x{repeat}" if repeat > 1 else "")
 
 
-def load_trace(path):
+def load_trace(path, world):
     calls = []
     with open(path) as f:
         for number, line in enumerate(f, 1):
@@ -79,8 +88,9 @@ def load_trace(path):
                 r = json.loads(line)
                 if int(r["step"]) != STEADY_STEP:
                     continue
+                size, stride = r.get("group", [world, 1])
                 calls.append((r["phase"], int(r["micro"]), r["op"], r["dtype"], int(r["count"]),
-                              int(r["root"])))
+                              int(r["root"]), group_word(int(size), int(stride), world)))
             except (ValueError, KeyError) as e:
                 raise InputError(f"{path}:{number}: expected a JSON call record ({e})")
     return calls
@@ -101,7 +111,7 @@ def record(names, traces, expected):
         if recorded != spec:
             raise InputError(f"{traces}/{name}/spec.json: traced with another spec than "
                              f"variants.py's; trace it again")
-        per_rank = [load_trace(os.path.join(ds, f"trace_rank{r}.jsonl"))
+        per_rank = [load_trace(os.path.join(ds, f"trace_rank{r}.jsonl"), spec["world"])
                     for r in range(spec["world"])]
         lines = [HEADER.format(name=name).rstrip("\n"), "spec " + json.dumps(spec, sort_keys=True)]
         done = set()
@@ -143,10 +153,10 @@ def read_expected(path):
                     if words[-1].startswith("x"):
                         repeat = int(words[-1][1:])
                         words = words[:-1]
-                    if len(words) != 6 or repeat < 1:
-                        raise ValueError("expected PHASE MICRO OP DTYPE COUNT ROOT [xN]")
+                    if len(words) not in (6, 7) or repeat < 1:
+                        raise ValueError("expected PHASE MICRO OP DTYPE COUNT ROOT [GROUP] [xN]")
                     call = (words[0], int(words[1]), words[2], words[3], int(words[4]),
-                            int(words[5]))
+                            int(words[5]), words[6] if len(words) == 7 else "world")
                     for r in current:
                         ranks[r] += [call] * repeat
             except ValueError as e:
@@ -167,6 +177,8 @@ def planned_calls(spec, zerotrain):
         command = [zerotrain, "plan", os.path.join(ROOT, "configs/pmbs/cpu_base.yaml"),
                    "--world", str(spec["world"]), "--deepspeed", ds_config.name, "--calls",
                    "--set", f"train.param_groups={spec['groups']}"]
+        if "ranks_per_node" in spec:
+            command += ["--ranks-per-node", str(spec["ranks_per_node"])]
         for k, v in spec["model"].items():
             command += ["--set", f"model.{k}={v}"]
         run = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -185,7 +197,9 @@ def planned_calls(spec, zerotrain):
             w = line.split()
             if w[0] == "phase":
                 continue
-            calls.append((w[0], int(w[1]), w[2], w[3], int(w[4]), int(w[5])))
+            size, stride = (spec["world"], 1) if w[6] == "world" else map(int, w[6].split("/"))
+            calls.append((w[0], int(w[1]), w[2], w[3], int(w[4]), int(w[5]),
+                          group_word(size, stride, spec["world"])))
     return calls, path
 
 

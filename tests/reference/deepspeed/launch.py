@@ -37,10 +37,14 @@ def kill_all(procs):
 
 def launch(spec_path, out, site, timeout):
     with open(spec_path) as f:
-        world = json.load(f)["world"]
+        spec = json.load(f)
+    world = spec["world"]
+    # Ranks per node as DeepSpeed's CPU accelerator counts devices (LOCAL_SIZE), and MiCS's
+    # NDEV_PER_NODE: the whole world unless the spec places fewer on each node.
+    local = spec.get("ranks_per_node", world)
     os.makedirs(out, exist_ok=True)
     env = dict(os.environ, DS_ACCELERATOR="cpu", DS_BUILD_OPS="0", WORLD_SIZE=str(world),
-               LOCAL_SIZE=str(world), LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1",
+               LOCAL_SIZE=str(local), LOCAL_WORLD_SIZE=str(local), NDEV_PER_NODE=str(local), MASTER_ADDR="127.0.0.1",
                MASTER_PORT=str(free_port()), GLOO_SOCKET_IFNAME="lo", OMP_NUM_THREADS="1",
                MKL_NUM_THREADS="1", PYTHONPATH=os.pathsep.join([site, HERE]),
                PYTHONDONTWRITEBYTECODE="1")

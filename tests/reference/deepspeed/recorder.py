@@ -14,6 +14,8 @@ One JSON line per call, the same fields as zerotrain's RUN/comm_trace_rank<R>.js
   bytes  as zerotrain counts payload (nccl-tests): count x element size, times W for
          reduce_scatter and all_gather (their whole buffer).
   root   the global rank of reduce / broadcast, else -1.
+  group  [size, stride] of the ranks the call runs over (zerotrain's RankGroup: `size` ranks
+         `stride` apart); [W, 1] for the world. count and bytes are per that group.
   step / phase / micro  set by the runner: optimizer step (0-based, -1 before the first),
          fwd | bwd | step, micro-step.
 
@@ -87,15 +89,36 @@ def _tensors(x):
     return [t for t in x if torch.is_tensor(t)] if isinstance(x, (list, tuple)) else [x]
 
 
-def _emit(call, op, tensors, count, root=-1):
+# Where each call takes its process group: (position, keyword).
+GROUP_ARG = {"all_reduce": 2, "all_reduce_coalesced": 2, "reduce": 3, "broadcast": 2,
+             "all_gather": 2, "all_gather_into_tensor": 2, "_all_gather_base": 2,
+             "all_gather_coalesced": 2, "reduce_scatter": 3, "reduce_scatter_tensor": 3,
+             "_reduce_scatter_base": 3, "all_to_all_single": 4, "all_to_all": 2}
+
+
+def _group_shape(name, a, k):
+    """[size, stride] of the call's process group (the world when none is given)."""
+    i = GROUP_ARG[name]
+    group = k.get("group", a[i] if len(a) > i else None)
+    if group is None or group is c10d.GroupMember.WORLD:
+        return [_world, 1]
+    ranks = sorted(c10d._pg_group_ranks[group].keys())
+    stride = ranks[1] - ranks[0] if len(ranks) > 1 else 1
+    if ranks != [ranks[0] + j * stride for j in range(len(ranks))]:
+        raise RuntimeError(f"recorder: a group of unequally spaced ranks {ranks}")
+    return [len(ranks), stride]
+
+
+def _emit(call, op, tensors, count, root=-1, group=None):
+    group = group or [_world, 1]
     dtype = DTYPES.get(tensors[0].dtype, str(tensors[0].dtype).replace("torch.", ""))
     size = tensors[0].element_size()
-    payload = count * size * (_world if op in ("reduce_scatter", "all_gather") else 1)
+    payload = count * size * (group[0] if op in ("reduce_scatter", "all_gather") else 1)
     record = dict(where, rank=_rank, op=op, count=count, dtype=dtype, bytes=payload, root=root,
-                  call=call, caller=_caller())
+                  group=group, call=call, caller=_caller())
     batch = getattr(state, "coalescing", None)
     if batch is not None:  # one call for the whole block, its count the sum
-        if batch and (batch[0]["op"], batch[0]["dtype"]) != (op, dtype):
+        if batch and (batch[0]["op"], batch[0]["dtype"], batch[0]["group"]) != (op, dtype, group):
             raise RuntimeError(f"recorder: mixed calls in one coalescing block: {batch[0]} {record}")
         batch.append(record)
         return
@@ -108,7 +131,7 @@ def _write(record):
         _out.flush()
 
 
-def _describe(name, a, k):
+def _describe(name, a, k, group_size):
     """(op, tensors, count, root) of one torch.distributed call, zerotrain's convention."""
     arg = lambda i, key, default=None: k.get(key, a[i] if len(a) > i else default)
     if name == "all_reduce":
@@ -137,7 +160,7 @@ def _describe(name, a, k):
         return "reduce_scatter", [t], t.numel(), -1
     if name in ("reduce_scatter_tensor", "_reduce_scatter_base"):
         t = arg(1, "input")
-        return "reduce_scatter", [t], t.numel() // _world, -1
+        return "reduce_scatter", [t], t.numel() // group_size, -1
     if name == "all_to_all_single":
         t = arg(1, "input")
         return "all_to_all", [t], t.numel(), -1
@@ -225,8 +248,9 @@ def _wrap(name):
     def wrapper(*a, **k):
         depth = _depth()
         if depth == 0:
-            op, tensors, count, root = _describe(name, a, k)
-            _emit(name, op, tensors, count, root)
+            group = _group_shape(name, a, k)
+            op, tensors, count, root = _describe(name, a, k, group[0])
+            _emit(name, op, tensors, count, root, group)
         state.depth = depth + 1
         try:
             return _carry_out(name, a, k)

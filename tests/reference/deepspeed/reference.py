@@ -121,6 +121,8 @@ def run_explain(spec, vdir):
                os.path.join(vdir, "ds_config.json"), "--world", str(spec["world"]),
                "--config", os.path.join(ROOT, "configs/pmbs/cpu_base.yaml"),
                "--set", f"train.param_groups={spec['groups']}"]
+    if "ranks_per_node" in spec:
+        command += ["--ranks-per-node", str(spec["ranks_per_node"])]
     for k, v in spec["model"].items():
         command += ["--set", f"model.{k}={v}"]
     run = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
@@ -199,12 +201,19 @@ def check_variant(name, args):
               [compare.call_key(x) for x in steady[r]] != [compare.call_key(x) for x in steady[0]]]
     result["ranks_same"] = ("every rank issues rank 0's sequence" if not others else
                             f"ranks {others} differ from rank 0")
-    problem = run_zerotrain(spec, vdir, args.device, args.timeout)
-    if problem:
-        result.update(status="failed", lines=[problem])
-        return result
-    zt = compare.load(os.path.join(vdir, "zt"), "comm_trace_rank")
-    lines, ok = compare.report(ds, zt, STEADY_STEP, 3)
+    if "ranks_per_node" in spec:
+        # MPI sees this machine as one node, so a run here cannot take the spec's placement
+        # (MiCS's hierarchical gather needs several nodes); explain and the plan can.
+        lines, ok = [f"zerotrain's run: not compared (the spec places {spec['ranks_per_node']} "
+                     "ranks per node; one machine is one node to MPI); expected_calls.py checks "
+                     "the plan call for call"], True
+    else:
+        problem = run_zerotrain(spec, vdir, args.device, args.timeout)
+        if problem:
+            result.update(status="failed", lines=[problem])
+            return result
+        zt = compare.load(os.path.join(vdir, "zt"), "comm_trace_rank")
+        lines, ok = compare.report(ds, zt, STEADY_STEP, 3)
     explained = run_explain(spec, vdir)
     expected = dict(compare.totals(steady[0]))
     if explained == expected:

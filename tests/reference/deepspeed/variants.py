@@ -41,9 +41,12 @@ def ds_config(zero, bf16=False, clip=None, comm_dtype=None):
     return config
 
 
-def variant(zero, world=4, groups="two", model=None, **ds):
-    return dict(world=world, groups=groups, model=dict(model or MODEL), micro_batch=MICRO_BATCH,
+def variant(zero, world=4, groups="two", model=None, ranks_per_node=None, **ds):
+    spec = dict(world=world, groups=groups, model=dict(model or MODEL), micro_batch=MICRO_BATCH,
                 accumulation=ACCUMULATION, steps=STEPS, ds_config=ds_config(zero, **ds))
+    if ranks_per_node is not None:  # several nodes (MiCS's hierarchical gather reads it)
+        spec["ranks_per_node"] = ranks_per_node
+    return spec
 
 
 VARIANTS = {}
@@ -114,6 +117,17 @@ V["s3_bf16_commfp32"] = variant(dict(S3), bf16=True, comm_dtype="fp32")
 V["s3_default_w2"] = variant(dict(S3), world=2)
 V["s3_default_w3"] = variant(dict(S3), world=3)
 V["s3_default_w1"] = variant(dict(S3), world=1)
+# MiCS: shard groups of 2 consecutive ranks, replicated twice (mics_utils.py); S = W is plain
+# stage 3 over a group of the whole world.
+V["s3_mics2"] = variant(dict(S3, mics_shard_size=2))
+V["s3_mics2_b1e4"] = variant(dict(S3, mics_shard_size=2, reduce_bucket_size=10000))
+V["s3_mics4"] = variant(dict(S3, mics_shard_size=4))
+# The hierarchical gather needs the shard group to span nodes: 2 nodes of 2 ranks (S = 4), and
+# 2 nodes of 1 rank (S = 2, replicated twice).
+V["s3_mics4_hier_n2"] = variant(dict(S3, mics_shard_size=4, mics_hierarchical_params_gather=True),
+                                ranks_per_node=2)
+V["s3_mics2_hier_n1"] = variant(dict(S3, mics_shard_size=2, mics_hierarchical_params_gather=True),
+                                ranks_per_node=1)
 
 # Unseen shapes: other widths, depths, vocabularies and sequence lengths, at W = 2, 3 and 4, so
 # that a rule fitted to the shape above (its tensor sizes against the buckets) would show.
