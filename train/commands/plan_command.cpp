@@ -12,6 +12,7 @@
 #include "train/cli/commands.h"
 #include "train/commands/offload_report.h"
 #include "train/commands/planned_config.h"
+#include "train/commands/recovery_report.h"
 #include "train/commands/zeropp_report.h"
 #include "train/config/config.h"
 #include "train/config/network_file.h"
@@ -163,7 +164,8 @@ void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel
 // configured step's plan, and every variant planned (and timed, with a network).
 struct Planned : PlannedConfig {
   std::string path;
-  bool predict = false, calls = false;
+  bool predict = false, calls = false, recovery = false;
+  double relaunch_s = -1;  // --relaunch-s; < 0: not given
   NetworkModel net;
   ComputeTimes compute;
   std::vector<PredictedRow> variants;  // in plan's row order; t and why_not with a network
@@ -176,6 +178,11 @@ Planned load_planned(const std::vector<std::string>& args) {
   Planned p;
   p.predict = f.has("--network");
   p.calls = f.has("--calls");
+  p.recovery = f.has("--recovery");
+  if (f.has("--relaunch-s")) {
+    if (!p.recovery) f.fail("--relaunch-s needs --recovery");
+    p.relaunch_s = f.get_double("--relaunch-s", 0, between(0, 86400, true));
+  }
   if (!p.predict && (f.has("--compute-from") || f.has("--compute-ms")))
     f.fail("--compute-from and --compute-ms need --network FILE.json");
   if (p.predict && f.has("--compute-from") == f.has("--compute-ms"))
@@ -320,6 +327,21 @@ int run_plan_command(const std::vector<std::string>& args) {
   if (p.cfg.zero.offload_optimizer.enabled() || p.cfg.zero.offload_param.enabled())
     print_offload_memory(p.mine, p.cfg.zero, p.per_node);
   if (p.predict) print_predictions(p.variants, p.net, p.compute, p.A, p.configured_label);
+  if (p.recovery) {
+    RecoveryReportInputs r;
+    r.cfg = &p.cfg;
+    r.plan = &p.mine;
+    r.world = p.world;
+    r.ranks_per_node = p.per_node;
+    r.micro_steps = p.A;
+    if (p.predict) {
+      r.net = &p.net;
+      r.step = predict_step(p.mine, p.world, p.A, p.nodes, p.net, p.compute);
+      r.compute_micro_step_s = p.compute.micro_step_s;
+    }
+    r.relaunch_s = p.relaunch_s;
+    print_recovery_report(r);
+  }
   if (p.calls) {
     print_calls("every collective of a steady step, in order (the configured variant)",
                 p.mine.steady_step);

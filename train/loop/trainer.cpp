@@ -44,6 +44,7 @@
 #include "train/loop/run_statistics.h"
 #include "train/loop/runtime.h"
 #include "train/loop/sampler.h"
+#include "zero/layout/mics_groups.h"
 #include "zero/stages/engine.h"
 
 namespace zt {
@@ -232,8 +233,8 @@ void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels&
   std::printf(
       "model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
       "of %d x %d per rank per step\n",
-      m.table.total(), m.engine->padded_params(), world, dtype_name(ops.dtype()),
-      ops.name().c_str(), world, r.accum, r.B, r.T);
+      m.table.total(), m.engine->padded_params(), shard_ranks(cfg.zero, world),
+      dtype_name(ops.dtype()), ops.name().c_str(), world, r.accum, r.B, r.T);
   if (!r.emulated)
     std::printf(
         "activations: %llu bytes per micro-batch measured, %llu by activation_bytes() "

@@ -19,14 +19,22 @@ std::vector<std::vector<int>> holder_node_sets(const ReplicaLayout& l) {
 
 bool loses_a_piece(const std::vector<std::vector<int>>& holder_sets, const std::vector<int>& lost) {
   for (const std::vector<int>& h : holder_sets)
-    if (std::all_of(h.begin(), h.end(), [&](int n) {
-          return std::find(lost.begin(), lost.end(), n) != lost.end();
-        }))
+    if (std::all_of(h.begin(), h.end(),
+                    [&](int n) { return std::find(lost.begin(), lost.end(), n) != lost.end(); }))
       return true;
   return false;
 }
 
 }  // namespace
+
+ReplicaLayout replica_layout(const StepPlan& plan, int world, int ranks_per_node) {
+  ReplicaLayout l;
+  l.world = world;
+  l.ranks_per_node = ranks_per_node;
+  l.shard_group = plan.stage == 0 ? 1 : (plan.state_ranks > 0 ? plan.state_ranks : world);
+  l.shard_elements = plan.optimizer_bytes / 12;
+  return l;
+}
 
 bool survives(const ReplicaLayout& l, const std::vector<int>& lost_nodes) {
   return !loses_a_piece(holder_node_sets(l), lost_nodes);

@@ -26,16 +26,22 @@
 #include <string>
 #include <vector>
 
+#include "zero/analysis/plan.h"
+
 namespace zt {
 
 struct ReplicaLayout {
   int world = 1, ranks_per_node = 1;
-  int shard_group = 1;              // ranks that share one copy of the state (see above)
-  uint64_t shard_elements = 0;      // optimizer-state elements per rank
+  int shard_group = 1;          // ranks that share one copy of the state (see above)
+  uint64_t shard_elements = 0;  // optimizer-state elements per rank
   int nodes() const { return world / ranks_per_node; }
   int piece_of(int rank) const { return rank % shard_group; }
   uint64_t snapshot_bytes() const { return 12 * shard_elements; }
 };
+
+// The configured step's layout: stage 0 replicates the whole state (S = 1);
+// stages 1-3 shard it over plan.state_ranks (W, or MiCS's shard group).
+ReplicaLayout replica_layout(const StepPlan& plan, int world, int ranks_per_node);
 
 // Whether every piece keeps a holder when `lost_nodes` (node indices) are gone.
 bool survives(const ReplicaLayout& l, const std::vector<int>& lost_nodes);
@@ -46,29 +52,29 @@ double recoverable_fraction(const ReplicaLayout& l, int k);
 uint64_t restore_bytes_into_node(const ReplicaLayout& l, int node);
 
 struct RecoveryRates {
-  double inter_node_bytes_per_s = 0;  // per node link, incoming
-  double pcie_bytes_per_s = 0;        // host <-> device per rank (0: state lives on the host)
-  double storage_bytes_per_s = 0;     // a rank's checkpoint read rate
+  double inter_node_bytes_per_s = 0;     // per node link, incoming
+  double pcie_bytes_per_s = 0;           // host <-> device per rank (0: state lives on the host)
+  double storage_bytes_per_s = 0;        // a rank's checkpoint read rate
   double snapshot_copy_bytes_per_s = 0;  // a rank's snapshot copy rate (device -> host store)
   std::string source;
 };
 
 struct RecoveryInputs {
-  double detection_s = 0;      // failure to detection (the watch's bound)
-  double relaunch_s = 0;       // detection to the relaunched job starting its restore
-  double step_s = 0;           // one optimizer step
+  double detection_s = 0;         // failure to detection (the watch's bound)
+  double relaunch_s = 0;          // detection to the relaunched job starting its restore
+  double step_s = 0;              // one optimizer step
   double forward_backward_s = 0;  // the part of a step a snapshot copy can hide under
-  int checkpoint_every = 0;    // the disk path's checkpoint interval (steps)
+  int checkpoint_every = 0;       // the disk path's checkpoint interval (steps)
 };
 
 struct RecoveryPrediction {
   // From memory (replicas), one node lost.
-  double restore_s = 0;          // the slowest rank's state back on its device
-  double lost_work_s = 0;        // expected: half a step + the snapshot window's share
-  double total_s = 0;            // detection + relaunch + restore + lost work
+  double restore_s = 0;    // the slowest rank's state back on its device
+  double lost_work_s = 0;  // expected: half a step + the snapshot window's share
+  double total_s = 0;      // detection + relaunch + restore + lost work
   // The snapshot's cost per step.
-  double copy_s = 0;             // one rank's copy
-  double exposed_copy_s = 0;     // what forward and backward do not hide
+  double copy_s = 0;                  // one rank's copy
+  double exposed_copy_s = 0;          // what forward and backward do not hide
   uint64_t store_bytes_per_node = 0;  // two slots per rank
   // From disk.
   double disk_restore_s = 0, disk_lost_work_s = 0, disk_total_s = 0;
