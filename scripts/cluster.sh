@@ -119,6 +119,9 @@ remove_node_store() {  # node namespace name
     [ -e "$d" ] && rm -rf "$d"
   done
   rmdir "$store_root"/* 2>/dev/null
+  # Open MPI's shared-memory segments of that node's dead processes (vader
+  # names them by host), which a killed process cannot remove itself.
+  rm -f /dev/shm/vader_segment."$1".*
   return 0
 }
 

@@ -1,6 +1,5 @@
 // The recovery model against layouts worked out by hand (docs/recovery.md).
 #include "tests/support/catch.h"
-
 #include "zero/analysis/recovery_model.h"
 
 using namespace zt;

@@ -17,13 +17,13 @@ std::string number(const char* format, double x) {
 }
 
 void print_survival(const ReplicaLayout& l) {
-  if (l.shard_group == 1)
-    std::printf("  replicas: stage 0, every rank holds the whole state");
+  if (l.shard_group == 1) std::printf("  replicas: stage 0, every rank holds the whole state");
   else
-    std::printf("  replicas: the state is sharded over %d ranks, so each piece is held by %d rank%s",
-                l.shard_group, l.world / l.shard_group, l.world / l.shard_group == 1 ? "" : "s");
-  std::printf("; %d node%s of %d rank%s\n", l.nodes(), l.nodes() == 1 ? "" : "s",
-              l.ranks_per_node, l.ranks_per_node == 1 ? "" : "s");
+    std::printf(
+        "  replicas: the state is sharded over %d ranks, so each piece is held by %d rank%s",
+        l.shard_group, l.world / l.shard_group, l.world / l.shard_group == 1 ? "" : "s");
+  std::printf("; %d node%s of %d rank%s\n", l.nodes(), l.nodes() == 1 ? "" : "s", l.ranks_per_node,
+              l.ranks_per_node == 1 ? "" : "s");
   for (int k = 1; k <= std::min(3, l.nodes()); k++) {
     try {
       std::printf(
@@ -86,8 +86,8 @@ void print_recovery_report(const RecoveryReportInputs& in) {
       p.copy_s, p.exposed_copy_s, static_cast<unsigned long long>(p.store_bytes_per_node));
   std::printf("  %-34s %10s %10s %10s %12s %10s\n", "one node lost, back from", "restore s",
               "lost s", "total s", "steps lost", "");
-  std::printf("  %-34s %10.3f %10.3f %10.3f %12.2f\n", "memory (replicas, own store)",
-              p.restore_s, p.lost_work_s, p.total_s, p.lost_work_s / t.step_s);
+  std::printf("  %-34s %10.3f %10.3f %10.3f %12.2f\n", "memory (replicas, own store)", p.restore_s,
+              p.lost_work_s, p.total_s, p.lost_work_s / t.step_s);
   for (int every : {10, 100}) {
     t.checkpoint_every = every;
     const RecoveryPrediction d = predict_recovery(l, r, t);

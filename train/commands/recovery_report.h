@@ -15,7 +15,7 @@ struct RecoveryReportInputs {
   const Config* cfg = nullptr;
   const StepPlan* plan = nullptr;  // the configured step
   int world = 1, ranks_per_node = 1, micro_steps = 1;
-  const NetworkModel* net = nullptr;  // null: no timing
+  const NetworkModel* net = nullptr;       // null: no timing
   std::optional<StepTimePrediction> step;  // the configured step's, with a network
   double compute_micro_step_s = 0;
   double relaunch_s = -1;  // < 0: not given

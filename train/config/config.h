@@ -75,7 +75,7 @@ struct SystemConfig {
   // Failure detection (docs/recovery.md): a heartbeat to every peer this often;
   // a peer silent for failure_timeout_s is lost (0: no peer watch).
   int heartbeat_ms = 100;
-  double failure_timeout_s = 5;
+  double failure_timeout_s = 60;
   // Compute emulation (docs/compute_emulation.md): "emulate" replaces the
   // model's forward, backward and optimizer arithmetic by timed waits; the
   // schedule, buckets and collectives stay real.

@@ -36,6 +36,33 @@ void RunOutputs::write_config(const std::string& config_yaml) {
   if (writer_) write_file_atomic(dir_ + "/config.yaml", config_yaml);
 }
 
+// The step of one whole metrics record, or -1 for a cut or garbled line.
+int64_t record_step(const std::string& line) {
+  const size_t p = line.find("\"step\":");
+  if (p == std::string::npos || line.empty() || line.front() != '{' || line.back() != '}')
+    return -1;
+  char* end = nullptr;
+  errno = 0;
+  const long long step = std::strtoll(line.c_str() + p + 7, &end, 10);
+  if (errno != 0 || end == line.c_str() + p + 7 || (*end != ',' && *end != '}') || step < 1)
+    return -1;
+  return step;
+}
+
+int64_t last_logged_step(const std::string& run_dir) {
+  std::string log;
+  try {
+    log = read_small_file(run_dir + "/metrics.jsonl", "metrics log", kMetricsMaxBytes);
+  } catch (const DataError&) {
+    return 0;
+  }
+  int64_t last = 0;
+  size_t at = 0;
+  for (size_t nl; (nl = log.find('\n', at)) != std::string::npos; at = nl + 1)
+    last = std::max(last, record_step(log.substr(at, nl - at)));
+  return last;
+}
+
 void RunOutputs::open_metrics(int64_t start_step) {
   if (!writer_) return;
   const std::string path = dir_ + "/metrics.jsonl";
@@ -51,14 +78,8 @@ void RunOutputs::open_metrics(int64_t start_step) {
     size_t at = 0;
     for (size_t nl; (nl = old.find('\n', at)) != std::string::npos; at = nl + 1) {
       const std::string line = old.substr(at, nl - at);
-      const size_t p = line.find("\"step\":");
-      if (p == std::string::npos || line.front() != '{' || line.back() != '}') continue;
-      char* end = nullptr;
-      errno = 0;
-      const long long step = std::strtoll(line.c_str() + p + 7, &end, 10);
-      if (errno == 0 && end != line.c_str() + p + 7 && (*end == ',' || *end == '}') && step >= 1 &&
-          step <= start_step)
-        kept += line + "\n";
+      const int64_t step = record_step(line);
+      if (step >= 1 && step <= start_step) kept += line + "\n";
     }
   }
   write_file_atomic(path, kept);

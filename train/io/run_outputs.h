@@ -85,6 +85,10 @@ struct RunSummary {
 
 // A resumed run keeps the records of a metrics log up to this size.
 constexpr uint64_t kMetricsMaxBytes = uint64_t(1) << 30;
+// The step of one whole metrics.jsonl record, or -1 for a cut or garbled line.
+int64_t record_step(const std::string& line);
+// The newest step RUN/metrics.jsonl holds a whole record of (0: none, or no log).
+int64_t last_logged_step(const std::string& run_dir);
 
 class RunOutputs {
  public:

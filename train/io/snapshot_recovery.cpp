@@ -196,7 +196,8 @@ std::vector<int> ranks_on_this_node(int rank, int world) {
 }
 
 SnapshotRecovery recover_from_snapshots(const std::string& node_dir, uint32_t model_id,
-                                        uint64_t total, ZeroEngine& engine, Communicator& comm,
+                                        uint64_t total, int64_t max_step, ZeroEngine& engine,
+                                        Communicator& comm,
                                         const std::function<void(const std::string&)>& on_reject) {
   const int rank = comm.rank(), world = comm.world();
   const std::vector<int> node = ranks_on_this_node(rank, world);
@@ -212,7 +213,7 @@ SnapshotRecovery recover_from_snapshots(const std::string& node_dir, uint32_t mo
   std::sort(steps.rbegin(), steps.rend());
   steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
   for (int64_t s : steps)
-    if (covers(all, s, total)) {
+    if (s <= max_step && covers(all, s, total)) {
       result.step = s;
       break;
     }

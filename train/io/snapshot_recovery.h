@@ -32,10 +32,11 @@ struct SnapshotRecovery {
 };
 
 // `total` is the model's parameter count; regions of another model (model_id)
-// are rejected. Each snapshot that does not verify is passed to on_reject as
-// one line naming its file and why.
+// are rejected; snapshots of steps after max_step are not used. Each snapshot that does not verify
+// is passed to on_reject as one line naming its file and why.
 SnapshotRecovery recover_from_snapshots(const std::string& node_dir, uint32_t model_id,
-                                        uint64_t total, ZeroEngine& engine, Communicator& comm,
+                                        uint64_t total, int64_t max_step, ZeroEngine& engine,
+                                        Communicator& comm,
                                         const std::function<void(const std::string&)>& on_reject);
 
 }  // namespace zt

@@ -6,6 +6,7 @@
 #include "data/shard.h"
 #include "train/io/checkpoint.h"
 #include "train/io/host_identity.h"
+#include "train/io/run_outputs.h"
 #include "train/io/snapshot_format.h"
 #include "train/io/snapshot_recovery.h"
 #include "train/loop/runtime.h"
@@ -35,8 +36,12 @@ int64_t recover_initial_state(const std::string& run_dir, const GPTConfig& model
         "--recover: in-memory snapshots exist only for state in host memory (system.device: cpu "
         "without zero.offload_optimizer); use --resume to continue from a checkpoint");
   const std::string node_dir = node_dir_of(run_dir);
+  // Ranks run up to a step ahead of rank 0's metrics record: a snapshot of a
+  // step rank 0 never logged would leave that step's loss out of the log.
+  const int64_t logged = static_cast<int64_t>(
+      min_over_ranks(rank == 0 ? static_cast<double>(last_logged_step(run_dir)) : 1e18));
   const SnapshotRecovery mem = recover_from_snapshots(
-      node_dir, model_id(model), total, engine, comm, [&](const std::string& why) {
+      node_dir, model_id(model), total, logged, engine, comm, [&](const std::string& why) {
         std::fprintf(stderr, "zerotrain: rank %d: --recover: rejected %s\n", rank, why.c_str());
         std::fflush(stderr);
       });

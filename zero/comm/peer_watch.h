@@ -32,7 +32,7 @@ namespace zt {
 
 struct PeerWatchSettings {
   int heartbeat_ms = 100;
-  double failure_timeout_s = 5;
+  double failure_timeout_s = 60;
   double signal_grace_s = 0.5;
   double connect_timeout_s = 60;  // building the mesh at start
 };
