@@ -26,7 +26,11 @@ def patch_cpu_accelerator():
       is dropped and nothing is reduced. Bucketed by dtype instead, in DeepSpeed's order
       (half, float, double, bfloat16), as the CUDA path buckets them.
     - TorchBackend JIT-builds a shared-memory op used only for inference all-reduce (g++, ~40 s,
-      files in ~/.cache and /dev/shm): not built."""
+      files in ~/.cache and /dev/shm): not built.
+    And one for the releases before 0.14 (tests/reference/deepspeed/releases.py): their CPU
+    accelerator names "ccl" as its backend unconditionally, and deepspeed.init_distributed then
+    JIT-builds DeepSpeed's own oneCCL backend (needs CCL_ROOT). 0.14 names "gloo" when oneCCL
+    does not import; the same is done here, so init_distributed makes its TorchBackend on gloo."""
     # import_module, not "import a.b as m": deepspeed.comm's attribute "torch" is torch itself.
     ds_torch = importlib.import_module("deepspeed.comm.torch")
     stage12 = importlib.import_module("deepspeed.runtime.zero.stage_1_and_2")
@@ -37,6 +41,10 @@ def patch_cpu_accelerator():
 
     stage12.split_half_float_double = split_by_dtype
     ds_torch.build_shm_op = lambda: None
+    from deepspeed.accelerator import get_accelerator
+    accelerator = get_accelerator()
+    if accelerator.communication_backend_name() == "ccl":
+        accelerator._communication_backend_name = "gloo"
 
 
 def main():
