@@ -172,8 +172,11 @@ def _widened(t):
     return t.float() if t.dtype == torch.bfloat16 else t
 
 
+@torch.no_grad()
 def _carry_out(name, a, k):
-    """Runs the call with what gloo has; returns its result (a handle when async_op)."""
+    """Runs the call with what gloo has; returns its result (a handle when async_op). Without
+    autograd: a release that broadcasts bf16 parameters themselves (0.10 at start-up) would have
+    the narrowing copy refused on a leaf that requires grad."""
     arg = lambda i, key, default=None: k.get(key, a[i] if len(a) > i else default)
     group = k.get("group")
     op = k.get("op", dist.ReduceOp.SUM)

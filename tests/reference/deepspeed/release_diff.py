@@ -7,7 +7,9 @@ behaviours rather than raw calls.
 
 A and B are release versions traced by releases.py (their traces in CACHE/V/traces; "V/torchT"
 names a release traced on another torch) or folders holding <variant>/ds/trace_rank<R>.jsonl.
-Only variants traced completely in both are compared (the others are listed).
+Variants traced completely in both are compared; one traced in one release and failed in the
+other (a ds_config key the release refuses, say) is reported with the exception it failed with;
+one not run in either is listed only.
 
 Behaviours read from each variant's traces (rank 0's steady step, the second of three optimizer
 steps, unless named otherwise):
@@ -42,6 +44,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import compare  # noqa: E402
+from releases import exception_of  # noqa: E402
 
 CACHE = os.path.abspath(os.environ.get("ZT_DEEPSPEED_CACHE", "/work/cache/deepspeed"))
 STEADY = 1
@@ -169,8 +172,20 @@ def compare_pair(a, b, cache, names):
         if d:
             changed[v] = d
     only = sorted((have_a ^ have_b) & set(names or have_a | have_b))
-    lines.append(f"release_diff: {a} -> {b}: {len(both)} variants in both, {len(changed)} differ"
-                 + (f"; traced in one only: {' '.join(only)}" if only else ""))
+    for v in only:  # traced in one, failed (a refused key, say) or not run in the other
+        state = []
+        for release, folder, have in ((a, a_dir, have_a), (b, b_dir, have_b)):
+            ds = os.path.join(folder, v, "ds")
+            if v in have:
+                state.append("traced")
+            elif os.path.isdir(ds):
+                state.append("failed: " + (exception_of(ds) or "see " + ds))
+            else:
+                state.append("not run")
+        if not any(x == "not run" for x in state):
+            changed[v] = [("runs", state[0], state[1])]
+    lines.append(f"release_diff: {a} -> {b}: {len(both)} variants traced in both, "
+                 f"{len(changed)} differ" + (f"; traced in one only: {' '.join(only)}" if only else ""))
     for v, d in changed.items():
         lines.append(f"  {v}:")
         for k, x, y in d:

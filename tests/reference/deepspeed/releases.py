@@ -31,6 +31,7 @@ Exit status: 0 when every variant of every release was traced, 1 otherwise (prin
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -215,6 +216,25 @@ def probe(version, torch):
     return ""
 
 
+def exception_of(ds):
+    """The exception a failed rank ended with (its log's last lines from the exception's type
+    on), or ''."""
+    for name in sorted(os.listdir(ds)):
+        if not name.startswith("log_rank"):
+            continue
+        lines = [x.rstrip() for x in open(os.path.join(ds, name), errors="replace")]
+        if not any(x.startswith("Traceback") for x in lines):
+            continue
+        starts = [i for i, x in enumerate(lines)
+                  if re.match(r"[A-Za-z_][\w.]*(Error|Exception|Exit)\b", x)]
+        if not starts:
+            continue
+        tail = [x.strip() for x in lines[starts[-1]:starts[-1] + 4]
+                if x.strip() and not x.startswith(("[20", "terminate"))]
+        return " | ".join(tail)[:300]
+    return ""
+
+
 def trace(version, torch, names, timeout):
     """Traces each named variant on the release; returns the number that failed."""
     site = python_path(version, torch)
@@ -238,10 +258,11 @@ def trace(version, torch, names, timeout):
             entry["steady_rank0"] = reference.compact_sequence(steady)
             entry["info_rank0"] = json.load(open(os.path.join(vdir, "ds", "info_rank0.json")))
         else:
+            entry["error"] = exception_of(os.path.join(vdir, "ds"))
             failed += 1
         summary[name] = entry
         print(f"{version:8} {entry['status'].upper():7} {name} ({seconds:.0f} s)"
-              + (f": {problem}" if problem else ""), flush=True)
+              + (f": {problem}: {entry['error']}" if problem else ""), flush=True)
     with open(summary_path, "w") as f:
         json.dump(summary, f, indent=1, sort_keys=True)
     return failed
