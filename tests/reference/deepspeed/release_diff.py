@@ -179,7 +179,8 @@ def compare_pair(a, b, cache, names):
             if v in have:
                 state.append("traced")
             elif os.path.isdir(ds):
-                state.append("failed: " + (exception_of(ds) or "see " + ds))
+                why = exception_of(ds)
+                state.append(f"failed: {why}" if why else f"not complete (no exception in {ds})")
             else:
                 state.append("not run")
         if not any(x == "not run" for x in state):

@@ -3,11 +3,13 @@
 the same variants on each (the reference harness: launch.py, rank.py, recorder.py), and keeps the
 traces keyed by release.
 
-  releases.py [VERSION ...] [--variants NAME ...] [--cache DIR] [--timeout S] [--list]
+  releases.py [VERSION ...] [--core | --variants NAME ...] [--torch T] [--cache DIR]
+              [--timeout S] [--list]
 
 Without versions: DEFAULT_VERSIONS, the last patch of each minor from the oldest that runs here
 (0.10.3; see RELEASES.md for why not 0.9) to the newest on PyPI when this was written. Without
---variants: RELEASE_SET, the variants of variants.py plus the gradient-path combinations below.
+--variants: RELEASE_SET, the variants of variants.py plus the gradient-path combinations below;
+--core: CORE, the 15 of them that the first pass across releases ran (RELEASES.md).
 
 Cache (default /work/cache/deepspeed, or $ZT_DEEPSPEED_CACHE):
   sdists/deepspeed-V.tar.gz           the release's source from PyPI
@@ -19,13 +21,18 @@ Cache (default /work/cache/deepspeed, or $ZT_DEEPSPEED_CACHE):
   V/summary.json                      per variant: status, the steady step's sequence of rank 0
 A release or a variant already done is skipped, so a second run costs seconds.
 
-Torch: Debian's python3-torch 1.13 for every release in DEFAULT_VERSIONS (each imports and runs
-on it; none checks torch's version at run time on these code paths). TORCH_SITES names a private
-prefix of a PyPI torch for a release that would need one.
+Torch: Debian's python3-torch 1.13 up to 0.15.4; PyPI's torch NEW_TORCH (into CACHE/torch/T/site,
+installed here when missing, about 5 GB with its nvidia-* libraries) from 0.16.9 on, which
+no longer run on 1.13 (see NEW_TORCH). --torch T runs releases on another torch, into
+CACHE/V/torchT: a release traced on both shows what the torch alone changes.
 
-Time here (2 cores shared with other builds, nice 19): about 6 s per variant at W = 4, so
-RELEASE_SET (47 variants) takes about 6 minutes per release and the 11 default releases about
-an hour; installing a release about 20 s (pip's cache warm).
+Time here, measured (2 cores shared with three other helpers' C++ builds, nice 19): 15 to 40 s
+per variant at W = 4 depending on the load (torch 2.7.1 releases at the slow end: its import),
+so --core took 4 to 10 minutes per release (0.15.4: 224 s; 0.11.2: 597 s) and the core pass
+over 11 releases about 75 minutes; installing a release 20 to 60 s with pip's cache warm, torch
+2.7.1 once 3 minutes. RELEASE_SET (49 variants) was not run across releases: at the same rates
+about 20 minutes per release, 3 to 4 hours for the 11 (an estimate, not a measurement). A second
+run of anything traced costs seconds (the cache).
 Exit status: 0 when every variant of every release was traced, 1 otherwise (printed per variant).
 """
 import argparse
