@@ -137,11 +137,13 @@ def run_dir(version, torch):
 def python_path(version, torch):
     """The --site of launch.py for the release: its site, the CPU stubs for releases before 0.14
     (their CPU accelerator imports intel_extension_for_pytorch and oneccl_bindings_for_pytorch),
-    the private torch where it has one."""
+    the private torch where it has one (behind cpu_stubs/no_triton for releases before 0.16)."""
     parts = [os.path.join(CACHE, version, "site")]
     if key(version) < (0, 14):
         parts.append(STUBS)
     if torch != "system":
+        if key(version) < (0, 16):
+            parts.append(os.path.join(STUBS, "no_triton"))
         parts.append(torch_site(torch))
     return os.pathsep.join(parts)
 
