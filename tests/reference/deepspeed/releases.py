@@ -26,13 +26,15 @@ installed here when missing, about 5 GB with its nvidia-* libraries) from 0.16.9
 no longer run on 1.13 (see NEW_TORCH). --torch T runs releases on another torch, into
 CACHE/V/torchT: a release traced on both shows what the torch alone changes.
 
-Time here, measured (2 cores shared with three other helpers' C++ builds, nice 19): 15 to 40 s
-per variant at W = 4 depending on the load (torch 2.7.1 releases at the slow end: its import),
-so --core took 4 to 10 minutes per release (0.15.4: 224 s; 0.11.2: 597 s) and the core pass
-over 11 releases about 75 minutes; installing a release 20 to 60 s with pip's cache warm, torch
-2.7.1 once 3 minutes. RELEASE_SET (49 variants) was not run across releases: at the same rates
-about 20 minutes per release, 3 to 4 hours for the 11 (an estimate, not a measurement). A second
-run of anything traced costs seconds (the cache).
+Time here, measured (2 cores shared with three other helpers' C++ builds, nice 19, load 8 to 26):
+13 to 64 s per variant at W = 4 depending on the load, 24 s on average (torch 2.7.1 releases at
+the slow end: its import). --core took 4 to 10 minutes per release (0.15.4: 224 s, 0.11.2:
+597 s); the whole first pass (170 variant runs: 9 releases with CORE, 0.15.4 again on torch
+2.7.1, 8 variants of 0.17.6, 3 of 0.12.3 and 0.12.4) 68 minutes of tracing. Installing a
+release takes 20 to 60 s with pip's cache warm, torch 2.7.1 once 3 minutes. RELEASE_SET (49
+variants) was not run across releases: at 24 s a variant about 20 minutes per release, near 4
+hours for the 11 default releases (an estimate, not a measurement). A second run of anything
+already traced costs seconds (the cache).
 Exit status: 0 when every variant of every release was traced, 1 otherwise (printed per variant).
 """
 import argparse
