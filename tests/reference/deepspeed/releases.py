@@ -29,8 +29,8 @@ CACHE/V/torchT: a release traced on both shows what the torch alone changes.
 Time here, measured (2 cores shared with three other helpers' C++ builds, nice 19, load 8 to 26):
 13 to 64 s per variant at W = 4 depending on the load, 24 s on average (torch 2.7.1 releases at
 the slow end: its import). --core took 4 to 10 minutes per release (0.15.4: 224 s, 0.11.2:
-597 s); the whole first pass (170 variant runs: 9 releases with CORE, 0.15.4 again on torch
-2.7.1, 8 variants of 0.17.6, 3 of 0.12.3 and 0.12.4) 68 minutes of tracing. Installing a
+597 s); the whole first pass (177 variant runs: 10 releases with CORE, 0.15.4 again on torch
+2.7.1, 3 variants of 0.12.3 and 0.12.4) 72 minutes of tracing. Installing a
 release takes 20 to 60 s with pip's cache warm, torch 2.7.1 once 3 minutes. RELEASE_SET (49
 variants) was not run across releases: at 24 s a variant about 20 minutes per release, near 4
 hours for the 11 default releases (an estimate, not a measurement). A second run of anything
