@@ -26,7 +26,15 @@ def patch_cpu_accelerator():
       is dropped and nothing is reduced. Bucketed by dtype instead, in DeepSpeed's order
       (half, float, double, bfloat16), as the CUDA path buckets them.
     - TorchBackend JIT-builds a shared-memory op used only for inference all-reduce (g++, ~40 s,
-      files in ~/.cache and /dev/shm): not built."""
+      files in ~/.cache and /dev/shm): not built.
+    And two for older releases (tests/reference/deepspeed/releases.py):
+    - before 0.14 the CPU accelerator names "ccl" as its backend unconditionally, and
+      deepspeed.init_distributed then JIT-builds DeepSpeed's own oneCCL backend (needs CCL_ROOT).
+      0.14 names "gloo" when oneCCL does not import; the same is done here, so init_distributed
+      makes its TorchBackend on gloo.
+    - before 0.13 engine.split_half_float_double_sparse (stage 0's gradient all-reduce) has the
+      type-string test above, as an assertion: every stage-0 run fails on a CPU. Bucketed by
+      dtype, as 0.13 does, keeping its (type, bucket) pairs."""
     # import_module, not "import a.b as m": deepspeed.comm's attribute "torch" is torch itself.
     ds_torch = importlib.import_module("deepspeed.comm.torch")
     stage12 = importlib.import_module("deepspeed.runtime.zero.stage_1_and_2")
@@ -37,6 +45,16 @@ def patch_cpu_accelerator():
 
     stage12.split_half_float_double = split_by_dtype
     ds_torch.build_shm_op = lambda: None
+    import deepspeed
+    version = tuple(int(x) for x in deepspeed.__version__.split(".")[:2])
+    if version < (0, 13):
+        engine = importlib.import_module("deepspeed.runtime.engine")
+        engine.split_half_float_double_sparse = lambda tensors: [
+            (str(b[0].dtype), b) for b in split_by_dtype(tensors)]
+    from deepspeed.accelerator import get_accelerator
+    accelerator = get_accelerator()
+    if accelerator.communication_backend_name() == "ccl":
+        accelerator._communication_backend_name = "gloo"
 
 
 def main():

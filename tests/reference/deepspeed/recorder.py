@@ -19,6 +19,11 @@ One JSON line per call, the same fields as zerotrain's RUN/comm_trace_rank<R>.js
   step / phase / micro  set by the runner: optimizer step (0-based, -1 before the first),
          fwd | bwd | step, micro-step.
 
+Other torch.distributed calls (OTHERS: barriers, object collectives, point-to-point) are not
+part of that trace: they go to other_rank<R>.jsonl (step, phase, micro, call, caller), so that a
+DeepSpeed release issuing a collective through a primitive not in WRAPPED shows there instead of
+vanishing.
+
 gloo in torch 1.13 has no reduce_scatter, reduce_scatter_tensor, all_gather_into_tensor nor
 bf16. Such a call is recorded as DeepSpeed issued it, then carried out with what gloo has
 (all_reduce and slicing, all_gather into a list; bf16 widened to fp32 and narrowed back, which
@@ -43,6 +48,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 state = threading.local()
 where = {"step": -1, "phase": "init", "micro": 0}
 _out = None
+_others = None
 _lock = threading.Lock()
 _rank = 0
 _world = 1
@@ -170,12 +176,30 @@ def _describe(name, a, k, group_size):
     raise RuntimeError(f"recorder: no description of {name}")
 
 
+def _wrap_other(name, real):
+    """Notes the call and runs it; the collectives it issues inside (all_gather_object's
+    all_gather, say) are recorded in the trace as before."""
+    def wrapper(*a, **k):
+        if _depth() == 0:
+            record = dict(where, rank=_rank, call=name, caller=_caller())
+            with _lock:
+                _others.write(json.dumps(record) + "\n")
+                _others.flush()
+        return real(*a, **k)
+
+    wrapper.__name__ = name
+    return wrapper
+
+
 def _widened(t):
     return t.float() if t.dtype == torch.bfloat16 else t
 
 
+@torch.no_grad()
 def _carry_out(name, a, k):
-    """Runs the call with what gloo has; returns its result (a handle when async_op)."""
+    """Runs the call with what gloo has; returns its result (a handle when async_op). Without
+    autograd: a release that broadcasts bf16 parameters themselves (0.10 at start-up) would have
+    the narrowing copy refused on a leaf that requires grad."""
     arg = lambda i, key, default=None: k.get(key, a[i] if len(a) > i else default)
     group = k.get("group")
     op = k.get("op", dist.ReduceOp.SUM)
@@ -284,10 +308,22 @@ WRAPPED = ["all_reduce", "all_reduce_coalesced", "reduce", "broadcast", "all_gat
            "all_gather_into_tensor", "_all_gather_base", "all_gather_coalesced", "reduce_scatter",
            "reduce_scatter_tensor", "_reduce_scatter_base", "all_to_all_single", "all_to_all"]
 
+OTHERS = ["barrier", "monitored_barrier", "all_gather_object", "broadcast_object_list",
+          "gather", "gather_object", "scatter", "scatter_object_list", "send", "recv", "isend",
+          "irecv", "batch_isend_irecv", "all_to_all_single_coalesced",
+          "all_gather_into_tensor_coalesced", "reduce_scatter_tensor_coalesced"]
+
 
 def install(path, rank, world):
-    global _out, _rank, _world
+    global _out, _others, _rank, _world
     _out, _rank, _world = open(path, "w"), rank, world
+    _others = open(os.path.join(os.path.dirname(path), f"other_rank{rank}.jsonl"), "w")
+    for name in OTHERS:
+        if hasattr(c10d, name):
+            wrapper = _wrap_other(name, getattr(c10d, name))
+            setattr(c10d, name, wrapper)
+            if hasattr(dist, name):
+                setattr(dist, name, wrapper)
     for name in WRAPPED:
         if hasattr(c10d, name):
             _real[name] = getattr(c10d, name)
@@ -301,5 +337,6 @@ def install(path, rank, world):
 
 
 def close():
-    if _out is not None:
-        _out.close()
+    for f in (_out, _others):
+        if f is not None:
+            f.close()
