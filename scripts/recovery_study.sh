@@ -24,7 +24,7 @@ set -u
 here=$(cd "$(dirname "$0")/.." && pwd)
 die() { echo "recovery_study.sh: $*" >&2; exit 2; }
 out="" trials=3 systems="4x1 2x2 2x4" models="tiny cpu_base" kinds="rank node two_nodes"
-paths="memory disk10" steps=60 link=1gbit
+paths="memory disk10" steps=120 link=1gbit
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
@@ -90,18 +90,18 @@ for sys in $systems; do
           # A random step past the first checkpoint, and a random moment in it.
           first=$((11 + RANDOM % (steps - 17)))
           while [ "$(records "$dir/run/metrics.jsonl")" -lt "$first" ] && kill -0 "$sup" 2>/dev/null; do sleep 0.02; done
-          sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
-          now=$(date +%s.%N)
+          sleep "0.0$((RANDOM % 10))$((RANDOM % 10))"
+          # The moment the signal went out: after kill(1) returns, or as kill-node prints it.
           case "$kind" in
             rank)
               node=$((RANDOM % nodes))
               pids=($(ranks_on "$node"))
-              kill -9 "${pids[$((RANDOM % ${#pids[@]}))]}" ;;
-            node) node=$((RANDOM % nodes)); "${C[@]}" kill-node "$node" >/dev/null ;;
-            two_nodes)
-              a=$((RANDOM % nodes)) b=$(((a + 1 + RANDOM % (nodes - 1)) % nodes))
-              node="$a,$b"
-              "${C[@]}" kill-node "$a,$b" >/dev/null ;;
+              kill -9 "${pids[$((RANDOM % ${#pids[@]}))]}"
+              now=$(date +%s.%N) ;;
+            node | two_nodes)
+              node=$((RANDOM % nodes))
+              if [ "$kind" = two_nodes ]; then node="$node,$(((node + 1 + RANDOM % (nodes - 1)) % nodes))"; fi
+              now=$("${C[@]}" kill-node "$node" | sed -n 's/.*SIG[A-Z]* sent at \([0-9.]*\).*/\1/p' | tail -1) ;;
           esac
           cp "$dir/run/metrics.jsonl" "$dir/metrics_at_kill.jsonl"
           printf '{"kill_unix_s": %s, "kind": "%s", "nodes": "%s", "system": "%s", "model": "%s", "path": "%s", "world": %d, "ranks_per_node": %d, "steps": %d}\n' \
