@@ -96,6 +96,11 @@ for sys in $systems; do
             rank)
               node=$((RANDOM % nodes))
               pids=($(ranks_on "$node"))
+              if [ ${#pids[@]} = 0 ]; then  # the job is not running there now (ended, or restarting)
+                echo "$sys $model $kind $path $k: no rank on node $node to kill; trial skipped" >&2
+                wait "$sup"
+                continue
+              fi
               kill -9 "${pids[$((RANDOM % ${#pids[@]}))]}"
               now=$(date +%s.%N) ;;
             node | two_nodes)
