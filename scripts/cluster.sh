@@ -448,16 +448,18 @@ cmd_kill_node() {
   for i in "${idx[@]}"; do
     [ "$i" -lt "$n" ] || die "kill-node: node $i is not in cluster $prefix (nodes 0..$((n - 1)))"
   done
+  local -A sent
   for i in "${idx[@]}"; do  # all signals first, so that two nodes fail at once
     ns=$(node_ns "$i")
     pids=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
     # shellcheck disable=SC2086
     [ -z "$pids" ] || kill -s "$kill_signal" $pids 2>/dev/null
+    sent[$i]=$(date +%s.%N)
   done
   for i in "${idx[@]}"; do
     ns=$(node_ns "$i")
     [ "$keep_store" = 1 ] || remove_node_store "$ns"
-    echo "cluster.sh: node $i ($ns): SIG$kill_signal sent at $(date +%s.%N)$([ "$keep_store" = 1 ] || echo ', snapshot store removed')"
+    echo "cluster.sh: node $i ($ns): SIG$kill_signal sent at ${sent[$i]}$([ "$keep_store" = 1 ] || echo ', snapshot store removed')"
   done
 }
 
