@@ -11,28 +11,15 @@
 
 #include "data/input/escape_control.h"
 #include "data/shard.h"
+#include "train/io/byte_fields.h"
 #include "train/io/json_writer.h"
 
 namespace zt {
 namespace {
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "checkpoints are little-endian");
-
 constexpr char kMagic[8] = {'Z', 'T', 'C', 'K', 'P', 'T', '0', '2'};
 constexpr char kOldMagic[8] = {'Z', 'T', 'C', 'K', 'P', 'T', '0', '1'};
 constexpr size_t kVerifyChunk = size_t(4) << 20;
-
-template <typename T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-template <typename T>
-T get(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // Control bytes quoted from the file (a multi-line YAML scalar, yaml-cpp
 // quoting a newline) as \xNN: errors are one line.
@@ -132,18 +119,18 @@ std::string rank_file_name(int rank) {
 
 std::string encode_rank_header(const RankFileHeader& h) {
   std::string out(kMagic, 8);
-  put<int64_t>(out, h.step);
-  put<int32_t>(out, h.world);
-  put<int32_t>(out, h.rank);
-  put<int64_t>(out, static_cast<int64_t>(h.pieces.size()));
-  put<uint64_t>(out, h.data_bytes);
-  put<uint32_t>(out, h.data_crc);
+  put_field<int64_t>(out, h.step);
+  put_field<int32_t>(out, h.world);
+  put_field<int32_t>(out, h.rank);
+  put_field<int64_t>(out, static_cast<int64_t>(h.pieces.size()));
+  put_field<uint64_t>(out, h.data_bytes);
+  put_field<uint32_t>(out, h.data_crc);
   std::string table;
   for (const PieceExtent& p : h.pieces) {
-    put<uint64_t>(table, p.flat_begin);
-    put<uint64_t>(table, p.n);
+    put_field<uint64_t>(table, p.flat_begin);
+    put_field<uint64_t>(table, p.n);
   }
-  put<uint32_t>(out, crc32_of(table.data(), table.size(), crc32_of(out.data(), out.size())));
+  put_field<uint32_t>(out, crc32_of(table.data(), table.size(), crc32_of(out.data(), out.size())));
   return out + table;
 }
 
@@ -165,13 +152,13 @@ RankFileHeader read_rank_header(const std::string& path, uint64_t size, const Re
   if (std::memcmp(head, kMagic, 8) != 0)
     bad(path, "not a zerotrain checkpoint shard (magic is not ZTCKPT02)");
   RankFileHeader h;
-  h.step = get<int64_t>(head + 8);
-  h.world = get<int32_t>(head + 16);
-  h.rank = get<int32_t>(head + 20);
-  const int64_t n_pieces = get<int64_t>(head + 24);
-  h.data_bytes = get<uint64_t>(head + 32);
-  h.data_crc = get<uint32_t>(head + 40);
-  const uint32_t header_crc = get<uint32_t>(head + 44);
+  h.step = get_field<int64_t>(head + 8);
+  h.world = get_field<int32_t>(head + 16);
+  h.rank = get_field<int32_t>(head + 20);
+  const int64_t n_pieces = get_field<int64_t>(head + 24);
+  h.data_bytes = get_field<uint64_t>(head + 32);
+  h.data_crc = get_field<uint32_t>(head + 40);
+  const uint32_t header_crc = get_field<uint32_t>(head + 44);
   const uint64_t room = size - kRankHeaderBytes;
   if (n_pieces < 0 || static_cast<uint64_t>(n_pieces) > room / kPieceEntryBytes)
     bad(path, "piece count " + std::to_string(n_pieces) + " does not fit the file's " +
@@ -189,7 +176,8 @@ RankFileHeader read_rank_header(const std::string& path, uint64_t size, const Re
                   crc32_hex(computed) + "): the header or piece table is corrupt");
   uint64_t elements = 0;
   for (int64_t i = 0; i < n_pieces; i++) {
-    PieceExtent p{get<uint64_t>(table.data() + 16 * i), get<uint64_t>(table.data() + 16 * i + 8)};
+    PieceExtent p{get_field<uint64_t>(table.data() + 16 * i),
+                  get_field<uint64_t>(table.data() + 16 * i + 8)};
     if (p.n > h.data_bytes / kStateBytesPerElement - elements)
       bad(path, "piece " + std::to_string(i) + " (" + std::to_string(p.n) +
                     " elements) runs past the data section");

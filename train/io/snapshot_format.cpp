@@ -8,24 +8,13 @@
 #include <cstring>
 
 #include "data/shard.h"
+#include "train/io/byte_fields.h"
 #include "train/io/checkpoint_format.h"
 
 namespace zt {
 namespace {
 
 constexpr char kMagic[8] = {'Z', 'T', 'S', 'N', 'A', 'P', '0', '1'};
-
-template <typename T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-
-template <typename T>
-T get(const char* p) {
-  T v;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
 
 // FNV-1a, 64 bits: a short, stable directory name for a path.
 uint64_t fnv1a(const std::string& s) {
@@ -48,11 +37,11 @@ std::string absolute(const std::string& path) {
 
 std::string encode_snapshot_header(const SnapshotRegionHeader& h) {
   std::string out(kMagic, 8);
-  put<uint64_t>(out, h.slot_bytes);
-  put<uint32_t>(out, h.model_id);
-  put<uint32_t>(out, h.newest_slot);
-  put<int64_t>(out, h.newest_step);
-  put<uint32_t>(out, crc32_of(out.data(), out.size()));
+  put_field<uint64_t>(out, h.slot_bytes);
+  put_field<uint32_t>(out, h.model_id);
+  put_field<uint32_t>(out, h.newest_slot);
+  put_field<int64_t>(out, h.newest_step);
+  put_field<uint32_t>(out, crc32_of(out.data(), out.size()));
   return out;
 }
 
@@ -61,15 +50,15 @@ bool has_snapshot_magic(const char* bytes) { return std::memcmp(bytes, kMagic, 8
 SnapshotRegionHeader decode_snapshot_header(const char* b, const std::string& path) {
   if (!has_snapshot_magic(b))
     throw DataError(path + ": not a zerotrain snapshot region (magic is not ZTSNAP01)");
-  const uint32_t stored = get<uint32_t>(b + 32), computed = crc32_of(b, 32);
+  const uint32_t stored = get_field<uint32_t>(b + 32), computed = crc32_of(b, 32);
   if (stored != computed)
     throw DataError(path + ": region header checksum mismatch (stored " + crc32_hex(stored) +
                     ", computed " + crc32_hex(computed) + ")");
   SnapshotRegionHeader h;
-  h.slot_bytes = get<uint64_t>(b + 8);
-  h.model_id = get<uint32_t>(b + 16);
-  h.newest_slot = get<uint32_t>(b + 20);
-  h.newest_step = get<int64_t>(b + 24);
+  h.slot_bytes = get_field<uint64_t>(b + 8);
+  h.model_id = get_field<uint32_t>(b + 16);
+  h.newest_slot = get_field<uint32_t>(b + 20);
+  h.newest_step = get_field<int64_t>(b + 24);
   if (h.newest_slot != kNoSlot && h.newest_slot > 1)
     throw DataError(path + ": region header names slot " + std::to_string(h.newest_slot) +
                     " (expected 0 or 1)");
