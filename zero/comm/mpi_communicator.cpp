@@ -84,10 +84,17 @@ class MpiHandle : public CommHandle {
     progress_->started();
   }
   ~MpiHandle() override { wait(); }
+  // Polls instead of MPI_Wait, which spins until the call completes (calling
+  // sched_yield under mpi_yield_when_idle). Where ranks share cores, a
+  // spinning rank can keep them from the ranks it waits for: on an emulated
+  // cluster, whole nodes stood still for seconds (docs/clusters.md, "Stalls
+  // of seconds"). So it spins for kSpin only, then sleeps between tests.
   void wait() override {
     if (finished_) return;
-    MPI_Wait(&req_, MPI_STATUS_IGNORE);
-    finish();
+    const auto spin_end = std::chrono::steady_clock::now() + kSpin;
+    while (!done()) {
+      if (std::chrono::steady_clock::now() >= spin_end) std::this_thread::sleep_for(kSleep);
+    }
   }
   bool done() override {
     if (finished_) return true;
@@ -98,6 +105,8 @@ class MpiHandle : public CommHandle {
   }
 
  private:
+  static constexpr std::chrono::microseconds kSpin{100};
+  static constexpr std::chrono::microseconds kSleep{50};
   void finish() {
     finished_ = true;
     progress_->finished();
