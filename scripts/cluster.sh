@@ -296,7 +296,9 @@ EOF
   # code when started this way. mpi_yield_when_idle: every node's ranks share
   # this machine's cores, and ranks spinning in MPI_Wait starve the kernel's
   # packet processing (stalls of 100 ms to seconds without it); Open MPI only
-  # yields by itself when it sees a node oversubscribed.
+  # yields by itself when it sees a node oversubscribed. Yielding alone still
+  # let two spinning ranks keep both cores for seconds, so zerotrain waits by
+  # polling and sleeping (docs/clusters.md, "Stalls of seconds").
   # The collectives: zerotrain issues non-blocking ones (MPI_I*), which Open
   # MPI's libnbc schedules, and libnbc's default choices waste the links
   # (docs/clusters.md, "The collectives on a link"). Measured at 100 Mbit/s, as the

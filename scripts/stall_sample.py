@@ -8,7 +8,8 @@ cluster's node namespaces, its state (R/S/D/T), utime and stime (clock ticks),
 wchan, the syscall it is in (number, or -1 / running), and schedstat (ns on the
 CPU, ns runnable but waiting, timeslices); per node namespace the TCP counters
 of /proc/PID/net/{snmp,netstat}; the machine's /proc/stat cpu line and
-procs_running; the kernel stack of every thread (/proc/.../stack). A second thread
+procs_running; every 0.5 s, utime and stime of every process on the machine
+(who else had the CPUs); the kernel stack of every thread (/proc/.../stack). A second thread
 runs tc -s qdisc on every link end once a second (drops, overlimits, backlog). Ends after
 DURATION seconds or when no process is left in the cluster.
 """
@@ -53,6 +54,25 @@ def pids_by_namespace(inodes):
             continue
         if ino in by_ino:
             got[by_ino[ino]].append(int(d))
+    return got
+
+
+def all_processes():
+    """{pid: [comm, net namespace inode, utime, stime]} of every process: who
+    else had the CPUs while the cluster stood still."""
+    got = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        stat = read(f"/proc/{d}/stat")
+        if stat is None:
+            continue
+        f = stat[stat.rindex(")") + 2:].split()
+        try:
+            ino = os.stat(f"/proc/{d}/ns/net").st_ino
+        except OSError:
+            ino = 0
+        got[d] = [stat[stat.index("(") + 1:stat.rindex(")")], ino, int(f[11]), int(f[12])]
     return got
 
 
@@ -124,7 +144,7 @@ def main():
         sys.exit(f"stall_sample.py: no namespace with prefix {a.prefix}")
     qdisc = QdiscWatch(list(nss), 1.0)
     qdisc.start()
-    pids, last_refresh, seen_any, last = {}, 0.0, False, time.time()
+    pids, last_refresh, last_all, seen_any, last = {}, 0.0, 0.0, False, time.time()
     t_end = time.time() + a.duration
     with open(a.out, "w") as out:
         while time.time() < t_end:
@@ -157,6 +177,9 @@ def main():
             rec["cpu"] = [int(x) for x in cpu[0].split()[1:8]]
             rec["procs_running"] = int(next(l for l in cpu if l.startswith("procs_running")).split()[1])
             rec["qdisc"], rec["tc_s"] = qdisc.latest, round(qdisc.took, 3)
+            if now - last_all >= 0.5:
+                rec["all"] = all_processes()
+                last_all = now
             rec["took"] = round(time.time() - now, 4)
             out.write(json.dumps(rec, separators=(",", ":")) + "\n")
             out.flush()
