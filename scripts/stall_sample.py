@@ -38,7 +38,11 @@ def read(path):
 
 def namespaces(prefix):
     """{name: inode of the namespace} for /run/netns/PREFIX*."""
-    return {n: os.stat(f"/run/netns/{n}").st_ino for n in sorted(os.listdir("/run/netns")) if n.startswith(prefix)}
+    try:
+        names = sorted(os.listdir("/run/netns"))
+    except OSError:
+        return {}
+    return {n: os.stat(f"/run/netns/{n}").st_ino for n in names if n.startswith(prefix)}
 
 
 def pids_by_namespace(inodes):
