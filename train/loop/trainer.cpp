@@ -23,6 +23,7 @@
 #include "train/io/output_target.h"
 #include "train/io/run_outputs.h"
 #include "train/loop/failure_watch.h"
+#include "train/loop/fault_stop.h"
 #include "train/loop/init_weights.h"
 #include "train/loop/lr_schedule.h"
 #include "train/loop/run_setup.h"
@@ -337,6 +338,7 @@ RunSummary run_summary(const RunSettings& r, const RunModels& m, const LoopTotal
 int run_train(const TrainArgs& a) {
   int rank = 0, world = 1, local_rank = 0, local_size = 1;
   mpi_ranks(&rank, &world, &local_rank, &local_size);
+  arm_fault_stop(rank, world, a.recover);
   const RunSettings settings = load_run_settings(a, world);
   RunData data = load_run_data(settings, rank, world);
   RunModels models(settings, data);
