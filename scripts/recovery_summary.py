@@ -24,7 +24,8 @@ part over the recovered trials, the steps lost (median and most), how many
 trials needed the disk checkpoint, and the relaunches beyond the first (a
 supervisor relaunch after a relaunched job failed again, e.g. a stall the
 peer watch took for a hang). A second table splits the phase-placed trials by
-phase, with how many of the survivors' records named the stopped rank's phase.
+phase, with the phase the survivors' records give for the stopped rank (the
+main thread's phase for snapshot_copy, which runs on the copy thread).
 """
 import glob
 import json
@@ -131,16 +132,20 @@ def main():
     for t in placed:
         by_phase.setdefault((t["system"], t["model"], t["path"], t["phase"]), []).append(t)
     print()
-    print("| system | model | path | phase | trials | record names the phase | detection s | total s | "
+    print("| system | model | path | phase | trials | stopped rank's phase in the records (trials) | detection s | total s | "
           "steps lost (median, most) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for key in sorted(by_phase):
         ts = [t for t in by_phase[key] if t["ok"]]
         failed = len(by_phase[key]) - len(ts)
-        named = sum(1 for t in ts if t["record_phases"] and all(p == key[3] for p in t["record_phases"]))
+        named = {}
+        for t in ts:
+            for p in sorted(set(t["record_phases"])):
+                named[p] = named.get(p, 0) + 1
         lost = [t["lost_steps"] for t in ts]
         print("| " + " | ".join(list(key) + [
-            f"{len(ts)}" + (f" (+{failed} not recovered)" if failed else ""), f"{named} of {len(ts)}",
+            f"{len(ts)}" + (f" (+{failed} not recovered)" if failed else ""),
+            ", ".join(f"{p} {n}" for p, n in sorted(named.items())) or "-",
             fmt(med(t["detection_s"] for t in ts)), fmt(med(t["total_s"] for t in ts)),
             f"{fmt(med(lost), 1)}, {max(lost)}" if lost else "-"]) + " |")
 

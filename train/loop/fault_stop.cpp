@@ -13,7 +13,7 @@
 namespace zt {
 namespace {
 
-constexpr const char* kPhases[] = {"data", "forward", "backward",   "reduce",  "zero_step",
+constexpr const char* kPhases[] = {"data", "forward", "backward",   "reduce",       "zero_step",
                                    "eval", "sample",  "checkpoint", "snapshot_copy"};
 
 std::optional<FaultStop> g_armed;
@@ -30,9 +30,12 @@ bool whole_number(const std::string& s) {
 FaultStop parse_fault_stop(const std::string& value) {
   std::string phases;
   for (const char* p : kPhases) phases += std::string(phases.empty() ? "" : ", ") + p;
-  const std::string usage = "ZT_FAULT_STOP_AT: '" + value + "': expected STEP:PHASE:RANK (STEP and RANK whole numbers, PHASE one of " + phases + ")";
+  const std::string usage =
+      "ZT_FAULT_STOP_AT: '" + value +
+      "': expected STEP:PHASE:RANK (STEP and RANK whole numbers, PHASE one of " + phases + ")";
   const size_t a = value.find(':'), b = a == std::string::npos ? a : value.find(':', a + 1);
-  if (b == std::string::npos || value.find(':', b + 1) != std::string::npos) throw ConfigError(usage);
+  if (b == std::string::npos || value.find(':', b + 1) != std::string::npos)
+    throw ConfigError(usage);
   FaultStop f;
   const std::string step = value.substr(0, a), rank = value.substr(b + 1);
   f.phase = value.substr(a + 1, b - a - 1);
@@ -50,8 +53,8 @@ void arm_fault_stop(int rank, int world, bool recovering) {
   const FaultStop f = parse_fault_stop(value);
   if (f.rank >= world)
     throw ConfigError("ZT_FAULT_STOP_AT: '" + std::string(value) + "': rank " +
-                      std::to_string(f.rank) + " is not in this job of " +
-                      std::to_string(world) + " ranks");
+                      std::to_string(f.rank) + " is not in this job of " + std::to_string(world) +
+                      " ranks");
   if (f.rank != rank) return;
   g_armed = f;
   g_point = &*g_armed;
@@ -61,7 +64,8 @@ void fault_stop_point(int64_t step, const char* phase) {
   if (g_point == nullptr) return;
   g_step.store(step, std::memory_order_relaxed);
   if (step != g_point->step || g_point->phase != phase || g_fired.exchange(true)) return;
-  std::fprintf(stderr, "zerotrain: rank %d: ZT_FAULT_STOP_AT: stopping (SIGSTOP) at step %lld, phase %s\n",
+  std::fprintf(stderr,
+               "zerotrain: rank %d: ZT_FAULT_STOP_AT: stopping (SIGSTOP) at step %lld, phase %s\n",
                g_point->rank, static_cast<long long>(step), phase);
   std::fflush(stderr);
   // The peer watch's thread sends a phase change at once; this leaves it time
