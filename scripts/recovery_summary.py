@@ -20,9 +20,9 @@ the time from the kill to the end of the first step after recovery into:
 
 Per system, model, kind, path and placement (random: a random moment; phase:
 placed by ZT_FAULT_STOP_AT, recovery_study.sh --phases): the median of each
-part over the recovered trials, the steps lost (median and most), how many
-trials needed the disk checkpoint, and the relaunches beyond the first (a
-supervisor relaunch after a relaunched job failed again, e.g. a stall the
+part over the recovered trials, the longest total, the steps lost (median
+and most), how many trials needed the disk checkpoint, and the relaunches
+beyond the first (a relaunched job that failed again, e.g. a stall that the
 peer watch took for a hang). A second table splits the phase-placed trials by
 phase, with the phase the survivors' records give for the stopped rank (the
 main thread's phase for snapshot_copy, which runs on the copy thread).
@@ -113,8 +113,8 @@ def main():
     for t in trials:
         groups.setdefault((t["system"], t["model"], t["kind"], t["path"], t["placement"]), []).append(t)
     print("| system | model | failure | path | kill | trials | disk needed | extra relaunches | detection s | "
-          "teardown s | relaunch s | restore s | first step s | total s | steps lost (median, most) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "teardown s | relaunch s | restore s | first step s | total s | total s, most | steps lost (median, most) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key in sorted(groups):
         ts = [t for t in groups[key] if t["ok"]]
         failed = len(groups[key]) - len(ts)
@@ -122,6 +122,7 @@ def main():
                            f"{sum(t['disk'] for t in ts)}", f"{sum(t['extra_relaunches'] for t in ts)}"]
         for part in ("detection_s", "teardown_s", "relaunch_s", "restore_s", "step_s", "total_s"):
             row.append(fmt(med(t[part] for t in ts), 3 if part in ("restore_s", "step_s") else 2))
+        row.append(fmt(max((t["total_s"] for t in ts), default=None)))
         lost = [t["lost_steps"] for t in ts]
         row.append(f"{fmt(med(lost), 1)}, {max(lost)}" if lost else "-")
         print("| " + " | ".join(row) + " |")
