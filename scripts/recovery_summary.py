@@ -17,6 +17,8 @@ the time from the kill to the end of the first step after recovery into:
     step      = the first step after recovery
     lost      = steps completed before the kill - the step restored (0 when
                 the relaunch restored a step that finished after the kill)
+    redo      = lost x the run's median step time (the lost steps' work, done
+                again after the first step; total + redo is what the failure cost)
 
 Per system, model, kind, path and placement (random: a random moment; phase:
 placed by ZT_FAULT_STOP_AT, recovery_study.sh --phases): the median of each
@@ -90,6 +92,8 @@ def trial(d):
     t["record_phases"] = [p["phase"] for r in recs for p in r["lost"] if p["rank"] == stopped]
     steady = [r["ms"] / 1e3 for r in after.values() if r["step"] > 2]
     t["median_step_s"] = statistics.median(steady) if steady else t["step_s"]
+    t["redo_s"] = t["lost_steps"] * t["median_step_s"]
+    t["with_redo_s"] = t["total_s"] + t["redo_s"]
     return t
 
 
@@ -113,8 +117,9 @@ def main():
     for t in trials:
         groups.setdefault((t["system"], t["model"], t["kind"], t["path"], t["placement"]), []).append(t)
     print("| system | model | failure | path | kill | trials | disk needed | extra relaunches | detection s | "
-          "teardown s | relaunch s | restore s | first step s | total s | total s, most | steps lost (median, most) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "teardown s | relaunch s | restore s | first step s | total s | total s, most | steps lost (median, most) | "
+          "redo s | total + redo s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for key in sorted(groups):
         ts = [t for t in groups[key] if t["ok"]]
         failed = len(groups[key]) - len(ts)
@@ -125,6 +130,8 @@ def main():
         row.append(fmt(max((t["total_s"] for t in ts), default=None)))
         lost = [t["lost_steps"] for t in ts]
         row.append(f"{fmt(med(lost), 1)}, {max(lost)}" if lost else "-")
+        row.append(fmt(med(t["redo_s"] for t in ts)))
+        row.append(fmt(med(t["with_redo_s"] for t in ts)))
         print("| " + " | ".join(row) + " |")
     placed = [t for t in trials if t["placement"] == "phase"]
     if not placed:
