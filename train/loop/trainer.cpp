@@ -7,15 +7,10 @@
 #include <mpi.h>
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <memory>
-#include <optional>
 
 #include "model/activation_memory.h"
 #include "train/cli/command_registry.h"
