@@ -13,7 +13,8 @@
 #   wide:  configs/tiny.yaml at n_embd 256
 # For each size: the median over the K runs of each run's median step time
 # (summary.json's step_ms_median) with and without snapshots, the overhead
-# (memory / none - 1, measured), and from the memory runs' summary.json the
+# (the median over the repeats of memory / none - 1 within each repeat's pair,
+# which ran back to back under the same load), and from the memory runs' summary.json the
 # medians of the copy's own time and of the optimizer's wait for it
 # (snapshot_copy_ms / snapshot_wait_ms), the wait also as a share of the step.
 # Times are wall clock: the machine should be otherwise idle.
@@ -73,16 +74,19 @@ done
 /usr/bin/python3 - "$out" $sizes <<'PY'
 import json, statistics, sys, glob, os
 out, sizes = sys.argv[1], sys.argv[2:]
-print("| model | parameters | runs each | step ms, none | step ms, memory | overhead % (measured) | "
+print("| model | parameters | runs each | step ms, none | step ms, memory | overhead % (median of pairs) | "
       "snapshot_copy_ms | snapshot_wait_ms | wait % of step |")
 print("|---|---|---|---|---|---|---|---|---|")
 for size in sizes:
-    runs = {m: [json.load(open(f)) for f in sorted(glob.glob(os.path.join(out, size, m + "-*", "summary.json")))]
+    runs = {m: [json.load(open(os.path.join(out, size, f"{m}-{k}", "summary.json")))
+                for k in range(1, len(glob.glob(os.path.join(out, size, "none-*"))) + 1)]
             for m in ("none", "memory")}
+    # Each repeat's pair ran back to back: the ratio within a pair shares its load.
+    pairs = [b["step_ms_median"] / a["step_ms_median"] - 1 for a, b in zip(runs["none"], runs["memory"])]
     none = statistics.median(r["step_ms_median"] for r in runs["none"])
     mem = statistics.median(r["step_ms_median"] for r in runs["memory"])
     copy = statistics.median(r["snapshots"]["copy_ms_median_measured"] for r in runs["memory"])
     wait = statistics.median(r["snapshots"]["wait_ms_median_measured"] for r in runs["memory"])
     print(f"| {size} | {runs['none'][0]['params']} | {len(runs['none'])} | {none:.1f} | {mem:.1f} | "
-          f"{100 * (mem / none - 1):+.1f} | {copy:.2f} | {wait:.3f} | {100 * wait / mem:.3f} |")
+          f"{100 * statistics.median(pairs):+.1f} | {copy:.2f} | {wait:.3f} | {100 * wait / mem:.3f} |")
 PY
