@@ -138,11 +138,11 @@ def main():
         return
     by_phase = {}
     for t in placed:
-        by_phase.setdefault((t["system"], t["model"], t["path"], t["phase"]), []).append(t)
+        by_phase.setdefault((t["system"], t["model"], t["kind"], t["path"], t["phase"]), []).append(t)
     print()
-    print("| system | model | path | phase | trials | stopped rank's phase in the records (trials) | detection s | total s | "
+    print("| system | model | failure | path | phase | trials | stopped rank's phase in the records (trials) | detection s | total s | "
           "steps lost (median, most) |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for key in sorted(by_phase):
         ts = [t for t in by_phase[key] if t["ok"]]
         failed = len(by_phase[key]) - len(ts)
