@@ -123,7 +123,8 @@ char* SnapshotRegion::slot_base(int slot) const {
   return base_ + kSnapshotHeaderBytes + static_cast<uint64_t>(slot) * header_.slot_bytes;
 }
 
-int SnapshotRegion::write_slot(const SnapshotSource& src, int64_t step, int world, int rank) {
+int SnapshotRegion::write_slot(const SnapshotSource& src, int64_t step, int world, int rank,
+                               const std::function<void()>& part_way) {
   const int slot = header_.newest_slot == 0 ? 1 : 0;
   RankFileHeader h;
   h.step = step;
@@ -144,6 +145,7 @@ int SnapshotRegion::write_slot(const SnapshotSource& src, int64_t step, int worl
       std::memcpy(at, a + src.shard_offsets[i], bytes);
       h.data_crc = crc32_of(at, bytes, h.data_crc);
       at += bytes;
+      if (part_way && i == 0 && a == src.state[0]) part_way();
     }
   const std::string head = encode_rank_header(h);
   std::memcpy(out + 8, head.data() + 8, head.size() - 8);

@@ -42,8 +42,11 @@ class SnapshotRegion {
 
   // Copies `src` as the snapshot of `step` into the slot the header does not
   // name, and returns that slot; publish() then names it. Not thread-safe
-  // with itself; reads nothing the caller changes meanwhile.
-  int write_slot(const SnapshotSource& src, int64_t step, int world, int rank);
+  // with itself; reads nothing the caller changes meanwhile. `part_way` runs
+  // once the first piece's master weights are in (a test hook stops the
+  // process there: train/loop/fault_stop.h).
+  int write_slot(const SnapshotSource& src, int64_t step, int world, int rank,
+                 const std::function<void()>& part_way = {});
   void publish(int slot, int64_t step);
   // Zeroes the magic of the slot the header does not name, so that a snapshot
   // from before a relaunch (maybe of another config) can never be mixed into a

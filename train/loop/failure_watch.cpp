@@ -5,6 +5,7 @@
 
 #include "train/io/atomic_file.h"
 #include "train/loop/failure_record.h"
+#include "train/loop/fault_stop.h"
 
 namespace zt {
 namespace {
@@ -32,6 +33,7 @@ void chained_stop_handler(int sig) {
 FailureWatch::FailureWatch(const SystemConfig& sys, const std::string& run_dir,
                            CountingCommunicator& comm)
     : comm_(comm), run_dir_(run_dir) {
+  comm_.on_annotate([this](Phase p, int micro) { engine_phase(p, micro); });
   if (comm.world() == 1 || sys.failure_timeout_s == 0) return;
   PeerWatchSettings s;
   s.heartbeat_ms = sys.heartbeat_ms;
@@ -49,8 +51,6 @@ FailureWatch::FailureWatch(const SystemConfig& sys, const std::string& run_dir,
     std::fflush(stderr);
   }));
   g_watch = watch_.get();
-  comm_.on_annotate(
-      [w = watch_.get()](Phase p, int micro) { w->set_engine_phase(phase_name(p), micro); });
   for (int i = 0; i < 2; i++) {
     struct sigaction chained {};
     chained.sa_handler = chained_stop_handler;
@@ -61,15 +61,24 @@ FailureWatch::FailureWatch(const SystemConfig& sys, const std::string& run_dir,
 }
 
 FailureWatch::~FailureWatch() {
+  comm_.on_annotate(nullptr);
   if (!watch_) return;
   for (int i = 0; i < 2; i++) sigaction(kStopSignals[i], &g_previous[i], nullptr);
-  comm_.on_annotate(nullptr);
   g_watch = nullptr;
   watch_.reset();
 }
 
+void FailureWatch::engine_phase(Phase p, int micro) {
+  if (watch_) watch_->set_engine_phase(phase_name(p), micro);
+  // The engine's step is inside the trainer's zero_step, which stops on its own.
+  fault_stop_point(fault_stop_step(), p == Phase::Forward    ? "forward"
+                                      : p == Phase::Backward ? "backward"
+                                                             : "");
+}
+
 void watch_position(int64_t step, const char* phase) {
   if (g_watch) g_watch->set_position(step, phase);
+  fault_stop_point(step, phase);
 }
 
 }  // namespace zt

@@ -25,13 +25,17 @@ class FailureWatch {
   FailureWatch& operator=(const FailureWatch&) = delete;
 
  private:
+  // The engine's phase (forward, backward, step), to the watch and to
+  // ZT_FAULT_STOP_AT's hook (train/loop/fault_stop.h).
+  void engine_phase(Phase p, int micro);
   CountingCommunicator& comm_;
   std::string run_dir_;
   std::unique_ptr<PeerWatch> watch_;
 };
 
 // Where the trainer is: the optimizer step in progress (from 0) and its phase,
-// a string literal (docs/recovery.md lists them). Nothing without a running watch.
+// a string literal (docs/recovery.md lists them). Also the point at which
+// ZT_FAULT_STOP_AT stops a rank; otherwise nothing without a running watch.
 void watch_position(int64_t step, const char* phase);
 
 }  // namespace zt

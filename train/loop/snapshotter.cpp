@@ -9,6 +9,7 @@
 #include "train/io/checkpoint_format.h"
 #include "train/io/host_identity.h"
 #include "train/io/snapshot_recovery.h"
+#include "train/loop/fault_stop.h"
 #include "train/loop/runtime.h"
 
 namespace zt {
@@ -79,7 +80,9 @@ Snapshotter::~Snapshotter() {
 
 void Snapshotter::copy(int64_t step) {
   const auto t0 = Clock::now();
-  region_->publish(region_->write_slot(source_, step, world_, rank_), step);
+  const int slot = region_->write_slot(source_, step, world_, rank_,
+                                       [step] { fault_stop_point(step, "snapshot_copy"); });
+  region_->publish(slot, step);
   copy_ms_ = ms_since(t0);
 }
 

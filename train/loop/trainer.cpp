@@ -7,45 +7,23 @@
 #include <mpi.h>
 #include <sys/stat.h>
 
-#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <memory>
-#include <optional>
 
-#include "data/input/input_file.h"
-#include "data/json_reader.h"
-#include "data/loader.h"
-#include "data/shard.h"
-#include "data/tokenizer.h"
 #include "model/activation_memory.h"
-#include "model/device_services.h"
-#include "model/gpt.h"
 #include "train/cli/command_registry.h"
-#include "train/config/cluster_description.h"
-#include "train/config/zero_setup.h"
-#include "train/deepspeed/deepspeed_import.h"
-#include "train/io/checkpoint.h"
 #include "train/io/llmc_model_file.h"
 #include "train/io/output_target.h"
 #include "train/io/run_outputs.h"
-#include "train/loop/data_fallback.h"
-#include "train/loop/emulated_compute.h"
 #include "train/loop/failure_watch.h"
-#include "train/loop/fault_inject.h"
-#include "train/loop/hellaswag.h"
+#include "train/loop/fault_stop.h"
 #include "train/loop/init_weights.h"
 #include "train/loop/lr_schedule.h"
-#include "train/loop/recovery.h"
+#include "train/loop/run_setup.h"
 #include "train/loop/run_statistics.h"
-#include "train/loop/runtime.h"
 #include "train/loop/sampler.h"
-#include "zero/layout/mics_groups.h"
-#include "zero/stages/engine.h"
 
 namespace zt {
 namespace {
@@ -103,161 +81,6 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
 }
 
 namespace {
-
-// 1. The configuration, complete and checked before anything is printed or done.
-struct RunSettings {
-  Config cfg;
-  std::vector<std::string> ds_warnings, data_notes;
-  FaultInjection fault;
-  std::string cluster, config_yaml;
-  int accum = 1, B = 1, T = 1;
-  std::optional<EmulatedDurations> emulated;  // system.compute: emulate
-};
-
-RunSettings load_run_settings(const TrainArgs& a, int world) {
-  RunSettings r;
-  r.cfg = load_config(a.config_path, a.overrides);
-  Config& cfg = r.cfg;
-  if (!a.deepspeed.empty()) {
-    apply_deepspeed_config(a.deepspeed, cfg, r.ds_warnings, world);
-    validate_config(cfg);
-  }
-  validate_for_world(cfg, world);
-  if (cfg.system.compute == "emulate") {
-    if (const std::string note =
-            switch_off_model_outputs(a.resume, !a.init_from.empty(), cfg.train);
-        !note.empty())
-      r.data_notes.push_back(note);
-    r.emulated = emulated_durations(cfg);
-  }
-  r.data_notes = apply_data_fallbacks(cfg.data, cfg.train.eval_every > 0);
-  r.fault = parse_fault_injection(cfg.system.fault_inject);
-  r.cluster = read_cluster_description().json;
-  r.config_yaml = config_to_yaml(cfg);
-  r.accum = grad_accum_steps(cfg, world);
-  r.B = cfg.train.micro_batch;
-  r.T = cfg.model.seq_len;
-  return r;
-}
-
-// 2. Data: shards are validated (header, size, every token) before anything else.
-struct RunData {
-  std::unique_ptr<DataLoader> train, val;
-  std::unique_ptr<Tokenizer> tokenizer;
-  HellaswagSet hellaswag;
-};
-
-RunData load_run_data(const RunSettings& r, int rank, int world) {
-  const Config& cfg = r.cfg;
-  RunData d;
-  d.train.reset(new DataLoader(cfg.data.train, cfg.model.vocab_size, r.B, r.T, rank, world, r.accum,
-                               cfg.train.seed, true));
-  if (cfg.train.eval_every > 0)
-    d.val.reset(new DataLoader(cfg.data.val, cfg.model.vocab_size, r.B, r.T, rank, world, 1,
-                               cfg.train.seed, false));
-  if (cfg.train.sample_every > 0 || cfg.train.hellaswag_every > 0) {
-    d.tokenizer = make_tokenizer(cfg.data.tokenizer);
-    if (d.tokenizer->vocab_size() > cfg.model.vocab_size)
-      throw ConfigError("data.tokenizer " + cfg.data.tokenizer + " has " +
-                        std::to_string(d.tokenizer->vocab_size()) +
-                        " tokens, more than model.vocab_size " +
-                        std::to_string(cfg.model.vocab_size));
-  }
-  if (cfg.train.hellaswag_every > 0)
-    d.hellaswag = tokenize_hellaswag(read_hellaswag(cfg.train.hellaswag_file), *d.tokenizer,
-                                     cfg.model.vocab_size, cfg.train.hellaswag_file);
-  return d;
-}
-
-// 3. Backend, communicator, ZeRO and the models (members in construction order).
-struct RunModels {
-  RunModels(const RunSettings& r, const RunData& d)
-      : rt(make_runtime(r.cfg.system)), table(r.cfg.model) {
-    const Config& cfg = r.cfg;
-    Ops& ops = *rt.ops;
-    check_offload_paths(cfg.zero);
-    engine = make_zero_engine(zero_setup(cfg, table, rt.comm->nodes().ranks_per_node()), table, ops,
-                              *rt.comm);
-    recompute = recompute_level(cfg);
-    if (r.emulated) {
-      const EmulatedDurations& d = *r.emulated;
-      emulated.reset(new EmulatedGPT(
-          table, recompute, std::chrono::nanoseconds(static_cast<int64_t>(d.micro_step_ms * 1e6)),
-          d.forward_fraction));
-      size_t updated = 0;
-      for (const OptimPiece& p : engine->optimizer().pieces()) updated += p.n;
-      engine->optimizer().wait_instead_of_update(optimizer_wait_ms(d, updated, table.total()));
-      return;
-    }
-    // The training model's activations, measured: it allocates them all here,
-    // and its passes allocate nothing more (tests/unit/test_recompute.cpp).
-    const uint64_t activations_before = ops.ledger().current(MemCategory::Activations);
-    model.reset(new GPT(table, ops, r.B, r.T, recompute));
-    model_activations = ops.ledger().current(MemCategory::Activations) - activations_before;
-    // Forward-only models keep nothing for a backward: block's layout is the smallest.
-    if (cfg.train.sample_every > 0) sampler.reset(new GPT(table, ops, 1, r.T, Recompute::Block));
-    if (cfg.train.hellaswag_every > 0)
-      hellaswag.reset(
-          new GPT(table, ops, r.B, hellaswag_positions(d.hellaswag, r.T), Recompute::Block));
-  }
-  Runtime rt;
-  ParamTable table;
-  std::unique_ptr<ZeroEngine> engine;
-  Recompute recompute = Recompute::None;
-  uint64_t model_activations = 0;
-  std::unique_ptr<GPT> model, sampler, hellaswag;
-  std::unique_ptr<EmulatedGPT> emulated;   // instead of model, with system.compute: emulate
-  std::unique_ptr<Snapshotter> snapshots;  // train.recovery: memory (train/loop/recovery.h)
-};
-
-void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels& m, int world) {
-  const Config& cfg = r.cfg;
-  Ops& ops = *m.rt.ops;
-  for (const auto& w : r.ds_warnings) std::printf("deepspeed: %s\n", w.c_str());
-  for (const auto& note : r.data_notes) std::printf("%s\n", note.c_str());
-  if (!m.rt.device_note.empty()) std::printf("%s\n", m.rt.device_note.c_str());
-  if (!cfg.system.deterministic)
-    std::printf(
-        "system.deterministic: false: zerotrain has no faster non-deterministic kernels, "
-        "so the run is deterministic anyway\n");
-  std::printf("# effective config (%s)\n%s", a.config_path.c_str(), r.config_yaml.c_str());
-  std::printf("%s\n", m.engine->describe().c_str());
-  if (r.emulated)
-    std::printf(
-        "compute: EMULATED (system.compute: emulate): the model's arithmetic is replaced by "
-        "waits of %.6g ms per micro-step (forward %.3g of it) and %.6g ms per optimizer step for "
-        "the whole model (x %.6g time scale applied), from %s; collectives, buckets and schedule "
-        "are real; no loss is computed\n",
-        r.emulated->micro_step_ms, r.emulated->forward_fraction, r.emulated->optimizer_ms,
-        r.emulated->time_scale, r.emulated->source.c_str());
-  std::printf(
-      "model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
-      "of %d x %d per rank per step\n",
-      m.table.total(), m.engine->padded_params(), shard_ranks(cfg.zero, world),
-      dtype_name(ops.dtype()), ops.name().c_str(), world, r.accum, r.B, r.T);
-  if (!r.emulated)
-    std::printf(
-        "activations: %llu bytes per micro-batch measured, %llu by activation_bytes() "
-        "(train.recompute: %s)\n",
-        static_cast<unsigned long long>(m.model_activations),
-        static_cast<unsigned long long>(
-            activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype())),
-        recompute_name(m.recompute));
-  std::fflush(stdout);
-}
-
-CheckpointContext checkpoint_context(const TrainArgs& a, const RunSettings& r, Ops& ops) {
-  CheckpointContext ckpt;
-  ckpt.run_dir = a.run_dir;
-  ckpt.model = r.cfg.model;
-  ckpt.keep = r.cfg.train.keep_checkpoints;
-  ckpt.config_yaml = r.config_yaml;
-  ckpt.config_json = config_to_json(r.cfg);
-  ckpt.tokenizer = tokenizer_identity(r.cfg.data.tokenizer);
-  ckpt.model_dtype = dtype_name(ops.dtype());
-  ckpt.device = ops.name();
-  return ckpt;
-}
 
 // 4. Initial state: a checkpoint, an llm.c model file, or GPT-2 initialisation;
 // before anything is written, so that a checkpoint that does not verify or
@@ -510,6 +333,7 @@ RunSummary run_summary(const RunSettings& r, const RunModels& m, const LoopTotal
 int run_train(const TrainArgs& a) {
   int rank = 0, world = 1, local_rank = 0, local_size = 1;
   mpi_ranks(&rank, &world, &local_rank, &local_size);
+  arm_fault_stop(rank, world, a.recover);
   const RunSettings settings = load_run_settings(a, world);
   RunData data = load_run_data(settings, rank, world);
   RunModels models(settings, data);

@@ -1,0 +1,62 @@
+// Setting up a `zerotrain train` run, before its first step: the checked
+// configuration, the data, the backend with its communicator, ZeRO engine and
+// models, the header the run prints, and what its checkpoints record.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/loader.h"
+#include "data/tokenizer.h"
+#include "model/gpt.h"
+#include "train/config/config.h"
+#include "train/io/checkpoint.h"
+#include "train/loop/emulated_compute.h"
+#include "train/loop/fault_inject.h"
+#include "train/loop/hellaswag.h"
+#include "train/loop/recovery.h"
+#include "train/loop/runtime.h"
+#include "train/loop/trainer.h"
+#include "zero/stages/engine.h"
+
+namespace zt {
+
+// 1. The configuration, complete and checked before anything is printed or done.
+struct RunSettings {
+  Config cfg;
+  std::vector<std::string> ds_warnings, data_notes;
+  FaultInjection fault;
+  std::string cluster, config_yaml;
+  int accum = 1, B = 1, T = 1;
+  std::optional<EmulatedDurations> emulated;  // system.compute: emulate
+};
+
+RunSettings load_run_settings(const TrainArgs& a, int world);
+
+// 2. Data: shards are validated (header, size, every token) before anything else.
+struct RunData {
+  std::unique_ptr<DataLoader> train, val;
+  std::unique_ptr<Tokenizer> tokenizer;
+  HellaswagSet hellaswag;
+};
+
+RunData load_run_data(const RunSettings& r, int rank, int world);
+
+// 3. Backend, communicator, ZeRO and the models (members in construction order).
+struct RunModels {
+  RunModels(const RunSettings& r, const RunData& d);
+  Runtime rt;
+  ParamTable table;
+  std::unique_ptr<ZeroEngine> engine;
+  Recompute recompute = Recompute::None;
+  uint64_t model_activations = 0;
+  std::unique_ptr<GPT> model, sampler, hellaswag;
+  std::unique_ptr<EmulatedGPT> emulated;   // instead of model, with system.compute: emulate
+  std::unique_ptr<Snapshotter> snapshots;  // train.recovery: memory (train/loop/recovery.h)
+};
+
+void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels& m, int world);
+CheckpointContext checkpoint_context(const TrainArgs& a, const RunSettings& r, Ops& ops);
+
+}  // namespace zt
