@@ -109,7 +109,7 @@ def main():
         changed, both, _ = release_diff.diff_releases(baseline, new, args.variants)
     except (RuntimeError, ValueError, OSError, compare.TraceError,
             subprocess.SubprocessError) as e:
-        print(f"deepspeed-drift: {e}")
+        print(f"deepspeed-drift: {e}", file=sys.stderr)
         sys.exit(2)
     grouped = collections.OrderedDict((title, []) for _, title in HEADINGS)
     for v, d in changed.items():

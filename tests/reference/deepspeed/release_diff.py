@@ -283,12 +283,13 @@ def main():
     try:
         if args.export:
             if not args.out or args.releases:
-                print("release_diff: --export V takes --out FILE and no other release")
+                print("release_diff: --export V takes --out FILE and no other release",
+                      file=sys.stderr)
                 sys.exit(2)
             print(export(args.export, os.path.abspath(args.cache), args.variants, args.out))
             return
         if len(args.releases) < 2 or (not args.chain and len(args.releases) != 2):
-            print("release_diff: give two releases, or --chain and two or more")
+            print("release_diff: give two releases, or --chain and two or more", file=sys.stderr)
             sys.exit(2)
         any_change = False
         for a, b in zip(args.releases, args.releases[1:]):
@@ -297,7 +298,7 @@ def main():
             print("\n".join(lines), flush=True)
             any_change |= changed
     except (compare.TraceError, ValueError, KeyError) as e:
-        print(f"release_diff: {e}")
+        print(f"release_diff: {e}", file=sys.stderr)
         sys.exit(2)
     sys.exit(1 if any_change else 0)
 

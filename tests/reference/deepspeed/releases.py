@@ -146,12 +146,12 @@ def run_dir(version, torch):
 
 
 def python_path(version, torch):
-    """The --site of launch.py for the release: its site, the CPU stubs for releases before 0.14
+    """The --site of launch.py for the release: its site, the CPU stubs for releases before 0.14.1
     (their CPU accelerator imports intel_extension_for_pytorch and oneccl_bindings_for_pytorch),
     the private torch where it has one (behind cpu_stubs/no_triton for releases before 0.16 and
     TRITON_AT_IMPORT)."""
     parts = [os.path.join(CACHE, version, "site")]
-    if key(version) < (0, 14):
+    if key(version) < (0, 14, 1):
         parts.append(STUBS)
     if torch != "system":
         if key(version) < (0, 16) or TRITON_AT_IMPORT[0] <= key(version) <= TRITON_AT_IMPORT[1]:
@@ -164,7 +164,7 @@ def pip(args, log, env=None):
     run_env = dict(os.environ, DS_BUILD_OPS="0", PIP_DEFAULT_TIMEOUT="20", PIP_RETRIES="1",
                    **(env or {}))
     with open(log, "a") as f:
-        return subprocess.run(["nice", "-n", "19", "timeout", "900", PY, "-m", "pip"] + args,
+        return subprocess.run(["timeout", "900", PY, "-m", "pip"] + args,
                               stdout=f, stderr=subprocess.STDOUT, env=run_env,
                               stdin=subprocess.DEVNULL).returncode == 0
 
@@ -190,13 +190,10 @@ def install_torch(torch):
 
 def install(version, torch):
     """'' when DeepSpeed VERSION is in its site (installing it when not) and imports with the
-    torch T, else why not."""
-    why = install_torch(torch)
-    if why:
-        return why
+    torch T, else why not. The sdist comes first: a release PyPI does not have costs no torch."""
     site = os.path.join(CACHE, version, "site")
     if os.path.exists(os.path.join(site, "complete")):
-        return probe(version, torch)
+        return install_torch(torch) or probe(version, torch)
     sdists = os.path.join(CACHE, "sdists")
     sdist = os.path.join(sdists, f"deepspeed-{version}.tar.gz")
     os.makedirs(sdists, exist_ok=True)
@@ -209,6 +206,9 @@ def install(version, torch):
             ["download"] + common + ["--no-deps", "--no-binary", ":all:", "-d", sdists,
                                      f"deepspeed=={version}"], log):
         return f"pip could not download deepspeed=={version} (log: {log})"
+    why = install_torch(torch)
+    if why:
+        return why
     torch_env = {"PYTHONPATH": torch_site(torch)} if torch != "system" else {}
     if not pip(["install"] + common + ["--no-deps", "--no-build-isolation", "--target", partial,
                                        sdist], log, torch_env):
