@@ -206,7 +206,8 @@ class Release:
                 ds = os.path.join(folder, v, "ds")
                 if v not in have and os.path.isdir(ds):
                     why = exception_of(ds)
-                    self.failed[v] = f"failed: {why}" if why else f"not complete (no exception in {ds})"
+                    self.failed[v] = f"failed: {why}" if why else \
+                        f"not complete (no exception in {ds})"
 
     def behaviours(self, variant):
         if self.traced[variant] is None:
