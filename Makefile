@@ -9,7 +9,7 @@ DEPS ?= auto
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 SUBMAKE = $(MAKE) --no-print-directory -f build.mk BUILD=$(BUILD) -j$(JOBS)
 
-.PHONY: all deps build corpus data-gpt2 run test test-asan coverage fuzz bench format clean
+.PHONY: all deps build corpus data-gpt2 run test test-asan coverage fuzz bench format clean deepspeed-drift
 
 all: build corpus
 
@@ -71,6 +71,11 @@ fuzz: deps
 bench: build
 	@scripts/bench.sh $(BUILD)
 	@scripts/bench_plan_scaling.sh $(BUILD)
+
+# The newest DeepSpeed on PyPI (or VERSION=V) traced on CPU ranks and diffed, behaviour by
+# behaviour, against the last verified release (docs/deepspeed_releases.md); exit 1 on a change.
+deepspeed-drift:
+	@/usr/bin/python3 tests/reference/deepspeed/drift.py $(if $(VERSION),--version $(VERSION))
 
 format:
 	@clang-format -i $$(git ls-files '*.h' '*.cpp' '*.cu' '*.cuh')

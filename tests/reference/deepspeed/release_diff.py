@@ -2,11 +2,15 @@
 """What changed in DeepSpeed's collectives between two releases, variant by variant, in terms of
 behaviours rather than raw calls.
 
-  release_diff.py A B [--cache DIR] [--variants NAME ...]       two releases (or trace folders)
-  release_diff.py --chain A B C ... [--cache DIR]                each release against the next
+  release_diff.py A B [--cache DIR | --summaries DIR] [--variants NAME ...]   two releases
+  release_diff.py --chain A B C ... [--cache DIR | --summaries DIR]           each against the next
+  release_diff.py --export V [--variants NAME ...] [--cache DIR] --out FILE   write a summary
 
 A and B are release versions traced by releases.py (their traces in CACHE/V/traces; "V/torchT"
-names a release traced on another torch) or folders holding <variant>/ds/trace_rank<R>.jsonl.
+names a release traced on another torch), folders holding <variant>/ds/trace_rank<R>.jsonl, or
+behaviour summaries (FILE.json, or V with --summaries DIR: DIR/V.json). A summary is what
+--export writes: per variant the behaviours below (the sequence as its length and SHA-256) or the
+exception the variant failed with; release_behaviours/ holds the committed ones.
 Variants traced completely in both are compared; one traced in one release and failed in the
 other (a ds_config key the release refuses, say) is reported with the exception it failed with;
 one not run in either is listed only.
@@ -36,6 +40,7 @@ Exit status: 0 when nothing differs, 1 when something does, 2 on bad input.
 """
 import argparse
 import collections
+import hashlib
 import json
 import os
 import sys
@@ -142,51 +147,100 @@ def behaviours(ds):
     return b
 
 
-def diff_variant(a_dir, b_dir):
+def sequence_digest(sequence):
+    """A summary's form of the ordered steady step: its length and SHA-256."""
+    if isinstance(sequence, str):
+        return sequence
+    text = "\n".join(" ".join(map(str, call)) for call in sequence)
+    return f"{len(sequence)} calls, sha256 {hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def summary_of(b):
+    """The behaviours as a summary keeps them (JSON: the sequence digested)."""
+    return collections.OrderedDict((k, sequence_digest(v) if k == "sequence" else v)
+                                   for k, v in b.items())
+
+
+def diff_behaviours(a, b):
     """[(behaviour, A's value, B's value)] that differ."""
-    a, b = behaviours(a_dir), behaviours(b_dir)
     out = []
     for k in list(a) + [k for k in b if k not in a]:
         if k == "sequence" or (k == "other calls" and (k not in a or k not in b)):
             continue
         if a.get(k, "none") != b.get(k, "none"):
             out.append((k, a.get(k, "none"), b.get(k, "none")))
-    if not out and a["sequence"] != b["sequence"]:
-        i = next((i for i, (x, y) in enumerate(zip(a["sequence"], b["sequence"])) if x != y),
-                 min(len(a["sequence"]), len(b["sequence"])))
-        show = lambda s: " ".join(map(str, s[i])) if i < len(s) else "end"
-        out.append(("sequence", f"call {i}: {show(a['sequence'])}", f"call {i}: {show(b['sequence'])}"))
+    digests = sequence_digest(a["sequence"]), sequence_digest(b["sequence"])
+    if out or digests[0] == digests[1]:
+        return out
+    if isinstance(a["sequence"], str) or isinstance(b["sequence"], str):
+        return [("sequence",) + digests]
+    i = next((i for i, (x, y) in enumerate(zip(a["sequence"], b["sequence"])) if x != y),
+             min(len(a["sequence"]), len(b["sequence"])))
+    show = lambda s: " ".join(map(str, s[i])) if i < len(s) else "end"
+    out.append(("sequence", f"call {i}: {show(a['sequence'])}", f"call {i}: {show(b['sequence'])}"))
     return out
 
 
-def compare_pair(a, b, cache, names):
-    a_dir, b_dir = traces_dir(a, cache), traces_dir(b, cache)
-    have_a, have_b = complete_variants(a_dir), complete_variants(b_dir)
-    if not have_a or not have_b:
-        missing = a if not have_a else b
-        raise compare.TraceError(f"{missing}: no complete traces in {traces_dir(missing, cache)}")
-    both = sorted((have_a & have_b) & set(names or have_a | have_b))
-    lines, changed = [], collections.OrderedDict()
+class Release:
+    """One side of a diff: per variant its behaviours (traced) or why it did not trace."""
+
+    def __init__(self, name, cache, summaries=None):
+        self.name, self.traced, self.failed = name, {}, {}
+        path = os.path.join(summaries, f"{name}.json") if summaries else name
+        if path.endswith(".json"):
+            if not os.path.isfile(path):
+                raise compare.TraceError(f"{name}: no behaviour summary {path}")
+            data = json.load(open(path))
+            self.traced = data["variants"]
+            self.failed = data.get("failed", {})
+            self.name = data.get("release", name) if not summaries else name
+            return
+        folder = traces_dir(name, cache)
+        self.folder = folder
+        have = complete_variants(folder)
+        if not have:
+            raise compare.TraceError(f"{name}: no complete traces in {folder}")
+        self.traced = {v: None for v in have}  # read on demand: traces are large
+        if os.path.isdir(folder):
+            for v in os.listdir(folder):
+                ds = os.path.join(folder, v, "ds")
+                if v not in have and os.path.isdir(ds):
+                    why = exception_of(ds)
+                    self.failed[v] = f"failed: {why}" if why else \
+                        f"not complete (no exception in {ds})"
+
+    def behaviours(self, variant):
+        if self.traced[variant] is None:
+            self.traced[variant] = behaviours(os.path.join(self.folder, variant, "ds"))
+        return self.traced[variant]
+
+    def state(self, variant):
+        return "traced" if variant in self.traced else self.failed.get(variant, "not run")
+
+
+def diff_releases(a, b, names=None):
+    """({variant: [(behaviour, A's value, B's value)]} that differ, variants compared, variants
+    traced in one only)."""
+    wanted = set(names) if names else set(a.traced) | set(b.traced)
+    both = sorted(set(a.traced) & set(b.traced) & wanted)
+    changed = collections.OrderedDict()
     for v in both:
-        d = diff_variant(os.path.join(a_dir, v, "ds"), os.path.join(b_dir, v, "ds"))
+        d = diff_behaviours(a.behaviours(v), b.behaviours(v))
         if d:
             changed[v] = d
-    only = sorted((have_a ^ have_b) & set(names or have_a | have_b))
+    only = sorted((set(a.traced) ^ set(b.traced)) & wanted)
     for v in only:  # traced in one, failed (a refused key, say) or not run in the other
-        state = []
-        for release, folder, have in ((a, a_dir, have_a), (b, b_dir, have_b)):
-            ds = os.path.join(folder, v, "ds")
-            if v in have:
-                state.append("traced")
-            elif os.path.isdir(ds):
-                why = exception_of(ds)
-                state.append(f"failed: {why}" if why else f"not complete (no exception in {ds})")
-            else:
-                state.append("not run")
-        if not any(x == "not run" for x in state):
+        state = [a.state(v), b.state(v)]
+        if "not run" not in state:
             changed[v] = [("runs", state[0], state[1])]
-    lines.append(f"release_diff: {a} -> {b}: {len(both)} variants traced in both, "
-                 f"{len(changed)} differ" + (f"; traced in one only: {' '.join(only)}" if only else ""))
+    return changed, both, only
+
+
+def compare_pair(a, b, cache, names, summaries=None):
+    changed, both, only = diff_releases(Release(a, cache, summaries), Release(b, cache, summaries),
+                                        names)
+    lines = [f"release_diff: {a} -> {b}: {len(both)} variants traced in both, "
+             f"{len(changed)} differ" + (f"; traced in one only: {' '.join(only)}" if only else "")]
     for v, d in changed.items():
         lines.append(f"  {v}:")
         for k, x, y in d:
@@ -194,25 +248,58 @@ def compare_pair(a, b, cache, names):
     return lines, bool(changed)
 
 
+def export(release, cache, names, out):
+    """Writes (or extends) OUT with the behaviour summary of the release's named variants."""
+    r = Release(release, cache)
+    data = json.load(open(out)) if os.path.exists(out) else {"release": release, "variants": {},
+                                                             "failed": {}}
+    for v in sorted(names or set(r.traced) | set(r.failed)):
+        if v in r.traced:
+            data["variants"][v] = summary_of(r.behaviours(v))
+            data["failed"].pop(v, None)
+        elif v in r.failed:
+            data["failed"][v] = r.failed[v]
+            data["variants"].pop(v, None)
+        else:
+            raise compare.TraceError(f"{release}: variant {v} was not run")
+    for part in ("variants", "failed"):  # variants by name; behaviours in behaviours()' order
+        data[part] = dict(sorted(data[part].items()))
+    with open(out, "w") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+    return f"release_diff: {out}: {len(data['variants'])} variants of {release}" + (
+        f", {len(data['failed'])} failed" if data["failed"] else "")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("releases", nargs="+")
+    parser.add_argument("releases", nargs="*")
     parser.add_argument("--chain", action="store_true", help="each release against the next")
     parser.add_argument("--cache", default=CACHE)
+    parser.add_argument("--summaries", help="read releases from DIR/<V>.json summaries")
     parser.add_argument("--variants", nargs="+")
+    parser.add_argument("--export", metavar="V", help="write V's behaviour summary to --out")
+    parser.add_argument("--out", help="the summary file --export writes (extended if present)")
     args = parser.parse_args()
-    if len(args.releases) < 2 or (not args.chain and len(args.releases) != 2):
-        print("release_diff: give two releases, or --chain and two or more")
-        sys.exit(2)
-    pairs = list(zip(args.releases, args.releases[1:]))
-    any_change = False
     try:
-        for a, b in pairs:
-            lines, changed = compare_pair(a, b, os.path.abspath(args.cache), args.variants)
+        if args.export:
+            if not args.out or args.releases:
+                print("release_diff: --export V takes --out FILE and no other release",
+                      file=sys.stderr)
+                sys.exit(2)
+            print(export(args.export, os.path.abspath(args.cache), args.variants, args.out))
+            return
+        if len(args.releases) < 2 or (not args.chain and len(args.releases) != 2):
+            print("release_diff: give two releases, or --chain and two or more", file=sys.stderr)
+            sys.exit(2)
+        any_change = False
+        for a, b in zip(args.releases, args.releases[1:]):
+            lines, changed = compare_pair(a, b, os.path.abspath(args.cache), args.variants,
+                                          args.summaries)
             print("\n".join(lines), flush=True)
             any_change |= changed
-    except compare.TraceError as e:
-        print(f"release_diff: {e}")
+    except (compare.TraceError, ValueError, KeyError) as e:
+        print(f"release_diff: {e}", file=sys.stderr)
         sys.exit(2)
     sys.exit(1 if any_change else 0)
 
