@@ -51,6 +51,7 @@
 
 #include "model/ops.h"
 #include "train/config/config.h"
+#include "train/deepspeed/deepspeed_release_keys.h"
 
 namespace zt {
 
@@ -58,9 +59,13 @@ namespace zt {
 // on `world_size` ranks; appends one line per ignored or approximated key to `warnings`.
 // Leaves model, data and system untouched. `deepspeed_dtype`, when given, receives the dtype
 // DeepSpeed itself would train in ("bf16", "fp16" or "fp32"), for `explain`.
+// `release`: the DeepSpeed release whose keys and reading of "auto" the file is checked against
+// (train/deepspeed/deepspeed_release_keys.h). Its default is the release the import's defaults
+// come from; the callers are to pass zero.deepspeed_version once that key exists (issue 24).
 void apply_deepspeed_config(const std::string& json_path, Config& c,
                             std::vector<std::string>& warnings, int world_size,
-                            std::string* deepspeed_dtype = nullptr);
+                            std::string* deepspeed_dtype = nullptr,
+                            DeepSpeedRelease release = kImportAssumedRelease);
 
 // The DType of apply_deepspeed_config's `deepspeed_dtype` ("bf16", "fp16" or "fp32").
 inline DType deepspeed_train_dtype(const std::string& name) {
