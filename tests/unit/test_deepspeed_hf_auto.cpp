@@ -90,14 +90,14 @@ TEST_CASE("hf: every \"auto\" the Trainer fills takes its value, by hand", "[dee
   Imported r = import_with(kTrainerZero3, gpt2_small("hf"), 2);
   const ZeroConfig& z = r.c.zero;
   REQUIRE(z.stage == 3);  // the stage comes after the keys: the stage-3 rules still apply
-  REQUIRE(z.reduce_bucket_size == 589824);                 // 768 * 768
-  REQUIRE(z.stage3_prefetch_bucket_size == 530841);        // int(0.9 * 768 * 768) = int(530841.6)
-  REQUIRE(z.stage3_param_persistence_threshold == 7680);   // 10 * 768
+  REQUIRE(z.reduce_bucket_size == 589824);                // 768 * 768
+  REQUIRE(z.stage3_prefetch_bucket_size == 530841);       // int(0.9 * 768 * 768) = int(530841.6)
+  REQUIRE(z.stage3_param_persistence_threshold == 7680);  // 10 * 768
   const TrainConfig& t = r.c.train;
   REQUIRE(t.micro_batch == 4);
   REQUIRE(t.global_batch_tokens == 4 * 128 * 2 * 3);  // train_batch_size = 2 * 4 * 3 = 24
   REQUIRE(t.grad_clip == 0.5);
-  REQUIRE(t.lr == 3e-4);  // warmup_max_lr: learning_rate
+  REQUIRE(t.lr == 3e-4);   // warmup_max_lr: learning_rate
   REQUIRE(t.min_lr == 0);  // warmup_min_lr: the Trainer's 0
   REQUIRE(t.beta1 == 0.8);
   REQUIRE(t.beta2 == 0.95);
@@ -111,18 +111,21 @@ TEST_CASE("hf: every \"auto\" the Trainer fills takes its value, by hand", "[dee
   REQUIRE(mentions(r.warnings,
                    "\"auto\" resolved by the HF Trainer's rules (train.deepspeed_auto: hf; "
                    "transformers 4.45.0-5.23.0), then DeepSpeed 0.14.4's; filled in: "
-                   "bf16.enabled, fp16.enabled, zero_optimization.reduce_bucket_size, "
-                   "zero_optimization.stage3_prefetch_bucket_size, "
-                   "zero_optimization.stage3_param_persistence_threshold, "
-                   "gradient_accumulation_steps, gradient_clipping, train_batch_size, "
-                   "train_micro_batch_size_per_gpu, optimizer.params.lr, optimizer.params.betas, "
-                   "optimizer.params.eps, optimizer.params.weight_decay, "
-                   "scheduler.params.warmup_min_lr, scheduler.params.warmup_max_lr, "
-                   "scheduler.params.warmup_num_steps, scheduler.params.total_num_steps") == 1);
+                   "bf16.enabled = true, fp16.enabled = false, "
+                   "zero_optimization.reduce_bucket_size = 589824, "
+                   "zero_optimization.stage3_prefetch_bucket_size = 530841, "
+                   "zero_optimization.stage3_param_persistence_threshold = 7680, "
+                   "gradient_accumulation_steps = 3, gradient_clipping = 0.5, "
+                   "train_batch_size = 24, train_micro_batch_size_per_gpu = 4, "
+                   "optimizer.params.lr = 3e-04, optimizer.params.betas = [0.8, 0.95], "
+                   "optimizer.params.eps = 1e-06, optimizer.params.weight_decay = 0.05, "
+                   "scheduler.params.warmup_min_lr = 0, scheduler.params.warmup_max_lr = 3e-04, "
+                   "scheduler.params.warmup_num_steps = 30, "
+                   "scheduler.params.total_num_steps = 500") == 1);
 
   // Widths whose 0.9 h^2 is whole, and GPT-2 XL's; warmup 0 fills max(1, 0) = 1.
-  for (auto [hidden, prefetch] : {std::pair<int, int64_t>{1000, 900000}, {4096, 15099494},
-                                  {130, 15210}, {1600, 2304000}}) {
+  for (auto [hidden, prefetch] :
+       {std::pair<int, int64_t>{1000, 900000}, {4096, 15099494}, {130, 15210}, {1600, 2304000}}) {
     Config c = gpt2_small("hf");
     c.model.n_embd = hidden;
     c.model.n_head = hidden == 4096 ? 16 : 10;
@@ -138,9 +141,10 @@ TEST_CASE("hf: every \"auto\" the Trainer fills takes its value, by hand", "[dee
 
 TEST_CASE("hf: keys the Trainer does not fill keep DeepSpeed's reading", "[deepspeed][hf_auto]") {
   // Below stage 3 the Trainer leaves the stage-3 keys "auto"; DeepSpeed drops them.
-  Imported s2 = import_with(R"({"zero_optimization": {"stage": 2, "stage3_prefetch_bucket_size": "auto",
+  Imported s2 =
+      import_with(R"({"zero_optimization": {"stage": 2, "stage3_prefetch_bucket_size": "auto",
                                 "reduce_bucket_size": "auto"}})",
-                            gpt2_small("hf"), 1);
+                  gpt2_small("hf"), 1);
   REQUIRE(s2.c.zero.stage3_prefetch_bucket_size == 50000000);
   REQUIRE(s2.c.zero.reduce_bucket_size == 589824);  // filled at every stage
   // The Trainer looks keys up by their JSON names only: the field-name alias is not filled.
@@ -149,10 +153,12 @@ TEST_CASE("hf: keys the Trainer does not fill keep DeepSpeed's reading", "[deeps
                                gpt2_small("hf"), 1);
   REQUIRE(alias.c.zero.stage3_prefetch_bucket_size == 50000000);
   REQUIRE(alias.c.zero.allgather_bucket_size == 500000000);
-  REQUIRE(mentions(alias.warnings, "key 'zero_optimization.prefetch_bucket_size': \"auto\": the "
-                                   "HF Trainer has no rule") == 1);
-  REQUIRE(mentions(alias.warnings, "DeepSpeed's default: zero_optimization.prefetch_bucket_size, "
-                                   "zero_optimization.allgather_bucket_size") == 1);
+  REQUIRE(mentions(alias.warnings,
+                   "key 'zero_optimization.prefetch_bucket_size': \"auto\": the "
+                   "HF Trainer has no rule") == 1);
+  REQUIRE(mentions(alias.warnings,
+                   "DeepSpeed's default: zero_optimization.prefetch_bucket_size, "
+                   "zero_optimization.allgather_bucket_size") == 1);
   // Where DeepSpeed would fail on the "auto" the Trainer leaves, the import refuses it.
   for (const char* json :
        {R"({"optimizer": {"type": "Adam", "params": {"torch_adam": "auto"}}})",
@@ -172,29 +178,33 @@ TEST_CASE("deepspeed: \"auto\" where DeepSpeed alone fails is refused, one line 
   for (const char* key : {"train_batch_size", "train_micro_batch_size_per_gpu",
                           "gradient_accumulation_steps", "gradient_clipping"}) {
     INFO(key);
-    std::string json = std::string(R"({"train_micro_batch_size_per_gpu": 4, ")") + key +
-                       R"(": "auto"})";
-    if (std::string(key) == "train_micro_batch_size_per_gpu") json = R"({"train_micro_batch_size_per_gpu": "auto"})";
+    std::string json =
+        std::string(R"({"train_micro_batch_size_per_gpu": 4, ")") + key + R"(": "auto"})";
+    if (std::string(key) == "train_micro_batch_size_per_gpu")
+      json = R"({"train_micro_batch_size_per_gpu": "auto"})";
     require_parts(error_with(json, gpt2_small("deepspeed"), 2),
                   {std::string("key '") + key + "'", "filled in only by the HF Trainer",
                    "train.deepspeed_auto=hf"});
   }
-  require_parts(error_with(R"({"optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "betas": "auto"}}})",
-                           gpt2_small("deepspeed"), 1),
-                {"key 'optimizer.params.betas'", "filled in only by the HF Trainer"});
-  require_parts(error_with(R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": "auto"}}})",
-                           gpt2_small("deepspeed"), 1),
-                {"key 'scheduler.params.warmup_num_steps'", "filled in only by the HF Trainer"});
+  require_parts(
+      error_with(R"({"optimizer": {"type": "AdamW", "params": {"lr": 1e-4, "betas": "auto"}}})",
+                 gpt2_small("deepspeed"), 1),
+      {"key 'optimizer.params.betas'", "filled in only by the HF Trainer"});
+  require_parts(
+      error_with(R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_num_steps": "auto"}}})",
+                 gpt2_small("deepspeed"), 1),
+      {"key 'scheduler.params.warmup_num_steps'", "filled in only by the HF Trainer"});
   // zero_optimization drops "auto" in every release: DeepSpeed's defaults.
   Imported r = import_with(R"({"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto",
                                "stage3_param_persistence_threshold": "auto"}})",
                            gpt2_small("deepspeed"), 1);
   REQUIRE(r.c.zero.reduce_bucket_size == 500000000);
   REQUIRE(r.c.zero.stage3_param_persistence_threshold == 100000);
-  REQUIRE(mentions(r.warnings, "\"auto\" resolved by DeepSpeed 0.14.4's own reading "
-                               "(train.deepspeed_auto: deepspeed); DeepSpeed's default: "
-                               "zero_optimization.reduce_bucket_size, "
-                               "zero_optimization.stage3_param_persistence_threshold") == 1);
+  REQUIRE(mentions(r.warnings,
+                   "\"auto\" resolved by DeepSpeed 0.14.4's own reading "
+                   "(train.deepspeed_auto: deepspeed); DeepSpeed's default: "
+                   "zero_optimization.reduce_bucket_size, "
+                   "zero_optimization.stage3_param_persistence_threshold") == 1);
 }
 
 TEST_CASE("deepspeed: fp16/bf16 \"auto\" is on before DeepSpeed 0.17.1, off from it",
@@ -202,8 +212,9 @@ TEST_CASE("deepspeed: fp16/bf16 \"auto\" is on before DeepSpeed 0.17.1, off from
   const std::string bf16 = R"({"bf16": {"enabled": "auto"}})";
   Imported old = import_with(bf16, gpt2_small("deepspeed"), 1, {0, 17, 0});
   REQUIRE(old.dtype == "bf16");
-  REQUIRE(mentions(old.warnings, "read as on (DeepSpeed before 0.17.1 takes the string as true): "
-                                 "bf16.enabled") == 1);
+  REQUIRE(mentions(old.warnings,
+                   "read as on (DeepSpeed before 0.17.1 takes the string as true): "
+                   "bf16.enabled") == 1);
   Imported now = import_with(bf16, gpt2_small("deepspeed"), 1, {0, 17, 1});
   REQUIRE(now.dtype == "fp32");
   REQUIRE(mentions(now.warnings, "DeepSpeed's default: bf16.enabled") == 1);
@@ -235,8 +246,9 @@ TEST_CASE("min_lr: an imported lr below the YAML's floor", "[deepspeed][hf_auto]
   REQUIRE(squad.c.train.lr == 3e-5);
   REQUIRE(squad.c.train.lr_schedule == "constant");
   REQUIRE(squad.c.train.min_lr == 3e-5);
-  REQUIRE(mentions(squad.warnings, "key 'optimizer': train.min_lr 1e-04 is above the imported lr "
-                                   "3e-05; train.min_lr = 3e-05 (DeepSpeed's constant lr") == 1);
+  REQUIRE(mentions(squad.warnings,
+                   "key 'optimizer': train.min_lr 1e-04 is above the imported lr "
+                   "3e-05; train.min_lr = 3e-05 (DeepSpeed's constant lr") == 1);
   // ZenFlow's shape: AdamW at 2e-5, stage 2 offloaded, no scheduler. Under hf the Trainer builds
   // its own scheduler: zerotrain's cosine stays, floored at the lr.
   const std::string zenflow = R"({

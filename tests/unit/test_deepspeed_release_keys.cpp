@@ -22,8 +22,9 @@ std::vector<std::string> lines_for(const std::string& json, DeepSpeedRelease rel
 }  // namespace
 
 TEST_CASE("a key a release does not have: added in, removed in", "[deepspeed][release_keys]") {
-  const std::string multi = "{\"gradient_clipping\": 1, \"zero_optimization\": {\"stage\": 2,\n"
-                            "\"use_multi_rank_bucket_allreduce\": false}}";
+  const std::string multi =
+      "{\"gradient_clipping\": 1, \"zero_optimization\": {\"stage\": 2,\n"
+      "\"use_multi_rank_bucket_allreduce\": false}}";
   REQUIRE(lines_for(multi, {0, 12, 3}) ==
           std::vector<std::string>{
               "2 zero_optimization.use_multi_rank_bucket_allreduce: not a key of DeepSpeed 0.12.3 "
@@ -44,7 +45,8 @@ TEST_CASE("a key a release does not have: added in, removed in", "[deepspeed][re
   // ZeRO++ (0.10.0), the stage3_ alias as well as the field name (0.14.3), offload keys.
   REQUIRE(lines_for(R"({"zero_optimization": {"zero_hpz_partition_size": 8}})", {0, 9, 5}).size() ==
           1);
-  REQUIRE(lines_for(R"({"zero_optimization": {"zero_hpz_partition_size": 8}})", {0, 10, 0}).empty());
+  REQUIRE(
+      lines_for(R"({"zero_optimization": {"zero_hpz_partition_size": 8}})", {0, 10, 0}).empty());
   REQUIRE(lines_for(R"({"zero_optimization": {"stage3_use_all_reduce_for_fetch_params": true}})",
                     {0, 14, 2})
               .size() == 1);
@@ -54,14 +56,16 @@ TEST_CASE("a key a release does not have: added in, removed in", "[deepspeed][re
           std::vector<std::string>{
               "2 zero_optimization.offload_optimizer.super_offload: not a key of DeepSpeed 0.17.6 "
               "(added in 0.18.0); DeepSpeed 0.17.6 refuses it"});
-  REQUIRE(lines_for(R"({"gradient_clipping": 1, "zero_optimization": {"compute_grad_norm": false}})",
-                    {0, 19, 6})
-              .size() == 1);
+  REQUIRE(
+      lines_for(R"({"gradient_clipping": 1, "zero_optimization": {"compute_grad_norm": false}})",
+                {0, 19, 6})
+          .size() == 1);
   // Top-level features DeepSpeed removed and refuses by name.
   REQUIRE(lines_for(R"({"gradient_clipping": 1, "amp": {"enabled": true}})", {0, 19, 7}).empty());
-  REQUIRE(lines_for(R"({"gradient_clipping": 1, "amp": {"enabled": true}})", {0, 19, 8}) ==
-          std::vector<std::string>{
-              "1 amp: not a key of DeepSpeed 0.19.8 (removed in 0.19.8); DeepSpeed 0.19.8 refuses it"});
+  REQUIRE(
+      lines_for(R"({"gradient_clipping": 1, "amp": {"enabled": true}})", {0, 19, 8}) ==
+      std::vector<std::string>{
+          "1 amp: not a key of DeepSpeed 0.19.8 (removed in 0.19.8); DeepSpeed 0.19.8 refuses it"});
 }
 
 TEST_CASE("a default a release changed, for keys the ds_config leaves to it",
@@ -74,8 +78,9 @@ TEST_CASE("a default a release changed, for keys the ds_config leaves to it",
                                    "0.14.4's)"});
   REQUIRE(lines_for(R"({"gradient_clipping": 0})", {0, 19, 8}).empty());
   // offload pin_memory: false until 0.19.4, true from 0.19.5; "auto" is dropped (pydantic).
-  const std::string cpu = "{\"gradient_clipping\": 1,\n \"zero_optimization\": {\"stage\": 2,\n"
-                          "  \"offload_optimizer\": {\"device\": \"cpu\"}}}";
+  const std::string cpu =
+      "{\"gradient_clipping\": 1,\n \"zero_optimization\": {\"stage\": 2,\n"
+      "  \"offload_optimizer\": {\"device\": \"cpu\"}}}";
   REQUIRE(lines_for(cpu, {0, 19, 4}).empty());
   REQUIRE(lines_for(cpu, {0, 19, 5}) ==
           std::vector<std::string>{
@@ -102,9 +107,10 @@ TEST_CASE("releases outside the table and precision \"auto\"", "[deepspeed][rele
 
 TEST_CASE("the import prints the release's key warnings, file and line first",
           "[deepspeed][release_keys]") {
-  TestFile file("{\"zero_optimization\": {\"stage\": 2,\n \"use_multi_rank_bucket_allreduce\": "
-                "false, \"compute_grad_norm\": true}}",
-                "ds_config.json");
+  TestFile file(
+      "{\"zero_optimization\": {\"stage\": 2,\n \"use_multi_rank_bucket_allreduce\": "
+      "false, \"compute_grad_norm\": true}}",
+      "ds_config.json");
   Config c;
   std::vector<std::string> warnings;
   apply_deepspeed_config(file.path, c, warnings, 1, nullptr, {0, 12, 3});

@@ -86,14 +86,14 @@ HfAutoValue DsContext::trainer_auto(int line, const std::string& key) {
     fail(line, key,
          std::string("\"auto\": the HF Trainer has no rule for this key (") +
              kHfTrainerVersionsRead + "), so DeepSpeed would get \"auto\" and fail on it");
-  autos_filled.push_back(key);
+  autos_filled.push_back(key + " = " + v->text());
   return *v;
 }
 
 std::optional<HfAutoValue> DsContext::pydantic_auto(int line, const std::string& key, int stage) {
   std::optional<HfAutoValue> v = hf() ? hf_auto_value(key, arguments, world, stage) : std::nullopt;
   if (v) {
-    autos_filled.push_back(key);
+    autos_filled.push_back(key + " = " + v->text());
     return v;
   }
   if (hf())

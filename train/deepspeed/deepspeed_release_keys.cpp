@@ -88,8 +88,10 @@ const std::vector<KeyRange>& zero_keys() {
 const std::vector<KeyRange>& offload_keys(bool optimizer) {
   static const std::vector<DefaultSince> pin = {{kEvery, "false"}, {{0, 19, 5}, "true"}};
   static const std::vector<KeyRange> shared = {
-      {"device", kEvery, {}},        {"nvme_path", kEvery, {}},
-      {"buffer_count", kEvery, {}},  {"pin_memory", kEvery, {}, pin},
+      {"device", kEvery, {}},
+      {"nvme_path", kEvery, {}},
+      {"buffer_count", kEvery, {}},
+      {"pin_memory", kEvery, {}, pin},
   };
   static const std::vector<KeyRange> optimizer_keys = [] {
     std::vector<KeyRange> k = shared;
@@ -171,8 +173,8 @@ void check_block(const JsonValue& block, const std::string& prefix,
                          "); DeepSpeed " + v + " refuses it"});
     else if (k->removed && *k->removed <= release)
       out.push_back({m.line, key,
-                     "not a key of DeepSpeed " + v + " (removed in " +
-                         k->removed->str() + "); DeepSpeed " + v + " refuses it"});
+                     "not a key of DeepSpeed " + v + " (removed in " + k->removed->str() +
+                         "); DeepSpeed " + v + " refuses it"});
   }
   for (const KeyRange& k : table) {
     if (k.defaults.empty()) continue;

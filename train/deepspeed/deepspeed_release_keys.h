@@ -27,8 +27,8 @@ inline constexpr DeepSpeedRelease kNewestReleaseRead{0, 19, 8};
 inline constexpr DeepSpeedRelease kImportAssumedRelease{0, 14, 4};
 
 struct ReleaseKeyWarning {
-  int line = 0;     // where in the ds_config (the enclosing block's line for an absent key)
-  std::string key;  // dotted: "zero_optimization.use_multi_rank_bucket_allreduce"; "" for the file
+  int line = 0;      // where in the ds_config (the enclosing block's line for an absent key)
+  std::string key;   // dotted: "zero_optimization.use_multi_rank_bucket_allreduce"; "" for the file
   std::string text;  // one line, without file, line or key
 };
 

@@ -4,15 +4,23 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "data/input/input_scalar.h"
+
 namespace zt {
+
+std::string HfAutoValue::text() const {
+  if (boolean) return numbers[0] != 0 ? "true" : "false";
+  if (numbers.size() == 1) return format_double(numbers[0]);
+  std::string s;
+  for (double x : numbers) s += (s.empty() ? "[" : ", ") + format_double(x);
+  return s + "]";
+}
 
 std::optional<HfAutoValue> hf_auto_value(const std::string& key, const Config& c, int world,
                                          int stage) {
   const TrainConfig& t = c.train;
   const double hidden = double(c.model.n_embd);
-  auto one = [](double x, std::string source) {
-    return HfAutoValue{{x}, std::move(source)};
-  };
+  auto one = [](double x, std::string source) { return HfAutoValue{{x}, std::move(source)}; };
   // trainer_config_process: TrainingArguments.
   if (key == "train_micro_batch_size_per_gpu")
     return one(t.micro_batch, "train.micro_batch (per_device_train_batch_size)");
@@ -33,8 +41,12 @@ std::optional<HfAutoValue> hf_auto_value(const std::string& key, const Config& c
   if (key == "scheduler.params.warmup_max_lr") return one(t.lr, "train.lr (learning_rate)");
   // fp16/bf16: the Trainer's --fp16 / --bf16; zerotrain has no fp16 mode and trains in bf16 on
   // the GPU, the device it is run for.
-  if (key == "fp16.enabled") return one(0, "false (zerotrain has no fp16 mode)");
-  if (key == "bf16.enabled") return one(1, "true (zerotrain trains in bf16 on the GPU)");
+  if (key == "fp16.enabled" || key == "bf16.enabled") {
+    HfAutoValue v = key == "bf16.enabled" ? one(1, "true (zerotrain trains in bf16 on the GPU)")
+                                          : one(0, "false (zerotrain has no fp16 mode)");
+    v.boolean = true;
+    return v;
+  }
   // trainer_config_finalize: the model's hidden size and the step count.
   if (key == "zero_optimization.reduce_bucket_size")
     return one(hidden * hidden, "n_embd^2 (hidden_size^2)");

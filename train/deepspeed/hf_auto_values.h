@@ -31,6 +31,9 @@ inline constexpr const char* kHfTrainerVersionsRead = "transformers 4.45.0-5.23.
 struct HfAutoValue {
   std::vector<double> numbers;  // one number; two for optimizer.params.betas
   std::string source;           // what stands in for the Trainer's argument, for messages
+  bool boolean = false;         // fp16/bf16 "enabled": numbers[0] is 0 or 1
+  // "16384", "true", or "[0.9, 0.95]" for betas.
+  std::string text() const;
 };
 
 // What the Trainer writes for "auto" at `key` (dotted, as spelled in the ds_config, e.g.
