@@ -147,6 +147,9 @@ TEST_CASE("hf: keys the Trainer does not fill keep DeepSpeed's reading", "[deeps
                   gpt2_small("hf"), 1);
   REQUIRE(s2.c.zero.stage3_prefetch_bucket_size == 50000000);
   REQUIRE(s2.c.zero.reduce_bucket_size == 589824);  // filled at every stage
+  REQUIRE(mentions(s2.warnings,
+                   "key 'zero_optimization.stage3_prefetch_bucket_size': \"auto\": "
+                   "the HF Trainer fills this key only at ZeRO stage 3") == 1);
   // The Trainer looks keys up by their JSON names only: the field-name alias is not filled.
   Imported alias = import_with(R"({"zero_optimization": {"stage": 3, "prefetch_bucket_size": "auto",
                                    "allgather_bucket_size": "auto"}})",

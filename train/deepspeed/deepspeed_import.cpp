@@ -98,8 +98,10 @@ std::optional<HfAutoValue> DsContext::pydantic_auto(int line, const std::string&
   }
   if (hf())
     warn(line, key,
-         std::string("\"auto\": the HF Trainer has no rule for this key (") +
-             kHfTrainerVersionsRead + ") and DeepSpeed drops it: DeepSpeed's default");
+         std::string("\"auto\": the HF Trainer ") +
+             (hf_auto_value(key, arguments, world, 3) ? "fills this key only at ZeRO stage 3"
+                                                      : "has no rule for this key") +
+             " (" + kHfTrainerVersionsRead + ") and DeepSpeed drops it: DeepSpeed's default");
   autos_defaulted.push_back(key);
   return std::nullopt;
 }
