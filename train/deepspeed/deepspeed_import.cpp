@@ -14,6 +14,7 @@
 #include "data/shard.h"
 #include "train/config/config_schema.h"
 #include "train/deepspeed/deepspeed_import_context.h"
+#include "train/deepspeed/deepspeed_release_keys.h"
 
 namespace zt {
 
@@ -75,6 +76,52 @@ double DsContext::read_number(const JsonValue& v, int line, const std::string& k
   return out;
 }
 
+HfAutoValue DsContext::trainer_auto(int line, const std::string& key) {
+  if (!hf())
+    fail(line, key,
+         "\"auto\" is filled in only by the HF Trainer (DeepSpeed alone fails on it); set "
+         "train.deepspeed_auto=hf to fill it as the Trainer does, or write a value");
+  std::optional<HfAutoValue> v = hf_auto_value(key, arguments, world, c.zero.stage);
+  if (!v)
+    fail(line, key,
+         std::string("\"auto\": the HF Trainer has no rule for this key (") +
+             kHfTrainerVersionsRead + "), so DeepSpeed would get \"auto\" and fail on it");
+  autos_filled.push_back(key + " = " + v->text());
+  return *v;
+}
+
+std::optional<HfAutoValue> DsContext::pydantic_auto(int line, const std::string& key, int stage) {
+  std::optional<HfAutoValue> v = hf() ? hf_auto_value(key, arguments, world, stage) : std::nullopt;
+  if (v) {
+    autos_filled.push_back(key + " = " + v->text());
+    return v;
+  }
+  if (hf())
+    warn(line, key,
+         std::string("\"auto\": the HF Trainer ") +
+             (hf_auto_value(key, arguments, world, 3) ? "fills this key only at ZeRO stage 3"
+                                                      : "has no rule for this key") +
+             " (" + kHfTrainerVersionsRead + ") and DeepSpeed drops it: DeepSpeed's default");
+  autos_defaulted.push_back(key);
+  return std::nullopt;
+}
+
+std::string DsContext::auto_summary() const {
+  if (autos_filled.empty() && autos_defaulted.empty() && autos_on.empty()) return "";
+  auto list = [](const char* what, const std::vector<std::string>& keys) {
+    std::string s;
+    for (const std::string& k : keys) s += (s.empty() ? "" : ", ") + k;
+    return keys.empty() ? std::string() : std::string("; ") + what + ": " + s;
+  };
+  const std::string resolver =
+      hf() ? std::string("the HF Trainer's rules (train.deepspeed_auto: hf; ") +
+                 kHfTrainerVersionsRead + "), then DeepSpeed " + release.str() + "'s"
+           : "DeepSpeed " + release.str() + "'s own reading (train.deepspeed_auto: deepspeed)";
+  return path + ": \"auto\" resolved by " + resolver + list("filled in", autos_filled) +
+         list("DeepSpeed's default", autos_defaulted) +
+         list("read as on (DeepSpeed before 0.17.1 takes the string as true)", autos_on);
+}
+
 const JsonValue& DsContext::require_object(const JsonValue& v, int line,
                                            const std::string& key) const {
   if (v.kind != JsonValue::Kind::object)
@@ -115,11 +162,9 @@ class DeepSpeedImporter {
  private:
   void import_precision(const JsonMember& m);
   void import_data_types(const JsonMember& m);
-  void read_batch_key(BatchKey& key, const JsonMember& m, const char* zerotrain_key,
-                      int64_t zerotrain_value);
+  void read_batch_key(BatchKey& key, const JsonMember& m);
   void import_batch();
   void check_precision();
-  void hf_only_auto(int line, const std::string& key, const std::string& kept);
 
   DsContext& ctx_;
   Config& c_;
@@ -129,14 +174,6 @@ class DeepSpeedImporter {
   std::string grad_accum_dtype_;      // "fp32", "bf16", "fp16" or "" (unset)
   bool optimizer_offload_to_cpu_ = false;
 };
-
-void DeepSpeedImporter::hf_only_auto(int line, const std::string& key, const std::string& kept) {
-  if (!ctx_.hf())
-    ctx_.warn(line, key,
-              "\"auto\" is filled in only by the HF Trainer (DeepSpeed alone fails on it); "
-              "zerotrain keeps " +
-                  kept + ", as the Trainer would with these arguments");
-}
 
 void DeepSpeedImporter::run() {
   // A regular file of at most 1 MiB: a FIFO or a device is refused, not read forever.
@@ -159,9 +196,12 @@ void DeepSpeedImporter::run() {
   if (root.kind != JsonValue::Kind::object)
     throw ConfigError(ctx_.path + ":" + std::to_string(root.line) +
                       ": expected a JSON object at the top level, got " + describe_json(root));
+  for (const ReleaseKeyWarning& w : warnings_for_release(root, ctx_.release)) {
+    if (w.key.empty()) ctx_.warnings.push_back(ctx_.path + ": " + w.text);
+    else ctx_.warn(w.line, w.key, w.text);
+  }
 
   // What the JSON governs starts from DeepSpeed's defaults (deepspeed_import.h).
-  const double zerotrain_grad_clip = c_.train.grad_clip;
   ZeroConfig zero_defaults;
   zero_defaults.native_reduce_scatter = c_.zero.native_reduce_scatter;
   zero_defaults.allgather_bucketed = c_.zero.allgather_bucketed;
@@ -175,18 +215,15 @@ void DeepSpeedImporter::run() {
     if (name == "zero_optimization") {
       import_zero_optimization(ctx_, m, &optimizer_offload_to_cpu_);
     } else if (name == "train_batch_size") {
-      read_batch_key(train_batch_, m, "train.global_batch_tokens / seq_len",
-                     c_.train.global_batch_tokens / c_.model.seq_len);
+      read_batch_key(train_batch_, m);
     } else if (name == "train_micro_batch_size_per_gpu") {
-      read_batch_key(micro_batch_, m, "train.micro_batch", c_.train.micro_batch);
+      read_batch_key(micro_batch_, m);
     } else if (name == "gradient_accumulation_steps") {
       // Only "auto" asks zerotrain's accumulation, which needs its batch to fit the world.
-      read_batch_key(accumulation_, m, "the accumulation of train.global_batch_tokens",
-                     v.is_string("auto") ? grad_accum_steps(c_, ctx_.world) : 0);
+      read_batch_key(accumulation_, m);
     } else if (name == "gradient_clipping") {
       if (v.is_string("auto")) {
-        c_.train.grad_clip = zerotrain_grad_clip;
-        hf_only_auto(m.line, name, "train.grad_clip");
+        c_.train.grad_clip = ctx_.trainer_auto(m.line, name).numbers[0];
       } else if (v.kind == JsonValue::Kind::null) {
         ctx_.fail(m.line, name,
                   "DeepSpeed fails on null here (it compares it with 0); expected a "
@@ -221,8 +258,11 @@ void DeepSpeedImporter::run() {
   import_batch();
   import_optimizer(ctx_, optimizer);
   import_scheduler(ctx_, scheduler, optimizer != nullptr);
+  fit_min_lr(ctx_, optimizer);
   resolve_overlap_default(c_.zero);
   check_precision();
+  if (const std::string summary = ctx_.auto_summary(); !summary.empty())
+    ctx_.warnings.push_back(summary);
   validate_config(c_);
 }
 
@@ -237,13 +277,17 @@ void DeepSpeedImporter::import_precision(const JsonMember& block) {
     const JsonValue& value = m.value[0];
     if (m.key == "enabled") {
       bool enabled = false;
-      if (value.is_string("auto")) enabled = ctx_.hf() && !is_fp16;  // HF: zerotrain's own
-      else enabled = ctx_.read_bool(value, m.line, key);
+      if (!value.is_string("auto")) {
+        enabled = ctx_.read_bool(value, m.line, key);
+      } else if (ctx_.hf() && hf_auto_value(key, ctx_.arguments, ctx_.world, c_.zero.stage)) {
+        enabled = ctx_.trainer_auto(m.line, key).numbers[0] != 0;
+      } else if (deepspeed_precision_auto_is_on(ctx_.release)) {
+        enabled = true;  // a plain dict before 0.17.1: the string is truthy
+        ctx_.autos_on.push_back(key);
+      } else {
+        ctx_.pydantic_auto(m.line, key, c_.zero.stage);  // dropped: off
+      }
       (is_fp16 ? fp16_ : bf16_) = enabled;
-      if (value.is_string("auto") && !ctx_.hf() && !is_fp16)
-        ctx_.warn(m.line, key,
-                  "DeepSpeed drops \"auto\" here, so bf16 is off (the HF Trainer would fill in "
-                  "its --bf16; train.deepspeed_auto=hf does as the Trainer)");
       (is_fp16 ? fp16_line_ : bf16_line_) = m.line;
     } else if (is_fp16) {
       ctx_.warn(m.line, key,
@@ -276,17 +320,15 @@ void DeepSpeedImporter::import_data_types(const JsonMember& block) {
   }
 }
 
-void DeepSpeedImporter::read_batch_key(BatchKey& key, const JsonMember& m,
-                                       const char* zerotrain_key, int64_t zerotrain_value) {
+void DeepSpeedImporter::read_batch_key(BatchKey& key, const JsonMember& m) {
   const JsonValue& v = m.value[0];
   if (v.kind == JsonValue::Kind::null) return;  // DeepSpeed: as if absent
   key.present = true;
   key.line = m.line;
   if (v.is_string("auto")) {
-    key.value = zerotrain_value;
-    key.origin = std::string(zerotrain_key) + " (\"auto\")";
-    hf_only_auto(m.line, m.key,
-                 std::string(zerotrain_key) + " = " + std::to_string(zerotrain_value));
+    const HfAutoValue filled = ctx_.trainer_auto(m.line, m.key);
+    key.value = int64_t(filled.numbers[0]);
+    key.origin = filled.source + " (\"auto\")";
     return;
   }
   key.value = ctx_.read_int(v, m.line, m.key, 1);
@@ -392,10 +434,10 @@ void DeepSpeedImporter::check_precision() {
 
 void apply_deepspeed_config(const std::string& json_path, Config& c,
                             std::vector<std::string>& warnings, int world_size,
-                            std::string* deepspeed_dtype) {
+                            std::string* deepspeed_dtype, DeepSpeedRelease release) {
   if (world_size < 1)
     throw ConfigError("world size: expected an integer >= 1, got " + std::to_string(world_size));
-  DsContext ctx(json_path, world_size, c, warnings);
+  DsContext ctx(json_path, world_size, c, warnings, release);
   DeepSpeedImporter importer(ctx);
   importer.run();
   if (deepspeed_dtype) *deepspeed_dtype = importer.deepspeed_dtype();

@@ -19,13 +19,24 @@
 // keys exactly (train/loop/lr_schedule.h); no scheduler block with an optimizer block means
 // DeepSpeed's constant lr; other schedulers are warned about and zerotrain's schedule stays.
 //
-// "auto": DeepSpeed's pydantic sections (zero_optimization, bf16, fp16) drop it and take their
-// default. train.deepspeed_auto: hf resolves it as the HF Trainer does instead, zerotrain's
-// config standing in for the Trainer's arguments: reduce_bucket_size = n_embd^2 and, at
-// stage 3, stage3_prefetch_bucket_size = 0.9 n_embd^2 and stage3_param_persistence_threshold =
-// 10 n_embd; bf16.enabled = zerotrain's own precision (bf16 on the GPU). Keys only the Trainer
-// fills in (batch sizes, gradient_clipping, optimizer and scheduler parameters; DeepSpeed
-// alone fails on them) keep zerotrain's value in both modes, with a warning in the default one.
+// "auto" (train.deepspeed_auto). deepspeed, the default, reads it as DeepSpeed alone does:
+// zero_optimization (and fp16/bf16 from DeepSpeed 0.17.1) are pydantic models that drop it and
+// take their default; before 0.17.1 fp16/bf16 "enabled": "auto" is a truthy string, so on;
+// everywhere else (batch sizes, gradient_clipping, optimizer and scheduler parameters)
+// DeepSpeed fails on it, and so is it refused. hf resolves it as the HF Trainer does
+// (train/deepspeed/hf_auto_values.h, the one place for those rules), zerotrain's config as
+// loaded standing in for the Trainer's arguments and n_embd for the hidden size; an "auto"
+// the Trainer has no rule for gets DeepSpeed's reading (its default in pydantic sections, with
+// a warning; refused elsewhere). One line names the resolver and what each "auto" became.
+//
+// min_lr: a schedule the JSON sets (WarmupLR, WarmupDecayLR, WarmupCosineLR) takes its floor
+// from the JSON; a schedule that stays zerotrain's (no scheduler block, or one zerotrain does
+// not have) keeps train.min_lr unless it is above the JSON's lr, where it becomes that lr, with
+// a note (DeepSpeed runs such configs: an lr of 3e-5 with no scheduler is common).
+//
+// Release keys: the file is checked against a DeepSpeed release's keys and defaults
+// (train/deepspeed/deepspeed_release_keys.h), one warning per key that release lacks or per
+// default it changed that the file relies on.
 //
 // null: accepted where DeepSpeed reads it as "not set" (Optional zero_optimization fields such
 // as overlap_comm and offload_*, the batch sizes, communication_data_type); refused elsewhere.
@@ -51,6 +62,7 @@
 
 #include "model/ops.h"
 #include "train/config/config.h"
+#include "train/deepspeed/deepspeed_release_keys.h"
 
 namespace zt {
 
@@ -58,9 +70,13 @@ namespace zt {
 // on `world_size` ranks; appends one line per ignored or approximated key to `warnings`.
 // Leaves model, data and system untouched. `deepspeed_dtype`, when given, receives the dtype
 // DeepSpeed itself would train in ("bf16", "fp16" or "fp32"), for `explain`.
+// `release`: the DeepSpeed release whose keys and reading of "auto" the file is checked against
+// (train/deepspeed/deepspeed_release_keys.h). Its default is the release the import's defaults
+// come from; the callers are to pass zero.deepspeed_version once that key exists (issue 24).
 void apply_deepspeed_config(const std::string& json_path, Config& c,
                             std::vector<std::string>& warnings, int world_size,
-                            std::string* deepspeed_dtype = nullptr);
+                            std::string* deepspeed_dtype = nullptr,
+                            DeepSpeedRelease release = kImportAssumedRelease);
 
 // The DType of apply_deepspeed_config's `deepspeed_dtype` ("bf16", "fp16" or "fp32").
 inline DType deepspeed_train_dtype(const std::string& name) {

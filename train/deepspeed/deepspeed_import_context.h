@@ -3,18 +3,22 @@
 // a key is, how to warn and fail about it, and DeepSpeed's (pydantic's lax) reading of scalars.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/json_reader.h"
 #include "train/config/config.h"
+#include "train/deepspeed/hf_auto_values.h"
+#include "zero/deepspeed_release.h"
 
 namespace zt {
 
 class DsContext {
  public:
-  DsContext(const std::string& path, int world, Config& c, std::vector<std::string>& warnings)
-      : path(path), world(world), c(c), warnings(warnings) {}
+  DsContext(const std::string& path, int world, Config& c, std::vector<std::string>& warnings,
+            DeepSpeedRelease release)
+      : path(path), world(world), c(c), arguments(c), warnings(warnings), release(release) {}
 
   // "FILE:LINE: key 'zero_optimization.stage': "
   std::string at(int line, const std::string& key) const;
@@ -22,6 +26,16 @@ class DsContext {
   void warn(int line, const std::string& key, const std::string& what) const;
   // Resolving "auto" as the HF Trainer does (train.deepspeed_auto: hf).
   bool hf() const { return c.train.deepspeed_auto == "hf"; }
+  // "auto" at a key DeepSpeed reads as a plain value (batch sizes, gradient_clipping, optimizer
+  // and scheduler parameters), where DeepSpeed alone fails on it: the HF Trainer's value with
+  // train.deepspeed_auto: hf; refused otherwise, and where the Trainer has no rule.
+  HfAutoValue trainer_auto(int line, const std::string& key);
+  // "auto" in one of DeepSpeed's pydantic sections (zero_optimization, and fp16/bf16 from
+  // 0.17.1), at ZeRO `stage`: the Trainer's value with train.deepspeed_auto: hf where it has a
+  // rule; nullopt where DeepSpeed drops it and takes its default.
+  std::optional<HfAutoValue> pydantic_auto(int line, const std::string& key, int stage);
+  // The line naming the resolver in force and what each "auto" became; empty when none.
+  std::string auto_summary() const;
 
   // pydantic's lax bool: true/false, 0/1, and the strings yes/no, on/off, t/f, y/n, 1/0.
   bool read_bool(const JsonValue& v, int line, const std::string& key) const;
@@ -35,13 +49,20 @@ class DsContext {
   const std::string& path;
   const int world;
   Config& c;
+  // The config as loaded, before the import: what stands in for the HF Trainer's arguments.
+  const Config arguments;
   std::vector<std::string>& warnings;
+  const DeepSpeedRelease release;  // whose keys and "auto" handling the ds_config is read with
+  std::vector<std::string> autos_filled, autos_defaulted, autos_on;  // for auto_summary
 };
 
 // train/deepspeed/deepspeed_optimizer.cpp: the "optimizer" and "scheduler" blocks (either may be
 // null).
 void import_optimizer(DsContext& ctx, const JsonMember* optimizer);
 void import_scheduler(DsContext& ctx, const JsonMember* scheduler, bool has_optimizer);
+// After both: a train.min_lr (the YAML's, kept with its schedule) above the ds_config's lr is
+// lowered to that lr, with a note (see deepspeed_import.h).
+void fit_min_lr(DsContext& ctx, const JsonMember* optimizer);
 // train/deepspeed/deepspeed_zero_import.cpp: the "zero_optimization" block; sets *offload_to_cpu
 // when it offloads the optimizer to the CPU or NVMe (which the precision check reads).
 void import_zero_optimization(DsContext& ctx, const JsonMember& block, bool* offload_to_cpu);

@@ -14,16 +14,6 @@ std::string lowercase(std::string s) {
   return s;
 }
 
-// "auto" in the optimizer or scheduler: the HF Trainer fills it from its arguments, which
-// zerotrain's train.* stand for; DeepSpeed alone would fail on it.
-void auto_kept(const DsContext& ctx, int line, const std::string& key, const std::string& kept) {
-  if (!ctx.hf())
-    ctx.warn(line, key,
-             "\"auto\" is filled in only by the HF Trainer (DeepSpeed alone fails on it); "
-             "zerotrain keeps " +
-                 kept + ", as the Trainer would with these arguments");
-}
-
 }  // namespace
 
 void import_optimizer(DsContext& ctx, const JsonMember* block) {
@@ -45,34 +35,37 @@ void import_optimizer(DsContext& ctx, const JsonMember* block) {
   }
   if (params) ctx.require_object(*params, type->line, "optimizer.params");
   auto param = [&](const char* key) { return params ? params->find(key) : nullptr; };
-  bool torch_adam = false, adam_w_mode = true;
-  if (const JsonValue* t = param("torch_adam"))
-    torch_adam = ctx.read_bool(*t, t->line, "optimizer.params.torch_adam");
-  if (const JsonValue* w = param("adam_w_mode"))
-    adam_w_mode = ctx.read_bool(*w, w->line, "optimizer.params.adam_w_mode");
+  // "auto" here has no Trainer rule: trainer_auto refuses it.
+  auto flag = [&](const char* name, bool absent) {
+    const JsonValue* v = param(name);
+    const std::string key = std::string("optimizer.params.") + name;
+    if (v && v->is_string("auto")) ctx.trainer_auto(v->line, key);
+    return v ? ctx.read_bool(*v, v->line, key) : absent;
+  };
+  const bool torch_adam = flag("torch_adam", false), adam_w_mode = flag("adam_w_mode", true);
   const bool decoupled = name == "adamw" || adam_w_mode;
 
   // Absent parameters take the defaults of the optimizer DeepSpeed builds: FusedAdam (and
   // DeepSpeedCPUAdam) lr 1e-3, betas (0.9, 0.999), eps 1e-8, weight_decay 0; torch_adam
   // builds torch.optim.AdamW, whose weight_decay defaults to 0.01.
   TrainConfig& t = ctx.c.train;
-  const TrainConfig zerotrain = t;
   t.lr = 1e-3, t.beta1 = 0.9, t.beta2 = 0.999, t.eps = 1e-8;
   t.weight_decay = torch_adam && decoupled ? 0.01 : 0.0;
   if (!params) return;
   for (const JsonMember& m : params->members) {
     const std::string key = "optimizer.params." + m.key;
     const JsonValue& value = m.value[0];
-    const bool automatic = value.is_string("auto");
+    if (value.is_string("auto")) {  // the Trainer's arguments, or refused (DsContext)
+      const std::vector<double> filled = ctx.trainer_auto(m.line, key).numbers;
+      if (m.key == "lr") t.lr = filled[0];
+      else if (m.key == "betas") t.beta1 = filled[0], t.beta2 = filled[1];
+      else if (m.key == "eps") t.eps = filled[0];
+      else t.weight_decay = filled[0];
+      continue;
+    }
     if (m.key == "lr") {
-      if (automatic) t.lr = zerotrain.lr, auto_kept(ctx, m.line, key, "train.lr");
-      else t.lr = ctx.read_number(value, m.line, key, 0, true);
+      t.lr = ctx.read_number(value, m.line, key, 0, true);
     } else if (m.key == "betas") {
-      if (automatic) {
-        t.beta1 = zerotrain.beta1, t.beta2 = zerotrain.beta2;
-        auto_kept(ctx, m.line, key, "train.beta1 and train.beta2");
-        continue;
-      }
       if (value.kind != JsonValue::Kind::array || value.items.size() != 2)
         ctx.fail(m.line, key, "expected [beta1, beta2], got " + describe_json(value));
       double b[2];
@@ -83,12 +76,9 @@ void import_optimizer(DsContext& ctx, const JsonMember* block) {
       }
       t.beta1 = b[0], t.beta2 = b[1];
     } else if (m.key == "eps") {
-      if (automatic) t.eps = zerotrain.eps, auto_kept(ctx, m.line, key, "train.eps");
-      else t.eps = ctx.read_number(value, m.line, key, 0, true);
+      t.eps = ctx.read_number(value, m.line, key, 0, true);
     } else if (m.key == "weight_decay") {
-      if (automatic)
-        t.weight_decay = zerotrain.weight_decay, auto_kept(ctx, m.line, key, "train.weight_decay");
-      else t.weight_decay = ctx.read_number(value, m.line, key, 0);
+      t.weight_decay = ctx.read_number(value, m.line, key, 0);
     } else if (m.key == "torch_adam") {
       // An implementation choice; the arithmetic is AdamW's either way.
     } else if (m.key == "adam_w_mode") {
@@ -145,22 +135,31 @@ void import_scheduler(DsContext& ctx, const JsonMember* block, bool has_optimize
   for (const JsonMember& m : params ? params->members : std::vector<JsonMember>{}) {
     const std::string key = "scheduler.params." + m.key;
     const JsonValue& value = m.value[0];
+    // "auto": the Trainer's arguments, or refused (DsContext); a parameter the type does not
+    // take is refused as such, "auto" or not.
     const bool automatic = value.is_string("auto");
+    auto number = [&](double min, bool exclusive) {
+      return automatic ? ctx.trainer_auto(m.line, key).numbers[0]
+                       : ctx.read_number(value, m.line, key, min, exclusive);
+    };
+    auto integer = [&](int64_t min) {
+      return automatic ? int64_t(ctx.trainer_auto(m.line, key).numbers[0])
+                       : ctx.read_int(value, m.line, key, min);
+    };
     if (m.key == "warmup_min_lr" && !cosine) {
-      if (automatic) min_lr = 0, auto_kept(ctx, m.line, key, "0 (the Trainer's value)");
-      else min_lr = ctx.read_number(value, m.line, key, 0);
+      min_lr = number(0, false);
     } else if (m.key == "warmup_max_lr" && !cosine) {
-      if (automatic) max_lr = t.lr, auto_kept(ctx, m.line, key, "train.lr");
-      else max_lr = ctx.read_number(value, m.line, key, 0, true);
+      max_lr = number(0, true);
     } else if (m.key == "warmup_num_steps") {
-      if (automatic)
-        warmup_steps = t.warmup_steps, auto_kept(ctx, m.line, key, "train.warmup_steps");
-      else warmup_steps = ctx.read_int(value, m.line, key, 1);
+      warmup_steps = integer(1);
       if (warmup_steps > INT32_MAX) ctx.fail(m.line, key, "expected at most 2147483647 steps");
     } else if (m.key == "total_num_steps" && !warmup) {
-      if (automatic) total = t.steps, auto_kept(ctx, m.line, key, "train.steps");
-      else total = ctx.read_int(value, m.line, key, 1);
+      total = integer(1);
       total_line = m.line;
+    } else if (automatic &&
+               (m.key == "warmup_type" || m.key == "last_batch_iteration" ||
+                (cosine && (m.key == "warmup_min_ratio" || m.key == "cos_min_ratio")))) {
+      ctx.trainer_auto(m.line, key);  // a parameter the Trainer has no rule for: refused
     } else if (m.key == "warmup_type") {
       warmup_type = value.text;
       if (warmup_type != "log" && warmup_type != "linear") {
@@ -203,6 +202,28 @@ void import_scheduler(DsContext& ctx, const JsonMember* block, bool has_optimize
     ctx.fail(block->line, "scheduler",
              "zerotrain needs the schedule's floor (" + format_double(t.min_lr) +
                  ") at or below its peak (" + format_double(t.lr) + ")");
+}
+
+}  // namespace zt
+
+namespace zt {
+
+// The rule for train.min_lr when the ds_config sets the lr: a schedule the ds_config sets takes
+// its floor from the ds_config (import_scheduler); a schedule kept from the YAML (no scheduler
+// block, or one zerotrain does not have) keeps the YAML's min_lr unless it is above the lr,
+// where it is lowered to the lr: DeepSpeed runs such a config (BingBertSquad's and ZenFlow's
+// ds_configs set an lr of 3e-5 or 2e-5 with no scheduler), and the YAML's floor was chosen for
+// the YAML's lr.
+void fit_min_lr(DsContext& ctx, const JsonMember* optimizer) {
+  TrainConfig& t = ctx.c.train;
+  if (!optimizer || t.min_lr <= t.lr) return;
+  ctx.warn(optimizer->line, "optimizer",
+           "train.min_lr " + format_double(t.min_lr) + " is above the imported lr " +
+               format_double(t.lr) + "; train.min_lr = " + format_double(t.lr) +
+               (t.lr_schedule == "constant" ? " (DeepSpeed's constant lr: the floor is the lr)"
+                                            : " (train.lr_schedule " + t.lr_schedule +
+                                                  " keeps its shape, floored at the lr)"));
+  t.min_lr = t.lr;
 }
 
 }  // namespace zt

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,8 +46,9 @@ const std::map<std::string, std::pair<std::string, ZeroType>>& honoured_zero_key
   return keys;
 }
 
-// Every other key DeepSpeed's DeepSpeedZeroConfig knows (v0.19, field names and aliases),
-// with the reason zerotrain ignores it where one helps. DeepSpeed refuses any key not here.
+// Every other key DeepSpeed's DeepSpeedZeroConfig has had (0.8.3 to 0.19.8, field names and
+// aliases; which release has which: train/deepspeed/deepspeed_release_keys.cpp), with the
+// reason zerotrain ignores it where one helps. DeepSpeed refuses any key not here.
 const std::map<std::string, std::string>& known_zero_keys() {
   static const std::map<std::string, std::string> keys = {
       {"allgather_partitions", ""},
@@ -79,6 +81,8 @@ const std::map<std::string, std::string>& known_zero_keys() {
       {"enable_sanity_checks", ""},
       {"save_muon_momentum_buffer_in_memory", ""},
       {"leaf_module", ""},
+      {"compute_grad_norm", ""},
+      {"parameter_alignment", ""},
   };
   return keys;
 }
@@ -155,9 +159,9 @@ void import_offload(DsContext& ctx, const JsonMember& m, OffloadConfig& o) {
   const JsonValue& v = m.value[0];
   if (v.kind == JsonValue::Kind::null) return;
   ctx.require_object(v, m.line, block);
-  static const std::vector<std::string> ignored = {"buffer_size",   "max_in_cpu",     "pipeline",
-                                                   "pipeline_read", "pipeline_write", "fast_init",
-                                                   "ratio"};
+  static const std::vector<std::string> ignored = {
+      "buffer_size", "max_in_cpu", "pipeline",           "pipeline_read", "pipeline_write",
+      "fast_init",   "ratio",      "cpuadam_cores_perc", "super_offload"};
   for (const JsonMember& f : v.members) {
     const std::string key = block + "." + f.key;
     const JsonValue& x = f.value[0];
@@ -204,8 +208,7 @@ void import_zero_optimization(DsContext& ctx, const JsonMember& block, bool* off
     return;
   }
   ctx.require_object(v, block.line, block.key);
-  const int64_t hidden = ctx.c.model.n_embd;
-  std::vector<const JsonMember*> hf_autos;
+  std::vector<const JsonMember*> autos;
   bool cpu_offload = false, offload_optimizer = false;
   for (const JsonMember& m : v.members) {
     const std::string key = "zero_optimization." + m.key;
@@ -240,8 +243,8 @@ void import_zero_optimization(DsContext& ctx, const JsonMember& block, bool* off
       continue;
     }
     const auto& [target, type] = honoured->second;
-    if (value.is_string("auto")) {  // DeepSpeed drops it; the HF Trainer fills some in
-      if (ctx.hf()) hf_autos.push_back(&m);
+    if (value.is_string("auto")) {  // resolved once the stage is known
+      autos.push_back(&m);
       continue;
     }
     if (value.kind == JsonValue::Kind::null) {
@@ -255,14 +258,17 @@ void import_zero_optimization(DsContext& ctx, const JsonMember& block, bool* off
     ctx.fail(block.line, block.key,
              "cpu_offload (deprecated) and offload_optimizer are both set; DeepSpeed refuses "
              "the deprecated parameter together with the one replacing it");
-  // The HF Trainer's fill-ins: n_embd stands for the model's hidden_size.
-  for (const JsonMember* m : hf_autos) {
-    const std::string& target = honoured_zero_keys().at(m->key).first;
-    if (target == "reduce_bucket_size") ctx.c.zero.reduce_bucket_size = hidden * hidden;
-    else if (target == "stage3_prefetch_bucket_size" && ctx.c.zero.stage == 3)
-      ctx.c.zero.stage3_prefetch_bucket_size = int64_t(0.9 * double(hidden * hidden));
-    else if (target == "stage3_param_persistence_threshold" && ctx.c.zero.stage == 3)
-      ctx.c.zero.stage3_param_persistence_threshold = 10 * hidden;
+  // "auto": the HF Trainer's value where it has a rule (train.deepspeed_auto: hf), else
+  // DeepSpeed drops it and the key keeps its default.
+  for (const JsonMember* m : autos) {
+    const std::string key = "zero_optimization." + m->key;
+    if (std::optional<HfAutoValue> v = ctx.pydantic_auto(m->line, key, ctx.c.zero.stage)) {
+      const auto& [target, type] = honoured_zero_keys().at(m->key);
+      JsonValue number;
+      number.kind = JsonValue::Kind::number;
+      number.text = std::to_string(int64_t(v->numbers[0]));
+      set_zero(ctx, target, type, number, m->line, key);
+    }
   }
 }
 
