@@ -34,7 +34,7 @@ printf '%s\n' "$planted" | grep -q "^DIFFERS  0.12.6 s2_mrbafalse_b1e4" || fail 
 # A release outside the verified range is refused in one line naming the range, as a config
 # key and as explain's option.
 printf '{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 2}}\n' > "$WORK/ds.json"
-expect_error "config key" "zero.deepspeed_version: expected a DeepSpeed release from 0.10.3 to 0.19.8" \
+expect_error "config key" "zero.deepspeed_version=0.9.5: expected a DeepSpeed release from 0.10.3 to 0.19.8" \
   "$ZT_BIN" plan configs/pmbs/cpu_base.yaml --world 4 --set zero.deepspeed_version=0.9.5
 expect_error "explain option" "--deepspeed-version 0.20.0: expected a DeepSpeed release from 0.10.3 to 0.19.8" \
   "$ZT_BIN" explain "$WORK/ds.json" --world 4 --deepspeed-version 0.20.0

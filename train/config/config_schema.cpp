@@ -98,10 +98,6 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(train, recompute, any_value(),
              "activations recomputed in the backward instead of kept: none, attn, mlp or block"),
       ZT_KEY(zero, stage, between(0, 3, true), "ZeRO stage"),
-      ZT_KEY(zero, deepspeed_version, any_value(),
-             "the DeepSpeed release whose behaviour set the ZeRO schedule follows (which calls "
-             "each switch issues, the overflow check, stage 3's gathers); releases outside the "
-             "verified range are refused (docs/zero.md, Emulating a DeepSpeed release)"),
       ZT_KEY(zero, reduce_bucket_size, at_least(1),
              "gradient bucket size in elements (stage 0: all-reduce chunk size)"),
       ZT_KEY(zero, allgather_bucket_size, at_least(1),
@@ -152,6 +148,10 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(zero, mics_hierarchical_params_gather, any_value(),
              "stage 3, MiCS: gather parameters across the shard group's nodes, then inside the "
              "node"),
+      ZT_KEY(zero, deepspeed_version, any_value(),
+             "the DeepSpeed release whose behaviour set the ZeRO schedule follows (which calls "
+             "each switch issues, the overflow check, stage 3's gathers); releases outside the "
+             "verified range are refused (docs/zero.md, Emulating a DeepSpeed release)"),
       ZT_KEY(zero, offload_optimizer.device, any_value(),
              "where the optimizer state lives: none, cpu or nvme"),
       ZT_KEY(zero, offload_optimizer.nvme_path, any_value(),
