@@ -21,12 +21,15 @@ namespace zt {
 // Model dtypes are F32 (CPU) and BF16 (CUDA); F16 and F64 occur only on the
 // wire (zero.communication_data_type, stage 3's float64 gradient norms), I64
 // only in broadcasts (stage 3's trace check).
-enum class DType { F32, BF16, F16, F64, I64, I8 };
+enum class DType { F32, BF16, F16, F64, I64, I8, U8 };
 inline size_t dtype_size(DType t) {
-  return t == DType::F64 || t == DType::I64 ? 8 : t == DType::F32 ? 4 : t == DType::I8 ? 1 : 2;
+  return t == DType::F64 || t == DType::I64 ? 8
+         : t == DType::F32                  ? 4
+         : t == DType::I8 || t == DType::U8 ? 1
+                                            : 2;
 }
 inline const char* dtype_name(DType t) {
-  static const char* names[] = {"fp32", "bf16", "fp16", "fp64", "int64", "int8"};
+  static const char* names[] = {"fp32", "bf16", "fp16", "fp64", "int64", "int8", "uint8"};
   return names[static_cast<int>(t)];
 }
 

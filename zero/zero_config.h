@@ -4,7 +4,13 @@
 #include <cstdint>
 #include <string>
 
+#include "zero/deepspeed_release.h"
+
 namespace zt {
+
+// The release a config gets when it names none (deepspeed_behaviours.cpp says
+// which and why).
+DeepSpeedRelease default_deepspeed_release();
 
 // DeepSpeed's offload_optimizer / offload_param blocks (offload_config.py).
 struct OffloadConfig {
@@ -16,6 +22,9 @@ struct OffloadConfig {
 };
 
 struct ZeroConfig {
+  // The DeepSpeed release whose behaviour set the schedule follows
+  // (zero/schedule/deepspeed_behaviours.h turns it into named behaviours).
+  DeepSpeedRelease deepspeed_version = default_deepspeed_release();
   int stage = 0;
   int64_t reduce_bucket_size = 500000000;     // elements
   int64_t allgather_bucket_size = 500000000;  // elements

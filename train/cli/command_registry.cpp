@@ -114,7 +114,13 @@ std::vector<Command> build_commands() {
          option("--ranks-per-node", "G", "ranks per node; divides W (default W, one node)"),
          option("--config", "CONFIG", "the model's zerotrain config (not with --model)"),
          option("--model", "tiny|gpt2|gpt2-medium|gpt2-large|gpt2-xl", "a preset model"),
-         kSetOption}},
+         kSetOption,
+         option("--deepspeed-version", "V",
+                "emulate DeepSpeed release V (zero.deepspeed_version) and print what it does "
+                "with this config"),
+         option("--compare-to", "U",
+                "with --deepspeed-version: the release to compare with (default the config's "
+                "zero.deepspeed_version)")}},
        "explain what a DeepSpeed config makes ZeRO do, call by call",
        run_explain_command},
       {{"report",

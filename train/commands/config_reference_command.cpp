@@ -10,6 +10,7 @@
 #include "train/commands/grad_path_table.h"
 #include "train/config/config.h"
 #include "train/config/config_schema.h"
+#include "zero/schedule/deepspeed_behaviours.h"
 
 namespace zt {
 namespace {
@@ -17,6 +18,7 @@ namespace {
 std::string allowed_column(const ConfigKey& key, const FieldRef& field) {
   if (std::holds_alternative<bool*>(field)) return "true, false";
   if (std::holds_alternative<std::string*>(field)) return "";
+  if (std::holds_alternative<DeepSpeedRelease*>(field)) return verified_release_range();
   const std::string range = range_text(key.range);
   return range.empty() ? "any" : range;
 }

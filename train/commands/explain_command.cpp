@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "train/cli/commands.h"
 #include "train/commands/offload_report.h"
 #include "train/commands/planned_config.h"
+#include "train/commands/release_report.h"
 #include "train/commands/zeropp_report.h"
 #include "train/config/config.h"
 #include "train/config/zero_setup.h"
@@ -25,6 +27,7 @@
 #include "zero/analysis/paper_volume.h"
 #include "zero/analysis/plan.h"
 #include "zero/layout/mics_groups.h"
+#include "zero/schedule/deepspeed_behaviours.h"
 
 namespace zt {
 namespace {
@@ -243,7 +246,26 @@ void print_notes(const Config& cfg, const ZeroSetup& s, const ParamTable& table,
 // of the configured step (the same objects a run executes).
 struct Explained : PlannedConfig {
   std::string ds_path, config_path;
+  // --deepspeed-version's comparison: --compare-to, else the release the
+  // config names (or the default); unset without --deepspeed-version.
+  bool release_report = false;
+  DeepSpeedRelease compare_to;
 };
+
+// A release given on the command line, refused in one line outside the
+// verified range.
+DeepSpeedRelease release_option(const CliArgs& f, const std::string& option) {
+  const std::string text = f.get(option);
+  try {
+    const DeepSpeedRelease r = parse_deepspeed_release(text);
+    deepspeed_behaviours(r);
+    return r;
+  } catch (const std::invalid_argument&) {
+    f.fail(option + " " + text + ": expected a DeepSpeed release from " + verified_release_range() +
+           " (verified call for call)");
+  }
+  return {};
+}
 
 Explained load_explained(const std::vector<std::string>& args) {
   const CliArgs f = command_args("explain", args);
@@ -254,7 +276,18 @@ Explained load_explained(const std::vector<std::string>& args) {
                   : f.has("--model") ? preset_file(f, f.get("--model"))
                                      : preset_file(f, "tiny");
   e.ds_path = f.positional()[0];
-  plan_config(e, e.config_path, f.all("--set"), e.ds_path, layout);
+  if (f.has("--compare-to") && !f.has("--deepspeed-version"))
+    f.fail("--compare-to needs --deepspeed-version");
+  std::vector<std::string> sets = f.all("--set");
+  if (f.has("--deepspeed-version")) {
+    const DeepSpeedRelease v = release_option(f, "--deepspeed-version");
+    e.release_report = true;
+    // What the config names, before --deepspeed-version replaces it.
+    e.compare_to = f.has("--compare-to") ? release_option(f, "--compare-to")
+                                         : load_config(e.config_path, sets).zero.deepspeed_version;
+    sets.push_back("zero.deepspeed_version=" + v.str());
+  }
+  plan_config(e, e.config_path, sets, e.ds_path, layout);
   return e;
 }
 
@@ -404,6 +437,7 @@ void print_volume(const Explained& e) {
 int run_explain_command(const std::vector<std::string>& args) {
   const Explained e = load_explained(args);
   print_partitioning(e);
+  if (e.release_report) print_release_report(e, e.compare_to);
   print_gradient_path(e);
   print_totals(e.mine, e.world);
   print_zeropp(e.mine, e.unquantized, e.s.z, e.world, e.nodes);

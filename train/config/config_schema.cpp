@@ -8,7 +8,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string_view>
+
+#include "zero/schedule/deepspeed_behaviours.h"
 
 namespace zt {
 
@@ -145,6 +148,10 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(zero, mics_hierarchical_params_gather, any_value(),
              "stage 3, MiCS: gather parameters across the shard group's nodes, then inside the "
              "node"),
+      ZT_KEY(zero, deepspeed_version, any_value(),
+             "the DeepSpeed release whose behaviour set the ZeRO schedule follows (which calls "
+             "each switch issues, the overflow check, stage 3's gathers); releases outside the "
+             "verified range are refused (docs/zero.md, Emulating a DeepSpeed release)"),
       ZT_KEY(zero, offload_optimizer.device, any_value(),
              "where the optimizer state lives: none, cpu or nvme"),
       ZT_KEY(zero, offload_optimizer.nvme_path, any_value(),
@@ -340,6 +347,15 @@ struct ScalarAssigner {
     *field = text;
     return "";
   }
+  std::string operator()(DeepSpeedRelease* field) const {
+    try {
+      *field = parse_deepspeed_release(text);
+    } catch (const std::invalid_argument&) {
+      return "expected a DeepSpeed release MAJOR.MINOR.PATCH from " + verified_release_range() +
+             got();
+    }
+    return "";
+  }
 };
 
 // "expected an integer", "expected a boolean (true or false)", ...
@@ -367,6 +383,15 @@ std::string check_range(const ConfigKey& key, Config& c) {
   FieldRef field = key.field(c);
   double v = 0;
   std::string text;
+  if (auto* rel = std::get_if<DeepSpeedRelease*>(&field)) {
+    try {
+      deepspeed_behaviours(**rel);
+    } catch (const std::invalid_argument&) {
+      return "expected a DeepSpeed release from " + verified_release_range() + " (verified call " +
+             "for call), got " + (*rel)->str();
+    }
+    return "";
+  }
   if (auto* i = std::get_if<int*>(&field)) v = **i, text = std::to_string(**i);
   else if (auto* l = std::get_if<int64_t*>(&field)) v = double(**l), text = std::to_string(**l);
   else if (auto* d = std::get_if<double*>(&field)) v = **d, text = format_double(**d);
@@ -384,6 +409,7 @@ const char* field_type(const FieldRef& field) {
     case 2: return "non-negative integer";
     case 3: return "number";
     case 4: return "boolean";
+    case 6: return "release";
     default: return "string";
   }
 }
@@ -421,6 +447,7 @@ struct YamlFormatter {
   }
   std::string operator()(const bool* v) const { return *v ? "true" : "false"; }
   std::string operator()(const std::string* v) const { return quote_yaml(*v); }
+  std::string operator()(const DeepSpeedRelease* v) const { return quote_yaml(v->str()); }
 };
 
 }  // namespace

@@ -18,7 +18,8 @@
 
 namespace zt {
 
-using FieldRef = std::variant<int*, int64_t*, uint64_t*, double*, bool*, std::string*>;
+using FieldRef =
+    std::variant<int*, int64_t*, uint64_t*, double*, bool*, std::string*, DeepSpeedRelease*>;
 
 struct ConfigKey {
   const char* section;

@@ -205,6 +205,8 @@ void DeepSpeedImporter::run() {
   ZeroConfig zero_defaults;
   zero_defaults.native_reduce_scatter = c_.zero.native_reduce_scatter;
   zero_defaults.allgather_bucketed = c_.zero.allgather_bucketed;
+  zero_defaults.deepspeed_version =
+      c_.zero.deepspeed_version;  // which release, not a ds_config key
   c_.zero = zero_defaults;
   c_.train.grad_clip = 0;
 

@@ -58,8 +58,8 @@ std::vector<PlannedCall> stage012_step(const Stage012Schedule& s, const ParamTab
   }
   for (const StepCall& c : s.step)
     out.push_back({Phase::Step, A - 1,
-                   c.kind == StepCall::Norm ? Purpose::Scalars : Purpose::Parameters, c.primitive,
-                   c.dtype, c.count, -1, c.what});
+                   c.kind == StepCall::ParamGather ? Purpose::Parameters : Purpose::Scalars,
+                   c.primitive, c.dtype, c.count, -1, c.what});
   return out;
 }
 
@@ -201,6 +201,9 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
     rec.phase = Phase::Step;
     rec.position = 0;
     run_stage3_step(train, [&] {
+      for (const StepCall& c : sched.before_norms)
+        out->push_back({Phase::Step, A - 1, Purpose::Scalars, c.primitive, c.dtype, c.count, -1,
+                        c.what, 0, shard});
       for (const StepCall& c : layout.norm_calls())
         out->push_back({Phase::Step, A - 1, Purpose::Scalars, c.primitive, c.dtype, c.count, -1,
                         c.what, 0, shard});

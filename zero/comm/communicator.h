@@ -53,7 +53,7 @@ class Communicator {
   virtual int world() const = 0;
   virtual std::string name() const = 0;  // "mpi", "nccl", "single"
 
-  // In place: buf[count] <- sum over ranks.
+  // In place: buf[count] <- sum over ranks (uint8: the maximum, for flags).
   virtual Handle all_reduce(void* buf, size_t count, DType t) = 0;
   // recv[recv_count] <- rank's slice of sum(send[recv_count * world]).
   virtual Handle reduce_scatter(const void* send, void* recv, size_t recv_count, DType t) = 0;

@@ -141,6 +141,13 @@ class MpiCommunicator : public Communicator {
   std::string name() const override { return "mpi"; }
 
   Handle all_reduce(void* buf, size_t n, DType t) override {
+    if (t == DType::U8) {  // flags: the maximum over the ranks (communicator.h)
+      std::vector<unsigned char> h(n);
+      ops_.to_host(h.data(), buf, n);
+      MPI_Allreduce(MPI_IN_PLACE, h.data(), count(n), MPI_UNSIGNED_CHAR, MPI_MAX, comm_);
+      ops_.from_host(buf, h.data(), n);
+      return done();
+    }
     if (direct(t)) {
       MPI_Request r;
       MPI_Iallreduce(MPI_IN_PLACE, buf, count(n), mpi_type(t), MPI_SUM, comm_, &r);

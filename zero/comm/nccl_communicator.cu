@@ -54,6 +54,7 @@ ncclDataType_t nccl_type(DType t) {
     case DType::F16: return ncclFloat16;
     case DType::F64: return ncclFloat64;
     case DType::I8: return ncclInt8;
+    case DType::U8: return ncclUint8;
     default: return ncclInt64;
   }
 }
@@ -186,7 +187,9 @@ class NcclCommunicator : public Communicator {
 
   Handle all_reduce(void* buf, size_t count, DType t) override {
     before_collective();
-    ZT_NCCL(ncclAllReduce(buf, buf, count, nccl_type(t), ncclSum, nccl_, comm_stream_));
+    // uint8 flags take the maximum (communicator.h).
+    ZT_NCCL(ncclAllReduce(buf, buf, count, nccl_type(t), t == DType::U8 ? ncclMax : ncclSum, nccl_,
+                          comm_stream_));
     return after_collective();
   }
   Handle reduce_scatter(const void* send, void* recv, size_t recv_count, DType t) override {

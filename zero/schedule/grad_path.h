@@ -48,12 +48,20 @@ BucketSchedule deepspeed_buckets(const ParamTable& table, const FlatLayout& layo
                                  const std::vector<int>& order, int64_t bucket_size,
                                  BucketFill fill);
 
+// whole_buffer: the plain path all-reduces reduce_bucket_size elements (the
+// whole bucket buffer) however few it holds (DeepSpeed before 0.14.1).
 std::unique_ptr<GradPath> make_allreduce_path(const GradPathRow& row, const ParamTable& t,
-                                              const FlatLayout& l, int64_t bucket, bool fallback);
+                                              const FlatLayout& l, int64_t bucket, bool fallback,
+                                              bool whole_buffer);
 std::unique_ptr<GradPath> make_multi_rank_allreduce_path(const GradPathRow& row,
                                                          const ParamTable& t, const FlatLayout& l,
                                                          int64_t bucket);
+// rooted: each owner's runs are rooted reduces; else all-reduces of the same
+// runs (DeepSpeed 0.12.4-0.12.6, whose allreduce_bucket discards the root).
 std::unique_ptr<GradPath> make_per_owner_reduce_path(const GradPathRow& row, const ParamTable& t,
+                                                     const FlatLayout& l, int64_t bucket,
+                                                     bool rooted);
+std::unique_ptr<GradPath> make_per_slice_reduce_path(const GradPathRow& row, const ParamTable& t,
                                                      const FlatLayout& l, int64_t bucket);
 std::unique_ptr<GradPath> make_reduce_scatter_path(const GradPathRow& row, const ParamTable& t,
                                                    const FlatLayout& l);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "zero/schedule/bucketing.h"
+#include "zero/schedule/deepspeed_behaviours.h"
 #include "zero/schedule/grad_path.h"
 
 namespace zt {
@@ -84,13 +85,18 @@ BucketSchedule deepspeed_buckets(const ParamTable& table, const FlatLayout& layo
 std::unique_ptr<GradPath> make_grad_path(const ZeroConfig& z, const ParamTable& table,
                                          const FlatLayout& layout) {
   const GradPathRow& row = select_grad_path(z);
+  const DeepSpeedBehaviours ds = deepspeed_behaviours(z.deepspeed_version);
   const int64_t bucket = z.reduce_bucket_size;
   if (row.key == "reduce_scatter") return make_reduce_scatter_path(row, table, layout);
-  if (row.key == "allreduce_fallback") return make_allreduce_path(row, table, layout, bucket, true);
-  if (row.key == "allreduce") return make_allreduce_path(row, table, layout, bucket, false);
+  if (row.key == "allreduce_fallback")
+    return make_allreduce_path(row, table, layout, bucket, true, false);
+  if (row.key == "allreduce")
+    return make_allreduce_path(row, table, layout, bucket, false,
+                               ds.allreduce_path_sends_whole_buffer);
   if (row.key == "multi_rank_allreduce")
     return make_multi_rank_allreduce_path(row, table, layout, bucket);
-  return make_per_owner_reduce_path(row, table, layout, bucket);
+  if (row.key == "per_slice_reduce") return make_per_slice_reduce_path(row, table, layout, bucket);
+  return make_per_owner_reduce_path(row, table, layout, bucket, ds.per_owner_path_reduces);
 }
 
 }  // namespace zt

@@ -12,6 +12,7 @@
 namespace zt {
 namespace {
 
+template <Primitive P>
 GradBucket per_owner(const std::vector<BucketSlice>& runs, int64_t bucket_size) {
   // Every owner has calls of its own, so the runs are taken apart.
   std::vector<BucketSlice> pieces;
@@ -49,12 +50,12 @@ GradBucket per_owner(const std::vector<BucketSlice>& runs, int64_t bucket_size) 
       }
       run += e->n;
       if (run > static_cast<size_t>(bucket_size)) {
-        b.calls.push_back({Primitive::Reduce, run_begin, run, owner});
+        b.calls.push_back({P, run_begin, run, P == Primitive::Reduce ? owner : -1});
         run_begin = b.size;
         run = 0;
       }
     }
-    if (run > 0) b.calls.push_back({Primitive::Reduce, run_begin, run, owner});
+    if (run > 0) b.calls.push_back({P, run_begin, run, P == Primitive::Reduce ? owner : -1});
   }
   return b;
 }
@@ -62,23 +63,27 @@ GradBucket per_owner(const std::vector<BucketSlice>& runs, int64_t bucket_size) 
 class PerOwnerReducePath : public GradPath {
  public:
   PerOwnerReducePath(const GradPathRow& row, const ParamTable& t, const FlatLayout& l,
-                     int64_t bucket)
-      : GradPath(row), table_(t), layout_(l), bucket_(bucket) {}
+                     int64_t bucket, bool rooted)
+      : GradPath(row), table_(t), layout_(l), bucket_(bucket), rooted_(rooted) {}
   BucketSchedule schedule(const std::vector<int>& order) const override {
-    return deepspeed_buckets(table_, layout_, order, bucket_, per_owner);
+    return deepspeed_buckets(
+        table_, layout_, order, bucket_,
+        rooted_ ? per_owner<Primitive::Reduce> : per_owner<Primitive::AllReduce>);
   }
 
  private:
   const ParamTable& table_;
   const FlatLayout& layout_;
   int64_t bucket_;
+  bool rooted_;
 };
 
 }  // namespace
 
 std::unique_ptr<GradPath> make_per_owner_reduce_path(const GradPathRow& row, const ParamTable& t,
-                                                     const FlatLayout& l, int64_t bucket) {
-  return std::unique_ptr<GradPath>(new PerOwnerReducePath(row, t, l, bucket));
+                                                     const FlatLayout& l, int64_t bucket,
+                                                     bool rooted) {
+  return std::unique_ptr<GradPath>(new PerOwnerReducePath(row, t, l, bucket, rooted));
 }
 
 }  // namespace zt

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "zero/schedule/deepspeed_behaviours.h"
+
 namespace zt {
 
 void apply_change(ZeroConfig& z, const SwitchChange& c) {
@@ -66,7 +68,10 @@ const std::vector<GradPathRow>& grad_path_registry() {
        2,
        {},
        3,
-       [](const ZeroConfig& z) { return z.use_multi_rank_bucket_allreduce; },
+       [](const ZeroConfig& z) {
+         return z.use_multi_rank_bucket_allreduce &&
+                deepspeed_behaviours(z.deepspeed_version).has_multi_rank_bucket_allreduce;
+       },
        "all-reduce of packed owner slices (DeepSpeed default)",
        "reduce_scatter: true with use_multi_rank_bucket_allreduce: true (both defaults)",
        "reduce_ipg_grads -> average_tensor -> allreduce_and_scatter: the owners' slices "
@@ -75,6 +80,22 @@ const std::vector<GradPathRow>& grad_path_registry() {
        Primitive::AllReduce,
        true,
        true},
+      {"per_slice_reduce",
+       1,
+       2,
+       {},
+       3,
+       [](const ZeroConfig& z) {
+         return !deepspeed_behaviours(z.deepspeed_version).has_multi_rank_bucket_allreduce;
+       },
+       "one rooted reduce per owner slice of the bucket (DeepSpeed before 0.12.4)",
+       "reduce_scatter: true before 0.12.4 (no use_multi_rank_bucket_allreduce yet)",
+       "reduce_ipg_grads -> average_tensor -> dist.reduce: one rooted reduce per owner slice, "
+       "consecutive slices of one owner merged (0.10-0.12.3)",
+       "one rooted reduce per change of owner along the bucket",
+       Primitive::Reduce,
+       false,
+       false},
       {"per_owner_reduce",
        1,
        2,

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "zero/schedule/deepspeed_behaviours.h"
+
 namespace zt {
 namespace {
 
@@ -238,6 +240,15 @@ void ParamGatherer::end_pass() {
       mode_ = Mode::Record;
     }
   }
+  // DeepSpeed 0.19 (deepspeed_behaviours.h): what a backward left gathered
+  // (the embeddings and the root, which get no backward hook) is released
+  // too, so every forward gathers its first prefetch bucket afresh.
+  if (deepspeed_behaviours(z_.deepspeed_version).stage3_regathers_first_bucket)
+    for (size_t p = 0; p < table_.params().size(); p++)
+      if (!layout_.persistent(static_cast<int>(p)) && st_.status[p] == ParamStatus::Available) {
+        st_.active[p].clear();
+        release_param(static_cast<int>(p));
+      }
   queue_.assign(param_trace_.begin(), param_trace_.end());
   most_recent_.clear();
   fetched_at_.clear();

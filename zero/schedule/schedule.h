@@ -66,10 +66,13 @@ struct BucketSchedule {
 // A collective of the optimizer step.
 struct StepCall {
   enum Kind {
-    Norm,        // all-reduce of one norm group's sum of squares (group -1: stage 0's
-                 // clip_grad_norm_, the local norm divided by W)
-    ParamGather  // all-gather of `count` elements of each rank's slice of partition
-                 // group `group`, from `offset` into the slice
+    Norm,           // all-reduce of one norm group's sum of squares (group -1: stage 0's
+                    // clip_grad_norm_, the local norm divided by W)
+    OverflowCheck,  // all-reduce (MAX) of one uint8: whether any rank's gradients hold an
+                    // inf or NaN; the step is skipped when one does (the releases and dtypes
+                    // that issue it: deepspeed_behaviours.h)
+    ParamGather     // all-gather of `count` elements of each rank's slice of partition
+                    // group `group`, from `offset` into the slice
   };
   Kind kind;
   Primitive primitive;

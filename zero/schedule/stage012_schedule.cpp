@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "zero/schedule/bucketing.h"
+#include "zero/schedule/deepspeed_behaviours.h"
 
 namespace zt {
 namespace {
@@ -44,7 +45,8 @@ std::vector<size_t> legacy_allgather_chunks(size_t partition, int world, int64_t
 
 Stage012Schedule make_stage012_schedule(const ZeroSetup& s, const ParamTable& table, int world,
                                         DType model) {
-  const ZeroConfig& z = s.z;
+  const ZeroConfig z = switches_in_effect(s.z);
+  const DeepSpeedBehaviours ds = deepspeed_behaviours(z.deepspeed_version);
   Stage012Schedule out;
   out.stage = z.stage;
   out.wire = gradient_wire_dtype(z, model);
@@ -90,6 +92,10 @@ Stage012Schedule make_stage012_schedule(const ZeroSetup& s, const ParamTable& ta
           : std::string(out.during_backward ? "backward (arrival) order"
                                             : "the groups in forward order") +
                 "; reduce_bucket_size " + bucket_size + ": " + kOverflowRule;
+  if (ds.overflow_check(model, z.stage))
+    out.step.push_back(
+        {StepCall::OverflowCheck, Primitive::AllReduce, 1, DType::U8, -1, 0,
+         "overflow check (DeepSpeed " + ds.release.str() + ", " + dtype_name(model) + ")"});
   for (size_t g = 0; g < s.groups.size(); g++)
     out.step.push_back({StepCall::Norm, Primitive::AllReduce, 1, DType::F32, static_cast<int>(g), 0,
                         "gradient norm, parameter group " + std::to_string(g)});

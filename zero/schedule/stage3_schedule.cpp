@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "zero/schedule/bucketing.h"
+#include "zero/schedule/deepspeed_behaviours.h"
 
 namespace zt {
 
@@ -15,6 +16,11 @@ Stage3Schedule::Stage3Schedule(const ZeroSetup& s, const ParamTable& table, int 
       bucket_rule("backward (arrival) order; reduce_bucket_size " +
                   std::to_string(s.z.reduce_bucket_size) + ": " + kOverflowRule) {
   grads.buffers = zero_bucket_buffers(s.z.overlap_comm);
+  const DeepSpeedBehaviours ds = deepspeed_behaviours(s.z.deepspeed_version);
+  if (ds.overflow_check(model, 3))
+    before_norms.push_back(
+        {StepCall::OverflowCheck, Primitive::AllReduce, 1, DType::U8, -1, 0,
+         "overflow check (DeepSpeed " + ds.release.str() + ", " + dtype_name(model) + ")"});
   if (!mics.replicated()) return;
   // The buffers partition_grads returns, in the bucket's parameter order (the
   // reduce-scatter path sorts the bucket by ds_id). DeepSpeed leaves out a

@@ -38,6 +38,9 @@ struct Stage3Schedule {
   // One per bucket, in bucket order, when replicated: issued right after the
   // bucket's reduction in the last micro-step's backward.
   std::vector<ReplicaReduce> replica_reduces;
+  // The step's calls before the norms: the overflow check where the release
+  // issues one (deepspeed_behaviours.h), else nothing.
+  std::vector<StepCall> before_norms;
   bool overlap;                   // overlap_comm: buckets reduced beside the backward
   std::string when, bucket_rule;  // for explain
 };

@@ -1,6 +1,7 @@
 #include "zero/stages/replicated_engine.h"
 
 #include <cmath>
+#include <limits>
 
 namespace zt {
 
@@ -53,6 +54,9 @@ double ReplicatedEngine::step(const OptimSettings& s, int t) {
   double norm = std::sqrt(local), group_total = 0;
   bool per_group = false;
   for (const StepCall& c : schedule_.step) {
+    // DeepSpeed skips the step when any rank overflowed (no norm, no update).
+    if (c.kind == StepCall::OverflowCheck && any_rank_overflowed(sums, ops_, comm_))
+      return std::numeric_limits<double>::quiet_NaN();
     if (c.kind != StepCall::Norm) continue;
     if (c.group < 0) {
       norm = all_reduce_scalar(norm / comm_.world(), c.dtype, ops_, comm_);

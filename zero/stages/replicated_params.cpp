@@ -63,6 +63,19 @@ double all_reduce_scalar(double x, DType dtype, Ops& ops, Communicator& comm) {
   return dtype == DType::F64 ? d : static_cast<double>(back);
 }
 
+bool any_rank_overflowed(const std::vector<double>& sums, Ops& ops, Communicator& comm) {
+  uint8_t flag = 0;
+  for (double x : sums)
+    if (!std::isfinite(x)) flag = 1;
+  void* dev = ops.alloc(1, MemCategory::CommBuffers);
+  ops.from_host(dev, &flag, 1);
+  comm.purpose(Purpose::Scalars);
+  comm.all_reduce(dev, 1, DType::U8)->wait();
+  ops.to_host(&flag, dev, 1);
+  ops.release(dev);
+  return flag != 0;
+}
+
 float clip_scale(double norm, double clip) {
   if (clip <= 0 || norm <= clip) return 1.0f;
   return static_cast<float>(clip / (norm + 1e-6));

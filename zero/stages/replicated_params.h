@@ -37,6 +37,9 @@ class ReplicatedParams {
 
 // The sum over ranks of one scalar, as one all-reduce of one element in `dtype`.
 double all_reduce_scalar(double x, DType dtype, Ops& ops, Communicator& comm);
+// DeepSpeed's overflow check: whether any rank's gradient sums of squares
+// hold an inf or NaN, as one all-reduce (maximum) of one uint8 flag.
+bool any_rank_overflowed(const std::vector<double>& sums, Ops& ops, Communicator& comm);
 // min(1, clip / (norm + 1e-6)); 1 when clip is 0.
 float clip_scale(double norm, double clip);
 

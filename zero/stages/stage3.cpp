@@ -9,6 +9,7 @@
 // the shard and gathers each persistent tensor. With MiCS all of it runs over the shard group
 // (mics_comms.h), and the last micro-step's buckets are then summed across the replica group.
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 
@@ -174,6 +175,12 @@ class Stage3 : public ZeroEngine {
     run_stage3_step(train_, [&] {
       const std::vector<double> sums = optimizer_.grad_sum_squares(
           shard_grads_, Indexing::Shard, static_cast<int>(layout_.sub_groups().size()));
+      // DeepSpeed skips the step when any rank overflowed (no norm, no update).
+      for (const StepCall& c : schedule_.before_norms)
+        if (c.kind == StepCall::OverflowCheck && any_rank_overflowed(sums, ops_, mics_.shard())) {
+          norm = std::numeric_limits<double>::quiet_NaN();
+          return;
+        }
       double total = 0;
       for (const StepCall& c : layout_.norm_calls())
         total += all_reduce_scalar(sums[c.group], c.dtype, ops_, mics_.shard());

@@ -26,6 +26,8 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
+# The release this harness traces; zerotrain emulates it (zero.deepspeed_version).
+TRACED_RELEASE = "0.14.4"
 sys.path.insert(0, HERE)
 
 import compare  # noqa: E402
@@ -85,7 +87,8 @@ def run_zerotrain(spec, vdir, device, timeout):
     sets += [f"train.steps={spec['steps']}", f"train.param_groups={spec['groups']}",
              "system.comm_trace=true", f"system.device={device}",
              f"data.train={data}/train_*.bin", f"data.val={data}/val_*.bin", "data.tokenizer=byte",
-             "train.eval_every=0", "train.sample_every=0", "train.checkpoint_every=0"]
+             "train.eval_every=0", "train.sample_every=0", "train.checkpoint_every=0",
+             f"zero.deepspeed_version={TRACED_RELEASE}"]
     command = ["mpirun", "-np", str(spec["world"]),
                os.environ.get("ZT_BIN", os.path.join(ROOT, "build/zerotrain")), "train",
                os.path.join(ROOT, "configs/pmbs/cpu_base.yaml"), "--run-dir", run_dir,
@@ -120,7 +123,8 @@ def run_explain(spec, vdir):
     command = [os.environ.get("ZT_BIN", os.path.join(ROOT, "build/zerotrain")), "explain",
                os.path.join(vdir, "ds_config.json"), "--world", str(spec["world"]),
                "--config", os.path.join(ROOT, "configs/pmbs/cpu_base.yaml"),
-               "--set", f"train.param_groups={spec['groups']}"]
+               "--set", f"train.param_groups={spec['groups']}",
+               "--set", f"zero.deepspeed_version={TRACED_RELEASE}"]
     if "ranks_per_node" in spec:
         command += ["--ranks-per-node", str(spec["ranks_per_node"])]
     for k, v in spec["model"].items():

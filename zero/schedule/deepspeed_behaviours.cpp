@@ -1,0 +1,69 @@
+#include "zero/schedule/deepspeed_behaviours.h"
+
+#include <stdexcept>
+
+namespace zt {
+
+// 0.17.6, not 0.19.8: the newest release whose whole core set of variants is
+// traced and behaves as the releases before it in every test of this project
+// (docs/zero.md, Emulating a DeepSpeed release, says why not 0.19.8).
+DeepSpeedRelease default_deepspeed_release() { return {0, 17, 6}; }
+
+std::string verified_release_range() {
+  return kOldestVerifiedRelease.str() + " to " + kNewestVerifiedRelease.str();
+}
+
+bool DeepSpeedBehaviours::overflow_check(DType dtype, int stage) const {
+  if (stage == 0) return false;  // the engine's own path has no overflow check
+  if (dtype == DType::F16) return true;
+  if (dtype == DType::BF16)
+    return overflow_check_bf16 || (stage < 3 && overflow_check_bf16_stages12);
+  return overflow_check_fp32;
+}
+
+DeepSpeedBehaviours deepspeed_behaviours(const DeepSpeedRelease& r) {
+  if (r < kOldestVerifiedRelease || kNewestVerifiedRelease < r)
+    throw std::invalid_argument("DeepSpeed release " + r.str() + " is outside the verified range " +
+                                verified_release_range());
+  DeepSpeedBehaviours b;
+  b.release = r;
+  b.has_multi_rank_bucket_allreduce = !(r < DeepSpeedRelease{0, 12, 4});
+  b.per_owner_path_reduces = !(r < DeepSpeedRelease{0, 13, 0});
+  b.stage1_forces_switches_off = r < DeepSpeedRelease{0, 13, 0};
+  b.allreduce_path_sends_whole_buffer = r < DeepSpeedRelease{0, 14, 1};
+  b.overflow_check_fp32 = r < DeepSpeedRelease{0, 11, 2};
+  b.overflow_check_bf16 = r < DeepSpeedRelease{0, 11, 2};
+  b.overflow_check_bf16_stages12 = !(r < DeepSpeedRelease{0, 19, 3});
+  b.stage3_regathers_first_bucket = !(r < DeepSpeedRelease{0, 19, 3});
+  return b;
+}
+
+ZeroConfig switches_in_effect(const ZeroConfig& z) {
+  ZeroConfig out = z;
+  if (z.stage == 1 && deepspeed_behaviours(z.deepspeed_version).stage1_forces_switches_off) {
+    out.overlap_comm = false;
+    out.round_robin_gradients = false;
+    out.contiguous_gradients = false;
+  }
+  return out;
+}
+
+const std::vector<UnemulatedChange>& unemulated_changes() {
+  static const std::vector<UnemulatedChange> changes = {
+      {{0, 11, 0},
+       "stage 1/2 __init__ no longer calls barrier() after partitioning (zerotrain never "
+       "did)"},
+      {{0, 15, 4},
+       "stage 3's trace-check broadcasts move from micro-step 0's backward to the forward "
+       "(first optimizer step only; zerotrain issues them as 0.14.4 does)"},
+      {{0, 17, 6},
+       "each stage-3 trace-check broadcast is preceded by a 1-element length broadcast "
+       "(first optimizer step only; not issued by zerotrain)"},
+      {{0, 19, 8},
+       "the start-up parameter broadcast is issued as uint8 bytes (same bytes; zerotrain "
+       "starts every rank from the same seed and issues none)"},
+  };
+  return changes;
+}
+
+}  // namespace zt

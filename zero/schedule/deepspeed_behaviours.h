@@ -1,0 +1,82 @@
+// What a DeepSpeed release does with a ZeRO config, as named behaviours: the
+// one place a release number (zero.deepspeed_version) is turned into the
+// choices the schedule makes. Everything else reads these flags; nothing
+// compares release numbers itself.
+//
+// Each flag names the release where it changed, as measured by the traces of
+// tests/reference/deepspeed/RELEASES.md (W = 4 CPU ranks, every collective
+// recorded) and read in DeepSpeed's source. Releases before the oldest traced
+// one or after the newest are refused: nothing says what they do.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "model/ops.h"
+#include "zero/deepspeed_release.h"
+#include "zero/zero_config.h"
+
+namespace zt {
+
+// The releases zerotrain emulates: the oldest and newest traced call for call.
+constexpr DeepSpeedRelease kOldestVerifiedRelease{0, 10, 3};
+constexpr DeepSpeedRelease kNewestVerifiedRelease{0, 19, 8};
+
+struct DeepSpeedBehaviours {
+  DeepSpeedRelease release;
+  // 0.12.4: zero_optimization gains use_multi_rank_bucket_allreduce (default
+  // true). Before it, stage 1/2's reduce_scatter path issues one rooted reduce
+  // per owner slice of the bucket, in bucket order (average_tensor ->
+  // dist.reduce); from it, the default all-reduces the owners' slices together.
+  bool has_multi_rank_bucket_allreduce = true;
+  // 0.13.0: use_multi_rank_bucket_allreduce: false reduces to each owner. In
+  // 0.12.4-0.12.6 allreduce_bucket sets `rank = None`, so the per-owner calls
+  // are all-reduces (same counts, no root).
+  bool per_owner_path_reduces = true;
+  // 0.13.0: the engine stops forcing overlap_comm, round_robin_gradients and
+  // contiguous_gradients off for stage 1 (_configure_zero_optimizer).
+  bool stage1_forces_switches_off = false;
+  // 0.14.1: reduce_scatter: false all-reduces only the filled part of the
+  // bucket; before, the whole buffer of reduce_bucket_size elements
+  // (reduce_ipg_grads passes the buffer unnarrowed).
+  bool allreduce_path_sends_whole_buffer = false;
+  // The overflow check (one uint8 all-reduce in the step): fp32 and bf16
+  // issue it at stages 1-3 up to 0.11.1 (0.11.2 checks only fp16); bf16 again
+  // from 0.19.3 at stages 1/2 only (bf16.check_grad_overflow defaults to true
+  // and reaches DeepSpeedZeroOptimizer; stage 3 still checks fp16 only).
+  bool overflow_check_fp32 = false;
+  bool overflow_check_bf16 = false;
+  bool overflow_check_bf16_stages12 = false;
+  // 0.19.3 (traced: 0.19.2 does not, 0.19.3 and 0.19.8 do): stage 3 gathers
+  // the first prefetch bucket afresh in every micro-step's forward, not only
+  // in the first.
+  bool stage3_regathers_first_bucket = false;
+
+  // Whether the release issues the overflow check at `stage` (1-3) for a
+  // model of `dtype` (fp16: always; zerotrain trains fp32 and bf16).
+  bool overflow_check(DType dtype, int stage) const;
+};
+
+// The behaviour set of `r`; throws std::invalid_argument (one line naming the
+// release and the verified range) outside [kOldestVerifiedRelease,
+// kNewestVerifiedRelease].
+DeepSpeedBehaviours deepspeed_behaviours(const DeepSpeedRelease& r);
+
+// The switches as the release's engine hands them to its ZeRO optimizer
+// (before 0.13.0, stage 1 runs with overlap_comm, round_robin_gradients and
+// contiguous_gradients off whatever the config says). The schedules build from
+// these.
+ZeroConfig switches_in_effect(const ZeroConfig& z);
+
+// "0.10.3 to 0.19.8": the range as errors and docs print it.
+std::string verified_release_range();
+
+// Behaviours zerotrain does not emulate (they fall outside the steady step it
+// is checked on, or it has no such call), by the release where they changed:
+// printed by explain so that a user sees them.
+struct UnemulatedChange {
+  DeepSpeedRelease from;
+  std::string what;
+};
+const std::vector<UnemulatedChange>& unemulated_changes();
+
+}  // namespace zt
