@@ -38,7 +38,8 @@ TEST_CASE("a rank waiting for late peers sleeps instead of spinning", "[mpi]") {
   const double cpu0 = thread_cpu_s();
   comm->all_reduce(x.data(), x.size(), DType::F32)->wait();
   const double cpu = thread_cpu_s() - cpu0;
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   CHECK(x[0] == static_cast<float>(W));
   if (comm->rank() == 0) {
     INFO("rank 0 waited " << wall << " s and used " << cpu << " s of CPU");

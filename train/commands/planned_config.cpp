@@ -13,7 +13,9 @@ void plan_config(PlannedConfig& out, const std::string& config_path,
   out.nodes = NodeMap::uniform(out.world, out.per_node);
   out.cfg = load_config(config_path, overrides);
   if (!ds_path.empty()) {
-    apply_deepspeed_config(ds_path, out.cfg, out.warnings, out.world, &out.ds_dtype);
+    const DeepSpeedRelease release =
+        out.cfg.zero.deepspeed_version;  // before the import resets zero
+    apply_deepspeed_config(ds_path, out.cfg, out.warnings, out.world, &out.ds_dtype, release);
     validate_config(out.cfg);
   }
   validate_for_world(out.cfg, out.world);

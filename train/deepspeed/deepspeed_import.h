@@ -71,8 +71,8 @@ namespace zt {
 // Leaves model, data and system untouched. `deepspeed_dtype`, when given, receives the dtype
 // DeepSpeed itself would train in ("bf16", "fp16" or "fp32"), for `explain`.
 // `release`: the DeepSpeed release whose keys and reading of "auto" the file is checked against
-// (train/deepspeed/deepspeed_release_keys.h). Its default is the release the import's defaults
-// come from; the callers are to pass zero.deepspeed_version once that key exists (issue 24).
+// (train/deepspeed/deepspeed_release_keys.h): train and plan pass zero.deepspeed_version as the
+// config held it before the import; the default is the release the import's defaults come from.
 void apply_deepspeed_config(const std::string& json_path, Config& c,
                             std::vector<std::string>& warnings, int world_size,
                             std::string* deepspeed_dtype = nullptr,

@@ -22,7 +22,8 @@ RunSettings load_run_settings(const TrainArgs& a, int world) {
   r.cfg = load_config(a.config_path, a.overrides);
   Config& cfg = r.cfg;
   if (!a.deepspeed.empty()) {
-    apply_deepspeed_config(a.deepspeed, cfg, r.ds_warnings, world);
+    const DeepSpeedRelease release = cfg.zero.deepspeed_version;  // before the import resets zero
+    apply_deepspeed_config(a.deepspeed, cfg, r.ds_warnings, world, nullptr, release);
     validate_config(cfg);
   }
   validate_for_world(cfg, world);
