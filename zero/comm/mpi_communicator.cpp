@@ -10,6 +10,7 @@
 // calls complete before they return, since MPI cannot wait on a CUDA stream.
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -88,12 +89,18 @@ class MpiHandle : public CommHandle {
   // sched_yield under mpi_yield_when_idle). Where ranks share cores, a
   // spinning rank can keep them from the ranks it waits for: on an emulated
   // cluster, whole nodes stood still for seconds (docs/clusters.md, "Stalls
-  // of seconds"). So it spins for kSpin only, then sleeps between tests.
+  // of seconds"). So it spins for kSpin only, then sleeps between tests, each
+  // sleep a twentieth of the time waited so far (kMinSleep to kMaxSleep): a
+  // long wait costs few wake-ups, and finishes at most ~5% (or kMaxSleep) late.
   void wait() override {
     if (finished_) return;
-    const auto spin_end = std::chrono::steady_clock::now() + kSpin;
+    const auto start = std::chrono::steady_clock::now();
+    const auto spin_end = start + kSpin;
     while (!done()) {
-      if (std::chrono::steady_clock::now() >= spin_end) std::this_thread::sleep_for(kSleep);
+      const auto now = std::chrono::steady_clock::now();
+      if (now < spin_end) continue;
+      const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(now - start);
+      std::this_thread::sleep_for(std::clamp(waited / 20, kMinSleep, kMaxSleep));
     }
   }
   bool done() override {
@@ -106,7 +113,8 @@ class MpiHandle : public CommHandle {
 
  private:
   static constexpr std::chrono::microseconds kSpin{100};
-  static constexpr std::chrono::microseconds kSleep{50};
+  static constexpr std::chrono::microseconds kMinSleep{50};
+  static constexpr std::chrono::microseconds kMaxSleep{1000};
   void finish() {
     finished_ = true;
     progress_->finished();
