@@ -17,17 +17,6 @@ ARGS=("${SMALL[@]}" --set train.steps=10 --set train.checkpoint_every=10 --set t
 MPIRUN_ENV=()
 run() { mpirun -np 2 "${MPIRUN_ENV[@]}" "$ZT_BIN" train configs/tiny.yaml "${ARGS[@]}" "$@"; }
 
-# The pid of rank $2 of the job training into run dir $1.
-rank_pid() {
-  local p
-  for p in /proc/[0-9]*; do
-    tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "--run-dir $1 " || continue
-    tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$2" && {
-      basename "$p"
-      return
-    }
-  done
-}
 stopped() { [ "$(sed 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" = T ]; }
 export_weights() {
   "$ZT_BIN" export --checkpoint "$1/checkpoints/step_00000010" --format llmc "$2" >/dev/null ||

@@ -25,17 +25,6 @@ for c in os.path.abspath(sys.argv[1]).encode():
     h = ((h ^ c) * 1099511628211) % 2**64
 print("%s/%016x/%s" % (os.environ.get("ZT_SNAPSHOT_ROOT") or "/dev/shm/zerotrain", h, socket.gethostname()))' "$1"
 }
-# The pid of rank $2 of the job training into run dir $1.
-rank_pid() {
-  local p
-  for p in /proc/[0-9]*; do
-    tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "--run-dir $1 " || continue
-    tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$2" && {
-      basename "$p"
-      return
-    }
-  done
-}
 export_weights() {
   "$ZT_BIN" export --checkpoint "$1/checkpoints/step_00000040" --format llmc "$2" >/dev/null ||
     fail "export of $1"

@@ -29,6 +29,18 @@ expect_error() {  # what expected-text command...
 }
 # The losses of metrics.jsonl, one per line, exactly as written.
 losses() { grep -o '"loss":[^,]*' "$1" | cut -d: -f2; }
+# The pid of rank $2 of the local job training into run dir $1 (by its
+# command line and Open MPI's rank variable).
+rank_pid() {
+  local p
+  for p in /proc/[0-9]*; do
+    tr '\0' ' ' 2>/dev/null <"$p/cmdline" | grep -qF -- "--run-dir $1 " || continue
+    tr '\0' '\n' 2>/dev/null <"$p/environ" | grep -qx "OMPI_COMM_WORLD_RANK=$2" && {
+      basename "$p"
+      return
+    }
+  done
+}
 # Emulated-cluster tests (scripts/cluster.sh): prints "SKIPPED NAME: why" and
 # exits 0 without root, the tools, network namespaces or tc's tbf; then takes
 # the machine-wide cluster lock (one cluster test at a time, every checkout)
