@@ -12,6 +12,7 @@
 
 #include "model/cpu/cpu_matmul.h"
 #include "zero/comm/communicators.h"
+#include "zero/comm/mpi_polling.h"
 #include "zero/comm/nccl_factory.h"
 
 namespace zt {
@@ -82,28 +83,40 @@ Runtime make_runtime(const SystemConfig& sys) {
 
 double sum_over_ranks(double x) {
   double out = x;
-  MPI_Allreduce(&x, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Request r;
+  MPI_Iallreduce(&x, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &r);
+  complete_polling(r);
   return out;
 }
 
 double min_over_ranks(double x) {
   double out = x;
-  MPI_Allreduce(&x, &out, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Request r;
+  MPI_Iallreduce(&x, &out, 1, MPI_DOUBLE, MPI_MIN, MPI_COMM_WORLD, &r);
+  complete_polling(r);
   return out;
 }
 
-void barrier_all() { MPI_Barrier(MPI_COMM_WORLD); }
+void barrier_all() {
+  MPI_Request r;
+  MPI_Ibarrier(MPI_COMM_WORLD, &r);
+  complete_polling(r);
+}
 
 std::string first_error_over_ranks(const std::string& mine) {
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   int me = mine.empty() ? INT_MAX : rank, first = INT_MAX;
-  MPI_Allreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Request r;
+  MPI_Iallreduce(&me, &first, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &r);
+  complete_polling(r);
   if (first == INT_MAX) return "";
   uint64_t n = rank == first ? mine.size() : 0;
-  MPI_Bcast(&n, 1, MPI_UINT64_T, first, MPI_COMM_WORLD);
+  MPI_Ibcast(&n, 1, MPI_UINT64_T, first, MPI_COMM_WORLD, &r);
+  complete_polling(r);
   std::string message = rank == first ? mine : std::string(n, ' ');
-  MPI_Bcast(&message[0], static_cast<int>(n), MPI_CHAR, first, MPI_COMM_WORLD);
+  MPI_Ibcast(&message[0], static_cast<int>(n), MPI_CHAR, first, MPI_COMM_WORLD, &r);
+  complete_polling(r);
   return message;
 }
 

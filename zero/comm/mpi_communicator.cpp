@@ -8,9 +8,9 @@
 // kind, are staged: copied to host memory, widened to fp32 (MPI has no 16-bit
 // float types; fp64 stays fp64), reduced, narrowed and copied back; staged
 // calls complete before they return, since MPI cannot wait on a CUDA stream.
+// Every wait polls (zero/comm/mpi_polling.h) instead of spinning in MPI.
 #include <mpi.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -25,6 +25,7 @@
 
 #include "model/host_floats.h"
 #include "zero/comm/communicators.h"
+#include "zero/comm/mpi_polling.h"
 
 namespace zt {
 namespace {
@@ -85,23 +86,8 @@ class MpiHandle : public CommHandle {
     progress_->started();
   }
   ~MpiHandle() override { wait(); }
-  // Polls instead of MPI_Wait, which spins until the call completes (calling
-  // sched_yield under mpi_yield_when_idle). Where ranks share cores, a
-  // spinning rank can keep them from the ranks it waits for: on an emulated
-  // cluster, whole nodes stood still for seconds (docs/clusters.md, "Stalls
-  // of seconds"). So it spins for kSpin only, then sleeps between tests, each
-  // sleep a twentieth of the time waited so far (kMinSleep to kMaxSleep): a
-  // long wait costs few wake-ups, and finishes at most ~5% (or kMaxSleep) late.
   void wait() override {
-    if (finished_) return;
-    const auto start = std::chrono::steady_clock::now();
-    const auto spin_end = start + kSpin;
-    while (!done()) {
-      const auto now = std::chrono::steady_clock::now();
-      if (now < spin_end) continue;
-      const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(now - start);
-      std::this_thread::sleep_for(std::clamp(waited / 20, kMinSleep, kMaxSleep));
-    }
+    if (!finished_) poll_until([this] { return done(); });
   }
   bool done() override {
     if (finished_) return true;
@@ -112,9 +98,6 @@ class MpiHandle : public CommHandle {
   }
 
  private:
-  static constexpr std::chrono::microseconds kSpin{100};
-  static constexpr std::chrono::microseconds kMinSleep{50};
-  static constexpr std::chrono::microseconds kMaxSleep{1000};
   void finish() {
     finished_ = true;
     progress_->finished();
@@ -152,7 +135,9 @@ class MpiCommunicator : public Communicator {
     if (t == DType::U8) {  // flags: the maximum over the ranks (communicator.h)
       std::vector<unsigned char> h(n);
       ops_.to_host(h.data(), buf, n);
-      MPI_Allreduce(MPI_IN_PLACE, h.data(), count(n), MPI_UNSIGNED_CHAR, MPI_MAX, comm_);
+      MPI_Request r;
+      MPI_Iallreduce(MPI_IN_PLACE, h.data(), count(n), MPI_UNSIGNED_CHAR, MPI_MAX, comm_, &r);
+      complete_polling(r);
       ops_.from_host(buf, h.data(), n);
       return done();
     }
@@ -162,7 +147,9 @@ class MpiCommunicator : public Communicator {
       return Handle(new MpiHandle(r, nullptr, progress_.get()));
     }
     Staged h = stage_in(buf, n, t);
-    MPI_Allreduce(MPI_IN_PLACE, h.data(), count(n), h.type, MPI_SUM, comm_);
+    MPI_Request r;
+    MPI_Iallreduce(MPI_IN_PLACE, h.data(), count(n), h.type, MPI_SUM, comm_, &r);
+    complete_polling(r);
     stage_out(buf, h, n, t);
     return done();
   }
@@ -179,7 +166,9 @@ class MpiCommunicator : public Communicator {
     }
     Staged h = stage_in(send, n * world_, t);
     Staged out = staged_buffer(n, t);
-    MPI_Reduce_scatter_block(h.data(), out.data(), count(n), h.type, MPI_SUM, comm_);
+    MPI_Request r;
+    MPI_Ireduce_scatter_block(h.data(), out.data(), count(n), h.type, MPI_SUM, comm_, &r);
+    complete_polling(r);
     stage_out(recv, out, n, t);
     return done();
   }
@@ -197,7 +186,10 @@ class MpiCommunicator : public Communicator {
     // Gathers need no arithmetic: move the raw words.
     std::vector<char> mine(n * es), all(n * es * world_);
     ops_.to_host(mine.data(), send, n * es);
-    MPI_Allgather(mine.data(), count(n * es), MPI_BYTE, all.data(), count(n * es), MPI_BYTE, comm_);
+    MPI_Request r;
+    MPI_Iallgather(mine.data(), count(n * es), MPI_BYTE, all.data(), count(n * es), MPI_BYTE, comm_,
+                   &r);
+    complete_polling(r);
     ops_.from_host(recv, all.data(), all.size());
     return done();
   }
@@ -212,8 +204,10 @@ class MpiCommunicator : public Communicator {
     }
     Staged h = stage_in(send, n, t);
     Staged out = staged_buffer(rank_ == root ? n : 0, t);
-    MPI_Reduce(h.data(), rank_ == root ? out.data() : nullptr, count(n), h.type, MPI_SUM, root,
-               comm_);
+    MPI_Request r;
+    MPI_Ireduce(h.data(), rank_ == root ? out.data() : nullptr, count(n), h.type, MPI_SUM, root,
+                comm_, &r);
+    complete_polling(r);
     if (rank_ == root) stage_out(recv, out, n, t);
     return done();
   }
@@ -228,7 +222,9 @@ class MpiCommunicator : public Communicator {
     }
     std::vector<char> h(bytes);
     ops_.to_host(h.data(), buf, bytes);
-    MPI_Bcast(h.data(), count(bytes), MPI_BYTE, root, comm_);
+    MPI_Request r;
+    MPI_Ibcast(h.data(), count(bytes), MPI_BYTE, root, comm_, &r);
+    complete_polling(r);
     ops_.from_host(buf, h.data(), bytes);
     return done();
   }
@@ -242,7 +238,10 @@ class MpiCommunicator : public Communicator {
     }
     std::vector<char> mine(block * world_), all(block * world_);
     ops_.to_host(mine.data(), send, mine.size());
-    MPI_Alltoall(mine.data(), count(block), MPI_BYTE, all.data(), count(block), MPI_BYTE, comm_);
+    MPI_Request r;
+    MPI_Ialltoall(mine.data(), count(block), MPI_BYTE, all.data(), count(block), MPI_BYTE, comm_,
+                  &r);
+    complete_polling(r);
     ops_.from_host(recv, all.data(), all.size());
     return done();
   }
@@ -284,7 +283,11 @@ class MpiCommunicator : public Communicator {
         progress_.get()));
   }
 
-  void barrier() override { MPI_Barrier(comm_); }
+  void barrier() override {
+    MPI_Request r;
+    MPI_Ibarrier(comm_, &r);
+    complete_polling(r);
+  }
 
   [[noreturn]] void abort(const std::string& why) override {
     std::fprintf(stderr, "zerotrain: rank %d: %s\n", rank_, why.c_str());

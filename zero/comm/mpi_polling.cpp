@@ -1,0 +1,31 @@
+#include "zero/comm/mpi_polling.h"
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace zt {
+
+void poll_until(const std::function<bool()>& done) {
+  constexpr std::chrono::microseconds kSpin{100};
+  constexpr std::chrono::microseconds kMinSleep{50};
+  constexpr std::chrono::microseconds kMaxSleep{1000};
+  const auto start = std::chrono::steady_clock::now();
+  const auto spin_end = start + kSpin;
+  while (!done()) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now < spin_end) continue;
+    const auto waited = std::chrono::duration_cast<std::chrono::microseconds>(now - start);
+    std::this_thread::sleep_for(std::clamp(waited / 20, kMinSleep, kMaxSleep));
+  }
+}
+
+void complete_polling(MPI_Request& request) {
+  poll_until([&request] {
+    int flag = 0;
+    MPI_Test(&request, &flag, MPI_STATUS_IGNORE);
+    return flag != 0;
+  });
+}
+
+}  // namespace zt
