@@ -124,8 +124,10 @@ std::vector<uint64_t> allgather_u64(const std::vector<uint64_t>& mine) {
   int world = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &world);
   std::vector<uint64_t> all(mine.size() * static_cast<size_t>(world));
-  MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
-                static_cast<int>(mine.size()), MPI_UINT64_T, MPI_COMM_WORLD);
+  MPI_Request r;
+  MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_UINT64_T, all.data(),
+                 static_cast<int>(mine.size()), MPI_UINT64_T, MPI_COMM_WORLD, &r);
+  complete_polling(r);
   return all;
 }
 
