@@ -1,0 +1,58 @@
+# The generators of docs/PMBS.md's tables, on report.csv files written here
+# with hand-computed answers. scripts/pmbs_stability.py (stability and model): configuration A is its
+# own baseline (steps 100/110/90 ms, median 100, predicted 105: 5% off);
+# B's steps 200/210/220 (median 210, predicted 252: 20% off), its tokens/s
+# speed-ups 1.0/1.05/0.8 (median 1.0: 20% deviation) and median-step
+# speed-ups 1.0/1.02/0.98 (2%); then a CSV without a needed column.
+# scripts/pmbs_findings.py (the three findings): every configuration of the
+# grid at 600 tok/s but s0 (1000 at mb 4, 1200 at mb 12), s1-ds_default 900,
+# s1-per_owner 980, s2-ds_default 700, s2-native_rs 800 and s3-rs 500 (all mb 4),
+# every speed-up 1.1 [1.0, 1.2]. About 1 s.
+. "$(dirname "$0")/../support/e2e_lib.sh"
+mkdir -p "$WORK/sys1" "$WORK/bad"
+{
+  echo "run,configuration,step_ms,predicted_step_ms,baseline_run,speedup_vs_ds_default,step_speedup_vs_ds_default"
+  for k in 1 2 3; do
+    step=$(echo "100 110 90" | cut -d' ' -f$k)
+    echo "sitting-$k/A,A,$step,105,sitting-$k/A,1,1"
+  done
+  echo "sitting-1/B,B,200,252,sitting-1/A,1.0,1.0"
+  echo "sitting-2/B,B,210,252,sitting-2/A,1.05,1.02"
+  echo "sitting-3/B,B,220,252,sitting-3/A,0.8,0.98"
+} >"$WORK/sys1/report.csv"
+/usr/bin/python3 scripts/pmbs_stability.py "$WORK/sys1" >"$WORK/out.md" || fail "pmbs_stability.py exited $?"
+expected="| sys1 | 1 of 2 | 20.0% | 20.0% | 2.0% | 0 of 1 | 1 of 1 |"
+[ "$(tail -1 "$WORK/out.md")" = "$expected" ] || fail "expected '$expected', got '$(tail -1 "$WORK/out.md")'"
+echo "run,configuration,step_ms" >"$WORK/bad/report.csv"
+echo "sitting-1/A,A,100" >>"$WORK/bad/report.csv"
+if /usr/bin/python3 scripts/pmbs_stability.py "$WORK/bad" >"$WORK/bad.md" 2>"$WORK/err"; then fail "a CSV without predicted_step_ms was accepted"; fi
+grep -q "missing columns predicted_step_ms" "$WORK/err" || fail "unexpected error: $(cat "$WORK/err")"
+mkdir -p "$WORK/sys2"
+/usr/bin/python3 - "$WORK/sys2/report.csv" <<'PY'
+import sys
+tok = {"s0-b5e8-ov0-mb4": 1000, "s0-b5e8-ov0-mb12": 1200, "s1-ds_default-b5e8-ov0-mb4": 900,
+       "s1-per_owner-b5e8-ov0-mb4": 980, "s2-ds_default-b5e8-ov0-mb4": 700,
+       "s2-native_rs-b5e8-ov0-mb4": 800, "s3-rs-b5e8-ov0-mb4": 500}
+configs = [f"s0-b5e8-ov0-mb{mb}" for mb in (4, 12)]
+configs += [f"s{st}-{p}-b5e8-ov0-mb{mb}" for st in (1, 2)
+            for p in ("allreduce", "ds_default", "per_owner", "native_rs") for mb in (4, 12)]
+configs += [f"s3-{p}-b5e8-ov0-mb{mb}" for p in ("rs", "allreduce") for mb in (4, 12)]
+configs += ["s2-per_owner-b2e4-ov0-mb4", "s2-per_owner-b2e4-ov1-mb4"]
+with open(sys.argv[1], "w") as f:
+    f.write("configuration,tokens_per_second,speedup_median,speedup_ci_low,speedup_ci_high\n")
+    for c in configs:
+        f.write(f"{c},{tok.get(c, 600)},1.1,1.0,1.2\n")
+PY
+/usr/bin/python3 scripts/pmbs_findings.py "$WORK/sys2" >"$WORK/findings.md" || fail "pmbs_findings.py exited $?"
+for row in "| sys2 | 4 | 1,000 | 0.90 | 0.70 | 0.50 | per_owner 0.98 | native_rs 0.80 |" \
+  "| sys2 | 12 | 1,200 | 0.50 | 0.50 | 0.50 | allreduce 0.50 | allreduce 0.50 |" \
+  "| sys2 |$(printf ' 1.10 [1.00, 1.20] |%.0s' 1 2 3 4 5 6 7 8)" \
+  "| sys2 | 1.20 | 0.67 | 0.61 | 0.86 | 1.00 | 0.75 | 1.20 | 1.00 |"; do
+  grep -qxF "$row" "$WORK/findings.md" || fail "pmbs_findings.py: no row '$row' in: $(cat "$WORK/findings.md")"
+done
+grep -v "s3-allreduce-b5e8-ov0-mb4" "$WORK/sys2/report.csv" >"$WORK/bad/report.csv"
+if /usr/bin/python3 scripts/pmbs_findings.py "$WORK/bad" >"$WORK/bad.md" 2>"$WORK/err"; then
+  fail "pmbs_findings.py accepted a grid without s3-allreduce-b5e8-ov0-mb4"
+fi
+grep -q "no runs of s3-allreduce-b5e8-ov0-mb4" "$WORK/err" || fail "unexpected error: $(cat "$WORK/err")"
+echo "PASS pmbs_tables"
