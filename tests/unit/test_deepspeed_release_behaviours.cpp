@@ -81,7 +81,10 @@ TEST_CASE("a release outside the verified range is refused in one line naming th
       CHECK(m.find('\n') == std::string::npos);
     }
   }
-  CHECK((ZeroConfig().deepspeed_version == DeepSpeedRelease{0, 17, 6}));
+  // The default is the newest verified release, spelled out here so that a
+  // change of either is seen.
+  CHECK((ZeroConfig().deepspeed_version == DeepSpeedRelease{0, 19, 8}));
+  CHECK(ZeroConfig().deepspeed_version == kNewestVerifiedRelease);
 }
 
 TEST_CASE("the gradient path and the switches follow the release", "[deepspeed_release]") {

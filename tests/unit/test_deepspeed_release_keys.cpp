@@ -74,8 +74,7 @@ TEST_CASE("a default a release changed, for keys the ds_config leaves to it",
   REQUIRE(lines_for("{}", {0, 19, 2}).empty());
   REQUIRE(lines_for("{}", {0, 19, 3}) ==
           std::vector<std::string>{"1 gradient_clipping: left to its default, which in DeepSpeed "
-                                   "0.19.3 is 1.0 (zerotrain's import assumes 0, DeepSpeed "
-                                   "0.14.4's)"});
+                                   "0.19.3 is 1.0 (0 before 0.19.3); zerotrain applies 1.0"});
   REQUIRE(lines_for(R"({"gradient_clipping": 0})", {0, 19, 8}).empty());
   // offload pin_memory: false until 0.19.4, true from 0.19.5; "auto" is dropped (pydantic).
   const std::string cpu =
@@ -85,7 +84,7 @@ TEST_CASE("a default a release changed, for keys the ds_config leaves to it",
   REQUIRE(lines_for(cpu, {0, 19, 5}) ==
           std::vector<std::string>{
               "3 zero_optimization.offload_optimizer.pin_memory: left to its default, which in "
-              "DeepSpeed 0.19.5 is true (zerotrain's import assumes false, DeepSpeed 0.14.4's)"});
+              "DeepSpeed 0.19.5 is true (false before 0.19.5); zerotrain applies true"});
   REQUIRE(lines_for(R"({"gradient_clipping": 1, "zero_optimization": {"offload_param":
                         {"device": "cpu", "pin_memory": "auto"}}})",
                     {0, 19, 5})
@@ -94,6 +93,56 @@ TEST_CASE("a default a release changed, for keys the ds_config leaves to it",
                         {"device": "cpu", "pin_memory": false}}})",
                     {0, 19, 5})
               .empty());
+}
+
+// The import applies the chosen release's default where the file leaves the key unset:
+// runtime/constants.py GRADIENT_CLIPPING_DEFAULT is 0. in 0.14.4 and 1.0 in 0.19.8 (changed in
+// 0.19.3); zero/offload_config.py's pin_memory is False in 0.14.4 and True in 0.19.8 (changed
+// in 0.19.5), in both offload blocks. A value the file sets is kept.
+TEST_CASE("the import takes gradient_clipping and pin_memory defaults from the release",
+          "[deepspeed][release_keys]") {
+  auto imported = [](const std::string& json, DeepSpeedRelease release) {
+    TestFile file(json, "ds_config.json");
+    Config c;
+    c.train.grad_clip = 7;  // the YAML's value never survives the import
+    std::vector<std::string> warnings;
+    apply_deepspeed_config(file.path, c, warnings, 1, nullptr, release);
+    return c;
+  };
+  const std::string none = R"({"zero_optimization": {"stage": 2}})";
+  CHECK(imported(none, {0, 14, 4}).train.grad_clip == 0.0);
+  CHECK(imported(none, {0, 19, 2}).train.grad_clip == 0.0);
+  CHECK(imported(none, {0, 19, 3}).train.grad_clip == 1.0);
+  CHECK(imported(none, {0, 19, 8}).train.grad_clip == 1.0);
+  CHECK(imported(R"({"gradient_clipping": 0})", {0, 19, 8}).train.grad_clip == 0.0);
+  CHECK(imported(R"({"gradient_clipping": 0.5})", {0, 14, 4}).train.grad_clip == 0.5);
+
+  const std::string offload =
+      R"({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu"},
+          "offload_param": {"device": "cpu"}}})";
+  for (const DeepSpeedRelease& r : {DeepSpeedRelease{0, 14, 4}, DeepSpeedRelease{0, 19, 4}}) {
+    INFO(r.str());
+    CHECK_FALSE(imported(offload, r).zero.offload_optimizer.pin_memory);
+    CHECK_FALSE(imported(offload, r).zero.offload_param.pin_memory);
+  }
+  for (const DeepSpeedRelease& r : {DeepSpeedRelease{0, 19, 5}, DeepSpeedRelease{0, 19, 8}}) {
+    INFO(r.str());
+    CHECK(imported(offload, r).zero.offload_optimizer.pin_memory);
+    CHECK(imported(offload, r).zero.offload_param.pin_memory);
+  }
+  CHECK_FALSE(imported(R"({"zero_optimization": {"stage": 3, "offload_optimizer":
+                           {"device": "cpu", "pin_memory": false}}})",
+                       {0, 19, 8})
+                  .zero.offload_optimizer.pin_memory);
+  // "auto" is dropped by DeepSpeed's config classes: the release's default.
+  const std::string pin_auto = R"({"zero_optimization": {"stage": 3, "offload_param":
+                                   {"device": "cpu", "pin_memory": "auto"}}})";
+  CHECK_FALSE(imported(pin_auto, {0, 19, 4}).zero.offload_param.pin_memory);
+  CHECK(imported(pin_auto, {0, 19, 5}).zero.offload_param.pin_memory);
+  CHECK(imported(R"({"zero_optimization": {"stage": 3, "offload_optimizer":
+                     {"device": "cpu", "pin_memory": true}}})",
+                 {0, 14, 4})
+            .zero.offload_optimizer.pin_memory);
 }
 
 TEST_CASE("releases outside the table and precision \"auto\"", "[deepspeed][release_keys]") {

@@ -1,17 +1,19 @@
 // Stage 3's parameter coordinator (zero/param_gatherer) against numbers worked
 // out by hand from DeepSpeed 0.14.4's partitioned_param_coordinator.py and
-// stage3.py, never from zerotrain's helpers: which tensors each fetch gathers
-// under the prefetch, live-parameter and reuse budgets, which a release frees,
-// how the optimizer's sub-groups close, and how far NVMe reads run ahead. The
-// model is test_expected_schedules.cpp's (n_layer 1, n_head 1, n_embd 3,
-// vocab 5, seq_len 2): 16 tensors of 15, 6, 3, 3, 27, 9, 9, 3, 3, 3, 36, 12,
-// 36, 3, 3, 3 elements.
+// stage3.py (and 0.19.3's backward_epilogue, which releases what no backward
+// hook released), never from zerotrain's helpers: which tensors each fetch
+// gathers under the prefetch, live-parameter and reuse budgets, which a
+// release frees, how the optimizer's sub-groups close, and how far NVMe reads
+// run ahead. The model is test_expected_schedules.cpp's (n_layer 1, n_head 1,
+// n_embd 3, vocab 5, seq_len 2): 16 tensors of 15, 6, 3, 3, 27, 9, 9, 3, 3, 3,
+// 36, 12, 36, 3, 3, 3 elements.
 #include <cstdint>
 #include <vector>
 
 #include "model/param_table.h"
 #include "tests/support/catch.h"
 #include "tests/support/test_support.h"
+#include "zero/deepspeed_release.h"
 #include "zero/layout/param_groups.h"
 #include "zero/layout/stage3_layout.h"
 #include "zero/schedule/param_gatherer.h"
@@ -59,6 +61,34 @@ std::vector<std::vector<int>> second_pass(const ZeroConfig& z, const std::vector
     g.end_pass();
   }
   if (reads != nullptr) *reads = rec.reads;
+  return rec.calls;
+}
+
+// Two training passes (forward over `forward`, then backward over it reversed,
+// each module fetched then released); returns the second pass's gathers.
+std::vector<std::vector<int>> second_training_pass(const ZeroConfig& z,
+                                                   const std::vector<int>& forward) {
+  const ParamTable t(hand_sized_shape());
+  const Stage3Layout layout(t, make_param_groups(t, "two"), 2, z);
+  ParamStates st;
+  st.status.assign(16, ParamStatus::NotAvailable);
+  st.active.assign(16, {});
+  st.call.assign(16, -1);
+  st.secondary.assign(16, false);
+  Recorder rec;
+  ParamGatherer g(t, layout, z, st, rec);
+  for (int pass = 0; pass < 2; pass++) {
+    rec.calls.clear();
+    for (int m : forward) {
+      g.fetch(m, false);
+      g.release(m, false);
+    }
+    for (auto m = forward.rbegin(); m != forward.rend(); ++m) {
+      g.fetch(*m, true);
+      g.release(*m, true);
+    }
+    g.end_pass();
+  }
   return rec.calls;
 }
 
@@ -223,6 +253,35 @@ TEST_CASE("stage 3 nvme: read-ahead covers the trace up to twice the elements in
   z.offload_param.buffer_count = 6;
   second_pass(z, kBlock, &reads);
   CHECK(reads == std::vector<std::vector<int>>{{6, 7, 8, 9, 10, 11}, {11, 12, 13}, {13}});
+}
+
+// A second micro-step's forward, before and from DeepSpeed 0.19.3 (stage3.py
+// backward_epilogue calls the coordinator's release_backward_leftovers, which
+// frees the parameters of modules whose post-backward hook never ran). Modules
+// {1 wte, 2 wpe, 4 ln_1, 13 lm_head}, forward then backward 13, 4, 2, 1; no
+// prefetch, reuse distance 0, nothing persistent. The embeddings' inputs carry
+// no gradient, so their backward release does nothing (no hook runs): the
+// first pass (recording) ends with wte {0} and wpe {1} gathered. Every other
+// release frees its tensors (the reuse walk stops at once).
+//   0.17.6: the second pass finds {0} and {1} available: wte and wpe gather
+//   nothing; ln_1 {2,3}; lm_head {0} (wte released it); backward lm_head {0},
+//   ln_1 {2,3}, wpe {1}, wte {0}: 6 calls.
+//   0.19.8 (the default): end_pass releases what the backward left gathered, so
+//   the second pass's forward starts with wte {0} and wpe {1}, then the same 6.
+TEST_CASE("stage 3: the embeddings stay gathered into the next micro-step before 0.19.3 only",
+          "[expected]") {
+  const std::vector<int> modules = {1, 2, 4, 13};
+  const std::vector<std::vector<int>> kept = {{2, 3}, {0}, {0}, {2, 3}, {1}, {0}};
+  const std::vector<std::vector<int>> regathered = {{0}, {1}, {2, 3}, {0}, {0}, {2, 3}, {1}, {0}};
+  ZeroConfig z = stage3_config(0, 1000000000, 0);
+  CHECK(second_training_pass(z, modules) == regathered);
+  for (const char* release : {"0.14.4", "0.17.6", "0.19.2"}) {
+    INFO(release);
+    z.deepspeed_version = parse_deepspeed_release(release);
+    CHECK(second_training_pass(z, modules) == kept);
+  }
+  z.deepspeed_version = parse_deepspeed_release("0.19.3");
+  CHECK(second_training_pass(z, modules) == regathered);
 }
 
 }  // namespace zt

@@ -208,7 +208,7 @@ void DeepSpeedImporter::run() {
   zero_defaults.deepspeed_version =
       c_.zero.deepspeed_version;  // which release, not a ds_config key
   c_.zero = zero_defaults;
-  c_.train.grad_clip = 0;
+  c_.train.grad_clip = gradient_clipping_default(ctx_.release);  // 1.0 from 0.19.3
 
   const JsonMember *optimizer = nullptr, *scheduler = nullptr;
   for (const JsonMember& m : root.members) {

@@ -8,12 +8,13 @@
 //
 // What the JSON governs starts from DeepSpeed's defaults, whatever the YAML or --set said:
 // every zero.* key DeepSpeed has (zero_optimization absent: stage 0 and all defaults;
-// zerotrain's own native_reduce_scatter and allgather_bucketed are kept), train.grad_clip
-// (DeepSpeed's gradient_clipping, default 0), zero.communication_data_type (default: the model's
-// dtype), and, when an optimizer block is present, its lr, betas, eps and weight_decay (the
-// defaults of the optimizer DeepSpeed builds). Batch sizes: DeepSpeed's arithmetic
-// (train_batch_size = micro * accumulation * world; any two fix the third; train_batch_size
-// alone means no accumulation, micro alone means train_batch_size = micro * world;
+// zerotrain's own native_reduce_scatter and allgather_bucketed are kept; the offload blocks'
+// pin_memory defaults as the release does: true from 0.19.5), train.grad_clip (DeepSpeed's
+// gradient_clipping, default the release's: 0, 1.0 from 0.19.3), zero.communication_data_type
+// (default: the model's dtype), and, when an optimizer block is present, its lr, betas, eps and
+// weight_decay (the defaults of the optimizer DeepSpeed builds). Batch sizes: DeepSpeed's
+// arithmetic (train_batch_size = micro * accumulation * world; any two fix the third;
+// train_batch_size alone means no accumulation, micro alone means train_batch_size = micro * world;
 // gradient_accumulation_steps alone is an error; none of them keeps zerotrain's batch). The
 // schedule: a WarmupLR / WarmupDecayLR / WarmupCosineLR block sets train.lr_schedule and its
 // keys exactly (train/loop/lr_schedule.h); no scheduler block with an optimizer block means

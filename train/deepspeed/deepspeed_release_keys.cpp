@@ -2,6 +2,7 @@
 #include "train/deepspeed/deepspeed_release_keys.h"
 
 #include <optional>
+#include <string>
 
 namespace zt {
 namespace {
@@ -151,11 +152,12 @@ const KeyRange* find(const std::vector<KeyRange>& table, const std::string& key)
   return nullptr;
 }
 
-const char* default_in(const KeyRange& k, const DeepSpeedRelease& release) {
-  const char* value = nullptr;
+// The entry of k.defaults in force in `release` (the first one for a release before the table).
+const DefaultSince& default_entry(const KeyRange& k, const DeepSpeedRelease& release) {
+  const DefaultSince* entry = &k.defaults.front();
   for (const DefaultSince& d : k.defaults)
-    if (d.since <= release) value = d.value;
-  return value;
+    if (d.since <= release) entry = &d;
+  return *entry;
 }
 
 // Which of the object's keys this release lacks, and which defaults it takes differently.
@@ -182,14 +184,14 @@ void check_block(const JsonValue& block, const std::string& prefix,
     // "auto" takes the default only in DeepSpeed's pydantic sections (not at the top level).
     const bool left_default = !value || value->kind == JsonValue::Kind::null ||
                               (!prefix.empty() && value->is_string("auto"));
-    const char* here = default_in(k, release);
-    const char* assumed = default_in(k, kImportAssumedRelease);
-    if (!left_default || std::string(here) == assumed) continue;
+    const DefaultSince& here = default_entry(k, release);
+    if (!left_default || &here == &k.defaults.front()) continue;
+    const DefaultSince& before = *(&here - 1);
     const std::string key = prefix + k.key;
     out.push_back({value ? value->line : block.line, key,
-                   "left to its default, which in DeepSpeed " + v + " is " + here +
-                       " (zerotrain's import assumes " + assumed + ", DeepSpeed " +
-                       kImportAssumedRelease.str() + "'s)"});
+                   "left to its default, which in DeepSpeed " + v + " is " + here.value + " (" +
+                       before.value + " before " + here.since.str() + "); zerotrain applies " +
+                       here.value});
   }
 }
 
@@ -216,6 +218,15 @@ std::vector<ReleaseKeyWarning> warnings_for_release(const JsonValue& ds_config,
                   offload_keys(std::string(name) == "offload_optimizer"), release, out);
   }
   return out;
+}
+
+double gradient_clipping_default(const DeepSpeedRelease& release) {
+  return std::stod(default_entry(*find(top_level_keys(), "gradient_clipping"), release).value);
+}
+
+bool offload_pin_memory_default(const DeepSpeedRelease& release) {
+  return std::string(default_entry(*find(offload_keys(true), "pin_memory"), release).value) ==
+         "true";
 }
 
 bool deepspeed_precision_auto_is_on(const DeepSpeedRelease& release) {

@@ -10,6 +10,7 @@
 
 #include "train/config/config_schema.h"
 #include "train/deepspeed/deepspeed_import_context.h"
+#include "train/deepspeed/deepspeed_release_keys.h"
 
 namespace zt {
 namespace {
@@ -159,6 +160,7 @@ void import_offload(DsContext& ctx, const JsonMember& m, OffloadConfig& o) {
   const JsonValue& v = m.value[0];
   if (v.kind == JsonValue::Kind::null) return;
   ctx.require_object(v, m.line, block);
+  o.pin_memory = offload_pin_memory_default(ctx.release);  // true from 0.19.5
   static const std::vector<std::string> ignored = {
       "buffer_size", "max_in_cpu", "pipeline",           "pipeline_read", "pipeline_write",
       "fast_init",   "ratio",      "cpuadam_cores_perc", "super_offload"};
@@ -176,7 +178,9 @@ void import_offload(DsContext& ctx, const JsonMember& m, OffloadConfig& o) {
         ctx.fail(f.line, key, "expected a directory path, got " + describe_json(x));
       o.nvme_path = x.text;
     } else if (f.key == "pin_memory") {
-      o.pin_memory = ctx.read_bool(x, f.line, key);
+      // DeepSpeed's config classes drop "auto": the release's default stays.
+      if (x.is_string("auto")) ctx.pydantic_auto(f.line, key, ctx.c.zero.stage);
+      else o.pin_memory = ctx.read_bool(x, f.line, key);
     } else if (f.key == "buffer_count") {
       o.buffer_count = ctx.read_int(x, f.line, key, 0);
       if (o.buffer_count < 1 || o.buffer_count > 1024)

@@ -4,10 +4,10 @@
 
 namespace zt {
 
-// 0.17.6, not 0.19.8: the newest release whose whole core set of variants is
-// traced and behaves as the releases before it in every test of this project
-// (docs/zero.md, Emulating a DeepSpeed release, says why not 0.19.8).
-DeepSpeedRelease default_deepspeed_release() { return {0, 17, 6}; }
+// The newest verified release: a config that names none gets what a user
+// installing DeepSpeed today would run (tests that pin an older behaviour set
+// zero.deepspeed_version themselves).
+DeepSpeedRelease default_deepspeed_release() { return kNewestVerifiedRelease; }
 
 std::string verified_release_range() {
   return kOldestVerifiedRelease.str() + " to " + kNewestVerifiedRelease.str();
