@@ -4,7 +4,7 @@
 # (0.10.3: per-slice reduces, the fp32 overflow check, stage 1's forced switches, the whole-buffer
 # all-reduce; 0.12.6: use_multi_rank_bucket_allreduce false all-reduces; 0.13.5; 0.19.2 and
 # 0.19.8 around 0.19.3: the bf16 overflow check, stage 3's fresh first gather), call for call on
-# every rank with
+# every rank and in every traced step (start-up, the three optimizer steps) with
 # `zerotrain plan --deepspeed --calls --set zero.deepspeed_version=V`. Needs no DeepSpeed and no
 # trace cache; a few seconds. The whole matrix: tests/reference/deepspeed/check_releases.py check.
 . "$(dirname "$0")/../support/e2e_lib.sh"
@@ -17,6 +17,8 @@ n=$(find tests/reference/deepspeed/expected_releases -name '*.calls' | wc -l)
 [ "$n" -ge 14 ] || fail "expected at least 14 recorded release variants, found $n"
 printf '%s\n' "$out" | grep -q "^deepspeed release slice: $n variants over 5 releases .*, $n match, 0 differ$" ||
   fail "not every recorded release variant matched"
+partial=$(grep -L '^trace_step -1' tests/reference/deepspeed/expected_releases/*/*.calls)
+[ -z "$partial" ] || fail "recorded without start-up and the first step (check_releases.py record): $partial"
 
 # The checker fails on a wrong emulation: 0.12.6's use_multi_rank_bucket_allreduce: false
 # all-reduces; planting 0.13's rooted reduce in a copy must be reported.
@@ -30,6 +32,18 @@ cmp -s "$WORK/0.12.6/s2_mrbafalse_b1e4.calls" \
 planted=$(ZT_BIN=$ZT_BIN /usr/bin/python3 $check slice --expected "$WORK" 2>&1)
 [ $? -eq 1 ] || fail "a planted rooted reduce was not reported: $planted"
 printf '%s\n' "$planted" | grep -q "^DIFFERS  0.12.6 s2_mrbafalse_b1e4" || fail "no DIFFERS line: $planted"
+
+# Start-up is compared too: 0.10.3's stage 2 calls barrier() once in its optimizer's
+# construction; a copy without it must be reported at start-up, and pass with --steady-only.
+mkdir -p "$WORK/startup/0.10.3"
+sed '/^init 0 barrier/d' tests/reference/deepspeed/expected_releases/0.10.3/s2_default_b1e4.calls \
+  > "$WORK/startup/0.10.3/s2_default_b1e4.calls"
+planted=$(ZT_BIN=$ZT_BIN /usr/bin/python3 $check slice --expected "$WORK/startup" 2>&1)
+[ $? -eq 1 ] || fail "a missing start-up barrier was not reported: $planted"
+printf '%s\n' "$planted" | grep -q "start-up (trace step -1), rank 0: differs at call 28" ||
+  fail "the start-up difference is not named: $planted"
+ZT_BIN=$ZT_BIN /usr/bin/python3 $check slice --expected "$WORK/startup" --steady-only >/dev/null ||
+  fail "--steady-only compared more than the steady step"
 
 # A release outside the verified range is refused in one line naming the range, as a config
 # key and as explain's option.

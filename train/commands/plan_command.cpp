@@ -121,6 +121,24 @@ void print_calls(const char* title, const std::vector<PlannedCall>& calls) {
   }
 }
 
+// Barriers as calls of no element, dtype "-", so that the lines read alike.
+void print_startup_calls(const std::vector<StartupCall>& calls) {
+  std::printf(
+      "\nstart-up, before the first step (deepspeed.initialize):\n  %-6s %-5s %-14s %-5s %12s "
+      "%5s %-7s  %s\n",
+      "phase", "micro", "primitive", "dtype", "count", "root", "group", "what");
+  for (const StartupCall& c : calls) {
+    const bool barrier = c.kind == StartupCall::Barrier;
+    const char* primitive = barrier ? "barrier"
+                            : c.kind == StartupCall::Broadcast
+                                ? primitive_name(Primitive::Broadcast)
+                                : primitive_name(Primitive::AllGather);
+    std::printf("  %-6s %-5d %-14s %-5s %12zu %5d %-7s  %s\n", phase_name(Phase::Init), 0,
+                primitive, barrier ? "-" : dtype_name(c.dtype), c.count,
+                c.kind == StartupCall::Broadcast ? 0 : -1, "world", c.what.c_str());
+  }
+}
+
 struct PredictedRow {
   std::string label;
   bool deepspeed_default;
@@ -345,8 +363,10 @@ int run_plan_command(const std::vector<std::string>& args) {
   if (p.calls) {
     print_calls("every collective of a steady step, in order (the configured variant)",
                 p.mine.steady_step);
-    if (p.mine.stage == 3)
-      print_calls("the first step (stage 3 records its trace)", p.mine.first_step_calls());
+    print_startup_calls(p.mine.startup);
+    print_calls(p.mine.stage == 3 ? "the first step (stage 3 records its trace)"
+                                  : "the first step (the same as a steady one)",
+                p.mine.first_step_calls());
   }
   return 0;
 }

@@ -14,6 +14,7 @@
 
 #include "model/activation_memory.h"
 #include "train/cli/command_registry.h"
+#include "train/config/zero_setup.h"
 #include "train/io/llmc_model_file.h"
 #include "train/io/output_target.h"
 #include "train/io/run_outputs.h"
@@ -24,6 +25,7 @@
 #include "train/loop/run_setup.h"
 #include "train/loop/run_statistics.h"
 #include "train/loop/sampler.h"
+#include "zero/schedule/deepspeed_startup.h"
 
 namespace zt {
 namespace {
@@ -119,6 +121,12 @@ int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
     w.resize(m.table.total());
     init_gpt2_weights(m.table, r.cfg.train.seed, w.data());
   }
+  // DeepSpeed's start-up calls for the release emulated: every rank takes
+  // rank 0's weights through the engine's broadcast.
+  Ops& ops = *m.rt.ops;
+  const ZeroSetup setup = zero_setup(r.cfg, m.table, m.rt.comm->nodes().ranks_per_node());
+  issue_startup_calls(deepspeed_startup_calls(setup, m.table, m.rt.comm->world(), ops.dtype()),
+                      m.table, ops.dtype(), ops, *m.rt.comm, w.data());
   m.engine->init_weights(w.data());
   if (rank == 0 && a.resume) {
     std::printf("--resume: no complete checkpoint in %s, starting fresh\n", a.run_dir.c_str());

@@ -126,7 +126,7 @@ class RecordingBackend : public GatherBackend {
   void drop_secondaries() override {}
   std::vector<int64_t> broadcast_from_rank0(const std::vector<int64_t>& mine) override {
     out->push_back({phase, micro, Purpose::Scalars, Primitive::Broadcast, DType::I64, mine.size(),
-                    0, "stage 3 trace check"});
+                    0, "stage-3 trace check"});
     return mine;
   }
   std::vector<PlannedCall>* out = nullptr;
@@ -186,12 +186,13 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
             done = 0;
           }
           rec.position = done / table.total();
+          if (root && !e.backward) train.start_forward();
           train.fetch(e.index, e.backward);
         } else if (e.kind == ModuleEvent::Release) {
           for (int p : table.modules()[e.index].params) done += table.params()[p].numel;
           rec.position = done / table.total();
           train.release(e.index, e.backward);
-          if (root && e.backward) train.end_pass();
+          if (root && e.backward) train.end_backward();
         } else {
           reduce(grads.reduce_at[arrived++], rec.position);
         }
@@ -262,6 +263,7 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
         plan.group_buffer_elems.push_back(g.size());
     plan.padded_params = sched.layout->padded_total();
   }
+  plan.startup = deepspeed_startup_calls(s, table, W, model);
   plan.state_ranks = shard_ranks(s.z, W);
   plan.placement = model_states_placement(s.z, plan.padded_params, W, model, plan.persistent_bytes);
   plan.dtype_bytes = static_cast<int>(dtype_size(model));

@@ -13,6 +13,7 @@
 #include "zero/analysis/memory_formula.h"
 #include "zero/comm/comm_stats.h"
 #include "zero/optim/offload_optimizer.h"
+#include "zero/schedule/deepspeed_startup.h"
 #include "zero/schedule/grad_path_registry.h"
 #include "zero/schedule/schedule.h"
 #include "zero/stages/engine.h"
@@ -54,6 +55,8 @@ struct StepPlan {
   BucketSchedule grads;
   std::string when, bucket_rule;
   std::vector<size_t> group_buffer_elems;
+  // What the release issues before the first step (deepspeed_startup.h).
+  std::vector<StartupCall> startup;
   // A steady step, and stage 3's very first (it records its trace there);
   // stages 0-2's first step is a steady one, not stored twice (per_owner_reduce
   // plans a rooted reduce per rank and micro-step).

@@ -18,7 +18,7 @@ const char* purpose_name(Purpose p) {
 }
 
 const char* phase_name(Phase p) {
-  static const char* names[] = {"fwd", "bwd", "step"};
+  static const char* names[] = {"fwd", "bwd", "step", "init"};
   return names[static_cast<int>(p)];
 }
 

@@ -27,9 +27,10 @@ enum class Primitive { AllReduce, ReduceScatter, AllGather, Reduce, Broadcast, A
 const char* primitive_name(Primitive p);  // "all_reduce", "reduce_scatter", ...
 
 // Where in a step a collective is issued, and what it moves (for traces, plans
-// and the summary's split of the bytes).
-enum class Phase { Forward, Backward, Step };
-const char* phase_name(Phase p);  // "fwd", "bwd", "step"
+// and the summary's split of the bytes). Init: before the first step (the
+// start-up calls of zero/schedule/deepspeed_startup.h).
+enum class Phase { Forward, Backward, Step, Init };
+const char* phase_name(Phase p);  // "fwd", "bwd", "step", "init"
 enum class Purpose { Gradients, Parameters, Scalars, kCount };
 const char* purpose_name(Purpose p);  // "gradients", "parameters", "scalars"
 

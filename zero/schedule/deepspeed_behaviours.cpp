@@ -35,6 +35,10 @@ DeepSpeedBehaviours deepspeed_behaviours(const DeepSpeedRelease& r) {
   b.overflow_check_bf16 = r < DeepSpeedRelease{0, 11, 2};
   b.overflow_check_bf16_stages12 = !(r < DeepSpeedRelease{0, 19, 3});
   b.stage3_regathers_first_bucket = !(r < DeepSpeedRelease{0, 19, 3});
+  b.stage12_startup_barrier = r < DeepSpeedRelease{0, 11, 0};
+  b.startup_broadcast_as_bytes = !(r < DeepSpeedRelease{0, 19, 8});
+  b.stage3_trace_check_in_forward = !(r < DeepSpeedRelease{0, 15, 4});
+  b.stage3_trace_check_sends_length = !(r < DeepSpeedRelease{0, 17, 6});
   return b;
 }
 
@@ -46,24 +50,6 @@ ZeroConfig switches_in_effect(const ZeroConfig& z) {
     out.contiguous_gradients = false;
   }
   return out;
-}
-
-const std::vector<UnemulatedChange>& unemulated_changes() {
-  static const std::vector<UnemulatedChange> changes = {
-      {{0, 11, 0},
-       "stage 1/2 __init__ no longer calls barrier() after partitioning (zerotrain never "
-       "did)"},
-      {{0, 15, 4},
-       "stage 3's trace-check broadcasts move from micro-step 0's backward to the forward "
-       "(first optimizer step only; zerotrain issues them as 0.14.4 does)"},
-      {{0, 17, 6},
-       "each stage-3 trace-check broadcast is preceded by a 1-element length broadcast "
-       "(first optimizer step only; not issued by zerotrain)"},
-      {{0, 19, 8},
-       "the start-up parameter broadcast is issued as uint8 bytes (same bytes; zerotrain "
-       "starts every rank from the same seed and issues none)"},
-  };
-  return changes;
 }
 
 }  // namespace zt

@@ -9,7 +9,6 @@
 // one or after the newest are refused: nothing says what they do.
 #pragma once
 #include <string>
-#include <vector>
 
 #include "model/ops.h"
 #include "zero/deepspeed_release.h"
@@ -51,6 +50,24 @@ struct DeepSpeedBehaviours {
   // in the first.
   bool stage3_regathers_first_bucket = false;
 
+  // Start-up and the first optimizer step (deepspeed_startup.h issues the
+  // start-up calls; the stage-3 gatherer the trace checks).
+  // Up to 0.10.3 (0.11.0 removed it, with the per-rank print of partition
+  // sizes in DeepSpeedZeroOptimizer.__init__): stage 1/2's optimizer
+  // construction calls barrier() once.
+  bool stage12_startup_barrier = false;
+  // 0.19.8: the engine's parameter broadcast (and zero.Init's at stage 3)
+  // sends each tensor as uint8 bytes, not in the parameters' dtype.
+  bool startup_broadcast_as_bytes = false;
+  // 0.15.4: stage 3 checks its recorded trace at the start of each forward
+  // (a start-of-forward hook resets the parameter coordinator), not at the
+  // end of the backward: one empty-list broadcast in micro-step 0's forward,
+  // the three lists in micro-step 1's.
+  bool stage3_trace_check_in_forward = false;
+  // 0.17.6: each trace-check list broadcast is preceded by a broadcast of its
+  // length (one int64) from rank 0.
+  bool stage3_trace_check_sends_length = false;
+
   // Whether the release issues the overflow check at `stage` (1-3) for a
   // model of `dtype` (fp16: always; zerotrain trains fp32 and bf16).
   bool overflow_check(DType dtype, int stage) const;
@@ -69,14 +86,5 @@ ZeroConfig switches_in_effect(const ZeroConfig& z);
 
 // "0.10.3 to 0.19.8": the range as errors and docs print it.
 std::string verified_release_range();
-
-// Behaviours zerotrain does not emulate (they fall outside the steady step it
-// is checked on, or it has no such call), by the release where they changed:
-// printed by explain so that a user sees them.
-struct UnemulatedChange {
-  DeepSpeedRelease from;
-  std::string what;
-};
-const std::vector<UnemulatedChange>& unemulated_changes();
 
 }  // namespace zt

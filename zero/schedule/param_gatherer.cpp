@@ -210,50 +210,85 @@ void ParamGatherer::index_trace() {
 }
 
 void ParamGatherer::check_same_on_all_ranks(const std::vector<int64_t>& values) {
+  // DeepSpeed 0.17.6 compares the lengths first (a broadcast of rank 0's).
+  if (deepspeed_behaviours(z_.deepspeed_version).stage3_trace_check_sends_length) {
+    const std::vector<int64_t> length{static_cast<int64_t>(values.size())};
+    if (backend_.broadcast_from_rank0(length) != length)
+      throw std::runtime_error(
+          "stage 3: the ranks traced different numbers of modules (rank 0's differs from this "
+          "rank's)");
+  }
   if (backend_.broadcast_from_rank0(values) != values)
     throw std::runtime_error(
         "stage 3: the ranks traced different module orders (rank 0's differs from this rank's)");
 }
 
-void ParamGatherer::end_pass() {
-  if (mode_ != Mode::Complete) {
-    check_same_on_all_ranks(std::vector<int64_t>(module_order_.begin(), module_order_.end()));
-    if (mode_ == Mode::Record) {
-      param_trace_.clear();
-      for (int m : module_order_) {
-        const int64_t at = fetched_at_[m].front();
-        fetched_at_[m].pop_front();
-        std::vector<int> params = fetch_set_[m];
-        std::sort(params.begin(), params.end());
-        for (int p : params) param_trace_.push_back({p, at});
-      }
-      std::vector<int64_t> ids, steps;
-      for (const Use& u : param_trace_) {
-        ids.push_back(u.param);
-        steps.push_back(u.step);
-      }
-      check_same_on_all_ranks(ids);
-      check_same_on_all_ranks(steps);
-      mode_ = Mode::Complete;
-      index_trace();
-    } else {
-      mode_ = Mode::Record;
+void ParamGatherer::check_trace() {
+  if (mode_ == Mode::Complete) return;
+  check_same_on_all_ranks(std::vector<int64_t>(module_order_.begin(), module_order_.end()));
+  // Nothing recorded yet (the first forward's check, DeepSpeed's initial
+  // invalid trace): the ranks agree on the empty order and keep recording.
+  if (mode_ == Mode::Record && !module_order_.empty()) {
+    param_trace_.clear();
+    for (int m : module_order_) {
+      const int64_t at = fetched_at_[m].front();
+      fetched_at_[m].pop_front();
+      std::vector<int> params = fetch_set_[m];
+      std::sort(params.begin(), params.end());
+      for (int p : params) param_trace_.push_back({p, at});
     }
+    std::vector<int64_t> ids, steps;
+    for (const Use& u : param_trace_) {
+      ids.push_back(u.param);
+      steps.push_back(u.step);
+    }
+    check_same_on_all_ranks(ids);
+    check_same_on_all_ranks(steps);
+    mode_ = Mode::Complete;
+    index_trace();
+  } else {
+    mode_ = Mode::Record;
   }
-  // DeepSpeed 0.19 (deepspeed_behaviours.h): what a backward left gathered
-  // (the embeddings and the root, which get no backward hook) is released
-  // too, so every forward gathers its first prefetch bucket afresh.
-  if (deepspeed_behaviours(z_.deepspeed_version).stage3_regathers_first_bucket)
-    for (size_t p = 0; p < table_.params().size(); p++)
-      if (!layout_.persistent(static_cast<int>(p)) && st_.status[p] == ParamStatus::Available) {
-        st_.active[p].clear();
-        release_param(static_cast<int>(p));
-      }
+}
+
+// DeepSpeed 0.19 (deepspeed_behaviours.h): what a backward left gathered (the
+// embeddings and the root, which get no backward hook) is released too, so
+// every forward gathers its first prefetch bucket afresh.
+void ParamGatherer::release_backward_leftovers() {
+  if (!deepspeed_behaviours(z_.deepspeed_version).stage3_regathers_first_bucket) return;
+  for (size_t p = 0; p < table_.params().size(); p++)
+    if (!layout_.persistent(static_cast<int>(p)) && st_.status[p] == ParamStatus::Available) {
+      st_.active[p].clear();
+      release_param(static_cast<int>(p));
+    }
+}
+
+void ParamGatherer::restart_walk() {
   queue_.assign(param_trace_.begin(), param_trace_.end());
   most_recent_.clear();
   fetched_at_.clear();
   step_ = 0;
   n_available_ = 0;
+}
+
+void ParamGatherer::end_pass() {
+  check_trace();
+  release_backward_leftovers();
+  restart_walk();
+}
+
+void ParamGatherer::start_forward() {
+  if (!deepspeed_behaviours(z_.deepspeed_version).stage3_trace_check_in_forward) return;
+  check_trace();
+  restart_walk();
+}
+
+void ParamGatherer::end_backward() {
+  if (!deepspeed_behaviours(z_.deepspeed_version).stage3_trace_check_in_forward) {
+    end_pass();
+    return;
+  }
+  release_backward_leftovers();
 }
 
 void ParamGatherer::release_all() {

@@ -117,8 +117,15 @@ class ParamGatherer {
                 ParamStates& states, GatherBackend& backend);
   void fetch(int module, bool backward);
   void release(int module, bool backward);
-  // The end of a forward + backward (training) or forward (evaluation) pass.
+  // The end of a forward + backward (training) or forward (evaluation) pass:
+  // the trace check (until the trace is complete), then the walk restarts.
   void end_pass();
+  // A training pass's boundaries. Up to DeepSpeed 0.15.3 the backward's end
+  // is the pass's end (end_pass); from 0.15.4 (deepspeed_behaviours.h) the
+  // trace is checked at the start of every forward instead, so the first
+  // forward checks an empty trace and micro-step 1's forward completes it.
+  void start_forward();
+  void end_backward();
   // Releases every parameter (before the optimizer step).
   void release_all();
   // After the step: each persistent tensor gathered with its own call (outside
@@ -139,6 +146,9 @@ class ParamGatherer {
   // fetch each parameter, and the elements fetched before each step.
   void index_trace();
   void check_same_on_all_ranks(const std::vector<int64_t>& values);
+  void check_trace();
+  void release_backward_leftovers();
+  void restart_walk();
   void read_ahead_nvme();
 
   const ParamTable& table_;

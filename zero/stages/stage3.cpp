@@ -131,6 +131,7 @@ class Stage3 : public ZeroEngine {
   const void* const* fetch(int module, bool backward) override {
     const bool root = table_.modules()[module].is_root();
     if (root) comm_.annotate(backward ? Phase::Backward : Phase::Forward, micro_);
+    if (root && !backward && in_micro_) train_.start_forward();
     gatherer().fetch(module, backward);
     const std::vector<int>& params = table_.modules()[module].params;
     for (size_t k = 0; k < params.size(); k++) {
@@ -145,7 +146,9 @@ class Stage3 : public ZeroEngine {
     ParamGatherer& g = gatherer();
     g.release(module, backward);
     // The root's release closes a pass: its backward in training, its forward otherwise.
-    if (table_.modules()[module].is_root() && (backward || !in_micro_)) g.end_pass();
+    if (!table_.modules()[module].is_root()) return;
+    if (backward) g.end_backward();
+    else if (!in_micro_) g.end_pass();
   }
   void* grad(int p) override { return staging_.acquire(p, table_.params()[p].numel * es_); }
   void grad_ready(int p) override {

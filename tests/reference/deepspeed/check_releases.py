@@ -2,23 +2,28 @@
 """zerotrain's emulation of each DeepSpeed release checked call for call against that release.
 
   check_releases.py check  [VERSION ...] [--variants NAME ...] [--cache DIR] [--bin ZEROTRAIN]
-  check_releases.py slice  [--expected DIR] [--bin ZEROTRAIN]
+                           [--steady-only]
+  check_releases.py slice  [--expected DIR] [--bin ZEROTRAIN] [--steady-only]
   check_releases.py record VERSION NAME [NAME ...] [--cache DIR] [--expected DIR]
 
 check: for every release traced in the cache (releases.py's CACHE/V/traces/<variant>/, default
 /work/cache/deepspeed or $ZT_DEEPSPEED_CACHE) and every variant with a complete trace, runs
 `zerotrain plan configs/pmbs/cpu_base.yaml --deepspeed ds_config.json --calls --set
-zero.deepspeed_version=V` on the variant's recorded spec (expected_calls.planned_calls) and
-compares its steady step (the second of three optimizer steps) with the release's, rank by rank:
-the ordered (phase, micro, op, dtype, count, root, group), exactly. Prints a matrix, variant x
-release: "ok" (every call matches), "DIFF" (the first difference is printed below it), "-"
-(not traced), "refused" (the release refused the variant, releases.py's summary), then exits 1
-if any cell is DIFF.
+zero.deepspeed_version=V` on the variant's recorded spec and compares every traced step with the
+release's, rank by rank: start-up (deepspeed.initialize, its barriers included), the first
+optimizer step, the two steady ones and what follows the last (trace_steps.py), each the ordered
+(phase, micro, op, dtype, count, root, group), exactly. --steady-only compares the steady step
+(the second of three) alone, as before start-up and the first step were emulated. Prints a
+matrix, variant x release: "ok" (every call matches), "DIFF" (the first difference is printed
+below it), "-" (not traced), "refused" (the release refused the variant, releases.py's summary),
+then exits 1 if any cell is DIFF.
 
 slice: the same comparison for the recorded slice in make test (tests/reference/deepspeed/
-expected_releases/<V>/<variant>.calls, expected_calls.py's file format), which needs no cache.
+expected_releases/<V>/<variant>.calls: expected_calls.py's file format, each traced step's blocks
+after a "trace_step N" line; a file without them holds the steady step only), which needs no cache.
 
-record: writes expected_releases/<V>/<NAME>.calls from the cache's traces of V.
+record: writes expected_releases/<V>/<NAME>.calls, every traced step, from the cache's traces
+of V.
 
 zerotrain names integer dtypes as C++ does (uint8, int64); the traces as torch does (u8, i64):
 the planned names are translated before comparing. Exit status: 0 all match, 1 a difference, 2
@@ -35,6 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import expected_calls  # noqa: E402
+import trace_steps  # noqa: E402
 from expected_calls import InputError  # noqa: E402
 
 CACHE = os.path.abspath(os.environ.get("ZT_DEEPSPEED_CACHE", "/work/cache/deepspeed"))
@@ -42,8 +48,8 @@ EXPECTED = os.path.join(HERE, "expected_releases")
 TRACE_DTYPE = {"uint8": "u8", "int64": "i64", "int8": "i8"}
 RELEASE = re.compile(r"^\d+\.\d+\.\d+$")
 HEADER = """\
-# {name}: DeepSpeed {version}'s collectives in the steady step (the second of three optimizer
-# steps), from releases.py's trace of {version} (CPU ranks over gloo), written by
+# {name}: DeepSpeed {version}'s collectives in every traced step (start-up, then three optimizer
+# steps, then nothing), from releases.py's trace of {version} (CPU ranks over gloo), written by
 # `tests/reference/deepspeed/check_releases.py record`. make test checks zerotrain's plan with
 # zero.deepspeed_version={version} against it (tests/e2e/deepspeed_releases.sh). Recorded data:
 # regenerate, do not edit.
@@ -62,14 +68,14 @@ def cached_releases(cache):
 
 
 def traced_calls(cache, version, name):
-    """(spec, {rank: calls}) of a complete trace, or None when the variant has none."""
+    """(spec, {step: {rank: calls}}) of a complete trace, or None when the variant has none."""
     folder = os.path.join(cache, version, "traces", name)
     if not os.path.exists(os.path.join(folder, "ds", "complete")):
         return None
     spec = json.load(open(os.path.join(folder, "spec.json")))
-    ranks = {r: expected_calls.load_trace(os.path.join(folder, "ds", f"trace_rank{r}.jsonl"),
-                                          spec["world"]) for r in range(spec["world"])}
-    return spec, ranks
+    per_rank = {r: trace_steps.load_trace_steps(os.path.join(folder, "ds"), r, spec["world"])
+                for r in range(spec["world"])}
+    return spec, {step: {r: per_rank[r][step] for r in per_rank} for step in trace_steps.STEPS}
 
 
 def refused(cache, version, name):
@@ -80,23 +86,25 @@ def refused(cache, version, name):
     return summary.get(name, {}).get("status") not in (None, "traced")
 
 
-def compare(version, spec, ranks, zerotrain):
-    """[] when every rank's calls match zerotrain's plan for `version`, else the lines saying
-    where the first difference is."""
-    planned, _ = expected_calls.planned_calls(spec, zerotrain,
-                                              [f"zero.deepspeed_version={version}"])
-    planned = [(p, m, op, TRACE_DTYPE.get(dt, dt), n, root, g)
-               for p, m, op, dt, n, root, g in planned]
-    for rank, calls in sorted(ranks.items()):
-        index = expected_calls.first_difference(calls, planned)
-        if index is not None:
-            return ([f"rank {rank}: differs at call {index} (DeepSpeed {version} {len(calls)} "
-                     f"calls, plan {len(planned)})"] +
-                    expected_calls.context(calls, planned, index))
+def compare(version, spec, steps, zerotrain, steady_only=False):
+    """[] when every rank's calls in every step of `steps` match zerotrain's plan for `version`
+    (steady_only: the steady step alone), else the lines saying where the first difference is."""
+    planned = trace_steps.planned_steps(spec, zerotrain, [f"zero.deepspeed_version={version}"])
+    for step in sorted(steps):
+        if steady_only and step != expected_calls.STEADY_STEP:
+            continue
+        plan = [(p, m, op, TRACE_DTYPE.get(dt, dt), n, root, g)
+                for p, m, op, dt, n, root, g in planned[step]]
+        for rank, calls in sorted(steps[step].items()):
+            index = expected_calls.first_difference(calls, plan)
+            if index is not None:
+                return ([f"{trace_steps.STEP_NAMES[step]} (trace step {step}), rank {rank}: "
+                         f"differs at call {index} (DeepSpeed {version} {len(calls)} calls, "
+                         f"plan {len(plan)})"] + expected_calls.context(calls, plan, index))
     return []
 
 
-def check_cache(versions, variants, cache, zerotrain):
+def check_cache(versions, variants, cache, zerotrain, steady_only=False):
     versions = versions or cached_releases(cache)
     for v in versions:
         if not os.path.isdir(os.path.join(cache, v, "traces")):
@@ -111,7 +119,7 @@ def check_cache(versions, variants, cache, zerotrain):
         if traced is None:
             return job, ("refused" if refused(cache, v, n) else "-"), []
         try:
-            lines = compare(v, *traced, zerotrain)
+            lines = compare(v, *traced, zerotrain, steady_only)
         except InputError as e:
             return job, "DIFF", [str(e)]
         return job, ("DIFF" if lines else "ok"), lines
@@ -133,7 +141,7 @@ def check_cache(versions, variants, cache, zerotrain):
     return counts["DIFF"] == 0
 
 
-def check_slice(expected, zerotrain):
+def check_slice(expected, zerotrain, steady_only=False):
     if not os.path.isdir(expected):
         raise InputError(f"{expected}: no recorded release slice")
     jobs = [(v, os.path.join(expected, v, f)) for v in sorted(os.listdir(expected), key=release_key)
@@ -143,8 +151,9 @@ def check_slice(expected, zerotrain):
 
     def one(job):
         v, path = job
-        spec, ranks = expected_calls.read_expected(path)
-        return v, os.path.basename(path)[:-len(".calls")], compare(v, spec, ranks, zerotrain)
+        spec, steps = trace_steps.read_expected_steps(path)
+        return v, os.path.basename(path)[:-len(".calls")], compare(v, spec, steps, zerotrain,
+                                                                   steady_only)
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
         results = list(pool.map(one, jobs))
@@ -164,17 +173,11 @@ def record(version, names, cache, expected):
         traced = traced_calls(cache, version, name)
         if traced is None:
             raise InputError(f"{cache}/{version}/traces/{name}: no complete trace")
-        spec, ranks = traced
+        spec, steps = traced
         lines = [HEADER.format(name=name, version=version).rstrip("\n"),
                  "spec " + json.dumps(spec, sort_keys=True)]
-        done = set()
-        for r, calls in sorted(ranks.items()):
-            if r in done:
-                continue
-            same = [q for q in sorted(ranks) if ranks[q] == calls]
-            done.update(same)
-            lines.append("ranks " + " ".join(map(str, same)))
-            lines += [expected_calls.call_line(c, n) for c, n in expected_calls.fold(calls)]
+        for step in trace_steps.STEPS:
+            lines += trace_steps.step_lines(step, steps[step])
         path = os.path.join(expected, version, name + ".calls")
         with open(path + ".tmp", "w") as f:
             f.write("\n".join(lines) + "\n")
@@ -187,6 +190,7 @@ def main():
     parser.add_argument("command", choices=["check", "slice", "record"])
     parser.add_argument("args", nargs="*")
     parser.add_argument("--variants", nargs="*", default=[])
+    parser.add_argument("--steady-only", action="store_true")
     parser.add_argument("--cache", default=CACHE)
     parser.add_argument("--expected", default=EXPECTED)
     parser.add_argument("--bin", default=os.environ.get(
@@ -198,9 +202,9 @@ def main():
         if bad:
             raise InputError(f"{bad[0]!r} is not a release (MAJOR.MINOR.PATCH)")
         if args.command == "check":
-            ok = check_cache(args.args, args.variants, args.cache, args.bin)
+            ok = check_cache(args.args, args.variants, args.cache, args.bin, args.steady_only)
         elif args.command == "slice":
-            ok = check_slice(args.expected, args.bin)
+            ok = check_slice(args.expected, args.bin, args.steady_only)
         else:
             if len(args.args) < 2:
                 raise InputError("record needs a release and at least one variant")

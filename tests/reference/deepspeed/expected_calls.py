@@ -174,9 +174,9 @@ def read_expected(path):
     return spec, ranks
 
 
-def planned_calls(spec, zerotrain, sets=()):
-    """The steady-step calls `zerotrain plan --deepspeed --calls` lists for the spec, with
-    `sets` ("section.key=value") given as further --set overrides."""
+def plan_output(spec, zerotrain, sets=()):
+    """What `zerotrain plan --deepspeed --calls` prints for the spec, with `sets`
+    ("section.key=value") given as further --set overrides."""
     with tempfile.NamedTemporaryFile("w", suffix=".json") as ds_config:
         json.dump(spec["ds_config"], ds_config)
         ds_config.flush()
@@ -192,8 +192,14 @@ def planned_calls(spec, zerotrain, sets=()):
         run = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if run.returncode != 0:
         raise InputError(f"plan exited with status {run.returncode}: {run.stderr.strip()}")
+    return run.stdout
+
+
+def planned_calls(spec, zerotrain, sets=()):
+    """The steady-step calls `zerotrain plan --deepspeed --calls` lists for the spec (sets: as
+    plan_output's), and the configured gradient path."""
     calls, on, path = [], False, None
-    for line in run.stdout.splitlines():
+    for line in plan_output(spec, zerotrain, sets).splitlines():
         if line.startswith("* stage ") and path is None:
             path = configured_path(line[2:32].split())
         if line.startswith("every collective of a steady step"):
