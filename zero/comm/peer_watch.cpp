@@ -343,8 +343,11 @@ void PeerWatch::run() {
       if (p && p->fd >= 0)
         fds.push_back(
             pollfd{p->fd, static_cast<short>(POLLIN | (p->outbox.empty() ? 0 : POLLOUT)), 0});
-    // Until the next heartbeat, a peer's timeout (+1 ms: past it), or the signal grace's end.
-    int64_t wake_at = std::min(next_beat, liveness_->next_timeout_ns() + 1000000);
+    // Until the next heartbeat, a peer's timeout (+1 ms: past it; INT64_MAX, none
+    // watched, stays out of reach without overflowing), or the signal grace's end.
+    const int64_t next_timeout = liveness_->next_timeout_ns();
+    int64_t wake_at =
+        next_timeout > next_beat ? next_beat : std::min(next_beat, next_timeout + 1000000);
     if (stop_signal_ && reporting_) wake_at = std::min(wake_at, signal_at_.steady_ns + grace_ns);
     const int64_t wait_ns = wake_at - clock_ns(CLOCK_MONOTONIC);
     const int wait_ms = static_cast<int>(std::max<int64_t>(0, (wait_ns + 999999) / 1000000));
