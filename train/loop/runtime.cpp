@@ -55,6 +55,11 @@ Runtime make_runtime(const SystemConfig& sys) {
   // Oversubscribed CPU ranks share the cores rather than each taking all of them.
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   set_cpu_threads(std::max(1, cores / local_size));
+  // MPI waits sleep only where the ranks on this machine outnumber its cores
+  // (zero/comm/mpi_polling.h): on an emulated cluster (ZT_CLUSTER, set by
+  // scripts/cluster.sh) every rank of the job runs here.
+  rt.ranks_on_machine = std::getenv("ZT_CLUSTER") ? world : local_size;
+  set_waits_sleep(rt.ranks_on_machine > cores);
 
   std::string why;
   bool use_cuda = false;

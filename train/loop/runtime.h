@@ -17,7 +17,8 @@ namespace zt {
 struct Runtime {
   std::unique_ptr<Ops> ops;
   std::unique_ptr<CountingCommunicator> comm;
-  std::string device_note;  // e.g. "device auto: no GPU (reason), using the CPU"
+  std::string device_note;   // e.g. "device auto: no GPU (reason), using the CPU"
+  int ranks_on_machine = 1;  // sharing its cores: the whole job on an emulated cluster
 };
 
 // MPI must be initialised. Throws std::runtime_error with one line on failure.
