@@ -22,8 +22,7 @@ namespace {
 
 // The step's uint8 all-reduces of one element on the hand-sized model (W = 2): the overflow
 // check's signature, counted over the whole step so that a misplaced one is seen too.
-int overflow_calls(const std::string& release, const std::string& setting, int stage,
-                   DType dtype) {
+int overflow_calls(const std::string& release, const std::string& setting, int stage, DType dtype) {
   const ParamTable table(hand_sized_shape());
   ZeroConfig z;
   z.stage = stage;
@@ -98,9 +97,9 @@ TEST_CASE("bf16.check_grad_overflow in a ds_config sets zero.bf16_check_grad_ove
 
   // "auto" is dropped by DeepSpeed's pydantic model: the release's default.
   warnings.clear();
-  CHECK(imported(R"({"bf16": {"enabled": true, "check_grad_overflow": "auto"}})", "0.19.8",
-                 warnings)
-            .zero.bf16_check_grad_overflow == "auto");
+  CHECK(
+      imported(R"({"bf16": {"enabled": true, "check_grad_overflow": "auto"}})", "0.19.8", warnings)
+          .zero.bf16_check_grad_overflow == "auto");
 
   // Before 0.17.1 the bf16 block is a plain dict: the key is ignored, with a warning.
   warnings.clear();
@@ -140,8 +139,8 @@ TEST_CASE("zero.bf16_check_grad_overflow: auto, true or false, and only where th
     CHECK(m.find("zero.bf16_check_grad_overflow") != std::string::npos);
     CHECK(m.find('\n') == std::string::npos);
   }
-  CHECK(load_config(yaml.path, {"zero.bf16_check_grad_overflow=true",
-                                "zero.deepspeed_version=0.17.1"})
+  CHECK(load_config(yaml.path,
+                    {"zero.bf16_check_grad_overflow=true", "zero.deepspeed_version=0.17.1"})
             .zero.bf16_check_grad_overflow == "true");
 }
 
