@@ -46,6 +46,10 @@ struct ZeroConfig {
   // Gradient dtype on the wire: "auto" (the model dtype), "fp32", "bf16" or "fp16".
   std::string communication_data_type = "auto";
   bool round_robin_gradients = false;  // stages 1/2: reorder tensors across owners
+  // DeepSpeed's bf16.check_grad_overflow (from 0.17.1): "auto" (the release's
+  // default: off before 0.19.3, on from it), "true" or "false". Read by
+  // DeepSpeedBehaviours::overflow_check; DeepSpeed honours it at stages 1/2.
+  std::string bf16_check_grad_overflow = "auto";
   // ZeRO++ (stage 3): hpZ's secondary partition over groups of this many
   // consecutive ranks (1: off), qwZ's int8 parameter gathers, qgZ's int4
   // hierarchical all-to-all gradient reduction.

@@ -50,16 +50,20 @@ TEST_CASE("each behaviour changes at the release RELEASES.md names", "[deepspeed
   // always; never at stage 0.
   for (int stage : {1, 2, 3}) {
     INFO("stage " << stage);
-    CHECK(at("0.11.1").overflow_check(DType::F32, stage));
-    CHECK(at("0.11.1").overflow_check(DType::BF16, stage));
-    CHECK_FALSE(at("0.11.2").overflow_check(DType::F32, stage));
-    CHECK_FALSE(at("0.11.2").overflow_check(DType::BF16, stage));
-    CHECK_FALSE(at("0.19.2").overflow_check(DType::BF16, stage));
-    CHECK(at("0.19.3").overflow_check(DType::BF16, stage) == (stage < 3));
-    CHECK_FALSE(at("0.19.8").overflow_check(DType::F32, stage));
-    CHECK(at("0.14.4").overflow_check(DType::F16, stage));
+    ZeroConfig z;
+    z.stage = stage;
+    CHECK(at("0.11.1").overflow_check(DType::F32, z));
+    CHECK(at("0.11.1").overflow_check(DType::BF16, z));
+    CHECK_FALSE(at("0.11.2").overflow_check(DType::F32, z));
+    CHECK_FALSE(at("0.11.2").overflow_check(DType::BF16, z));
+    CHECK_FALSE(at("0.19.2").overflow_check(DType::BF16, z));
+    CHECK(at("0.19.3").overflow_check(DType::BF16, z) == (stage < 3));
+    CHECK_FALSE(at("0.19.8").overflow_check(DType::F32, z));
+    CHECK(at("0.14.4").overflow_check(DType::F16, z));
   }
-  CHECK_FALSE(at("0.10.3").overflow_check(DType::F32, 0));
+  ZeroConfig stage0;
+  stage0.stage = 0;
+  CHECK_FALSE(at("0.10.3").overflow_check(DType::F32, stage0));
   // Stage 3's fresh first gather: traced at 0.19.3 and 0.19.8, not at 0.19.2.
   CHECK_FALSE(at("0.18.9").stage3_regathers_first_bucket);
   CHECK_FALSE(at("0.19.2").stage3_regathers_first_bucket);

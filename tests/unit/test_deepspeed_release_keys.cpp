@@ -175,4 +175,30 @@ TEST_CASE("the import prints the release's key warnings, file and line first",
   REQUIRE_FALSE(c.zero.use_multi_rank_bucket_allreduce);  // imported all the same
 }
 
+// "pin_memory": null is not "left to its default": DeepSpeed's offload blocks declare pin_memory
+// a plain bool, and pydantic refuses None for it (run on 0.10.3, 0.14.4 and 0.19.8's
+// DeepSpeedZeroOffloadOptimizerConfig: "Input should be a valid boolean" / "none is not an
+// allowed value"). So no default warning, and the import refuses it in one line.
+TEST_CASE("pin_memory: null is refused as DeepSpeed refuses it, not defaulted",
+          "[deepspeed][release_keys]") {
+  for (const char* block : {"offload_optimizer", "offload_param"}) {
+    INFO(block);
+    const std::string json =
+        std::string(R"({"gradient_clipping": 1, "zero_optimization": {"stage": 3, ")") + block +
+        R"(": {"device": "cpu", "pin_memory": null}}})";
+    CHECK(lines_for(json, {0, 19, 5}).empty());
+    for (const DeepSpeedRelease& r : {DeepSpeedRelease{0, 14, 4}, DeepSpeedRelease{0, 19, 8}}) {
+      TestFile file(json, "ds_config.json");
+      Config c;
+      std::vector<std::string> warnings;
+      const std::string m = error_of<ConfigError>(
+          [&] { apply_deepspeed_config(file.path, c, warnings, 1, nullptr, r); });
+      INFO(m);
+      CHECK(m.find(std::string("zero_optimization.") + block + ".pin_memory") != std::string::npos);
+      CHECK(m.find("refuses null") != std::string::npos);
+      CHECK(m.find('\n') == std::string::npos);
+    }
+  }
+}
+
 }  // namespace zt

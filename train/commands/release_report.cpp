@@ -57,7 +57,7 @@ const std::vector<Behaviour>& behaviours() {
        [](const ZeroConfig& z, DType) { return stages12(z) && !z.reduce_scatter; }},
       {"overflow check (stages 1-3)",
        [](const DeepSpeedBehaviours& b, const ZeroConfig& z, DType model) -> std::string {
-         return b.overflow_check(model, z.stage)
+         return b.overflow_check(model, z)
                     ? std::string("one all_reduce of 1 uint8 per step (") + dtype_name(model) +
                           " training)"
                     : std::string("none in ") + dtype_name(model) + " training";

@@ -19,6 +19,7 @@
 #include "data/shard.h"
 #include "train/config/config_schema.h"
 #include "train/io/json_writer.h"
+#include "zero/schedule/deepspeed_behaviours.h"
 
 namespace zt {
 namespace {
@@ -302,6 +303,16 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
   require_one_of("train.recovery", c.train.recovery, {"none", "memory"});
   require_one_of("zero.communication_data_type", c.zero.communication_data_type,
                  {"auto", "fp32", "bf16", "fp16"});
+  require_one_of("zero.bf16_check_grad_overflow", c.zero.bf16_check_grad_overflow,
+                 {"auto", "true", "false"});
+  // A release without the key would not honour it: setting it there says something untrue.
+  if (c.zero.bf16_check_grad_overflow != "auto" &&
+      !deepspeed_behaviours(c.zero.deepspeed_version).has_bf16_check_grad_overflow)
+    fail(blame({"zero.bf16_check_grad_overflow", "zero.deepspeed_version"}) +
+         "expected zero.bf16_check_grad_overflow auto with zero.deepspeed_version " +
+         c.zero.deepspeed_version.str() +
+         " (DeepSpeed has bf16.check_grad_overflow from 0.17.1), got " +
+         c.zero.bf16_check_grad_overflow);
   for (const char* block : {"offload_optimizer", "offload_param"}) {
     const OffloadConfig& o =
         std::string(block) == "offload_optimizer" ? c.zero.offload_optimizer : c.zero.offload_param;

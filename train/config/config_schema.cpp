@@ -130,6 +130,10 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(zero, round_robin_gradients, any_value(),
              "stages 1/2: deal each group's tensors round-robin over the owners before building "
              "its buffer"),
+      ZT_KEY(zero, bf16_check_grad_overflow, any_value(),
+             "DeepSpeed's bf16.check_grad_overflow (releases from 0.17.1): auto (the release's "
+             "default: off before 0.19.3, on from it), true or false; bf16 at stages 1/2 issues "
+             "the overflow check (one uint8 all-reduce per step) when on"),
       ZT_KEY(zero, native_reduce_scatter, any_value(),
              "zerotrain's own: one true reduce-scatter per bucket in stages 1/2 (overrides the "
              "three DeepSpeed switches)"),

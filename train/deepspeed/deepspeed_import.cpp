@@ -15,6 +15,7 @@
 #include "train/config/config_schema.h"
 #include "train/deepspeed/deepspeed_import_context.h"
 #include "train/deepspeed/deepspeed_release_keys.h"
+#include "zero/schedule/deepspeed_behaviours.h"
 
 namespace zt {
 
@@ -161,6 +162,7 @@ class DeepSpeedImporter {
 
  private:
   void import_precision(const JsonMember& m);
+  void import_check_grad_overflow(const JsonMember& m, const std::string& key);
   void import_data_types(const JsonMember& m);
   void read_batch_key(BatchKey& key, const JsonMember& m);
   void import_batch();
@@ -291,6 +293,8 @@ void DeepSpeedImporter::import_precision(const JsonMember& block) {
       }
       (is_fp16 ? fp16_ : bf16_) = enabled;
       (is_fp16 ? fp16_line_ : bf16_line_) = m.line;
+    } else if (!is_fp16 && m.key == "check_grad_overflow") {
+      import_check_grad_overflow(m, key);
     } else if (is_fp16) {
       ctx_.warn(m.line, key,
                 "not honoured (zerotrain has no fp16 mode and no loss scaling), ignored");
@@ -298,6 +302,28 @@ void DeepSpeedImporter::import_precision(const JsonMember& block) {
       ctx_.warn(m.line, key, "not honoured by zerotrain, ignored");
     }
   }
+}
+
+// bf16.check_grad_overflow: from 0.17.1 DeepSpeed's engine hands it to the stage 1/2 optimizer
+// when bf16 is on (engine.py, _configure_zero_optimizer; stage_1_and_2.py's step checks overflow
+// only when it is set); zero.bf16_check_grad_overflow carries it to the schedule. Before 0.17.1
+// the bf16 block is a plain dict that never reads the key.
+void DeepSpeedImporter::import_check_grad_overflow(const JsonMember& m, const std::string& key) {
+  const JsonValue& value = m.value[0];
+  const std::string v = ctx_.release.str();
+  if (!deepspeed_behaviours(ctx_.release).has_bf16_check_grad_overflow) {
+    ctx_.warn(m.line, key,
+              "not a key of DeepSpeed " + v + " (added in 0.17.1); DeepSpeed " + v +
+                  " reads the bf16 block as a plain dict and ignores it, and so does zerotrain");
+    return;
+  }
+  if (value.is_string("auto")) {
+    ctx_.pydantic_auto(m.line, key, c_.zero.stage);  // dropped: the release's default
+    return;
+  }
+  if (value.kind == JsonValue::Kind::null)
+    ctx_.fail(m.line, key, "DeepSpeed refuses null here (a bool field); expected true or false");
+  c_.zero.bf16_check_grad_overflow = ctx_.read_bool(value, m.line, key) ? "true" : "false";
 }
 
 void DeepSpeedImporter::import_data_types(const JsonMember& block) {

@@ -182,8 +182,9 @@ void check_block(const JsonValue& block, const std::string& prefix,
     if (k.defaults.empty()) continue;
     const JsonValue* value = block.find(k.key);
     // "auto" takes the default only in DeepSpeed's pydantic sections (not at the top level).
-    const bool left_default = !value || value->kind == JsonValue::Kind::null ||
-                              (!prefix.empty() && value->is_string("auto"));
+    // null never does for these keys: pydantic refuses None for a bool field (pin_memory) and
+    // the engine compares gradient_clipping with 0; the import refuses both.
+    const bool left_default = !value || (!prefix.empty() && value->is_string("auto"));
     const DefaultSince& here = default_entry(k, release);
     if (!left_default || &here == &k.defaults.front()) continue;
     const DefaultSince& before = *(&here - 1);

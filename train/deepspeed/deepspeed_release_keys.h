@@ -37,8 +37,9 @@ struct ReleaseKeyWarning {
 
 // One warning per key of `ds_config` (a parsed ds_config's top-level object) that DeepSpeed
 // `release` does not have ("not a key of DeepSpeed V (added in X); DeepSpeed V refuses it", or
-// "(removed in X)"), and per key the ds_config leaves to its default (absent, null, or "auto"
-// inside DeepSpeed's pydantic sections) whose default `release` takes from a change ("left to
+// "(removed in X)"), and per key the ds_config leaves to its default (absent, or "auto" inside
+// DeepSpeed's pydantic sections; null is refused there) whose default `release` takes from a
+// change ("left to
 // its default, which in DeepSpeed V is D (D0 before X); zerotrain applies D").
 std::vector<ReleaseKeyWarning> warnings_for_release(const JsonValue& ds_config,
                                                     const DeepSpeedRelease& release);

@@ -180,6 +180,12 @@ void import_offload(DsContext& ctx, const JsonMember& m, OffloadConfig& o) {
     } else if (f.key == "pin_memory") {
       // DeepSpeed's config classes drop "auto": the release's default stays.
       if (x.is_string("auto")) ctx.pydantic_auto(f.line, key, ctx.c.zero.stage);
+      else if (x.kind == JsonValue::Kind::null)
+        // A plain bool field: DeepSpeed's pydantic model refuses None (run on 0.10.3, 0.14.4
+        // and 0.19.8's DeepSpeedZeroOffloadOptimizerConfig), it does not take the default.
+        ctx.fail(f.line, key,
+                 "DeepSpeed refuses null here (a bool field, not optional); expected true or "
+                 "false, or leave the key out for the release's default");
       else o.pin_memory = ctx.read_bool(x, f.line, key);
     } else if (f.key == "buffer_count") {
       o.buffer_count = ctx.read_int(x, f.line, key, 0);

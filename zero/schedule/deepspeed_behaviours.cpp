@@ -13,12 +13,15 @@ std::string verified_release_range() {
   return kOldestVerifiedRelease.str() + " to " + kNewestVerifiedRelease.str();
 }
 
-bool DeepSpeedBehaviours::overflow_check(DType dtype, int stage) const {
-  if (stage == 0) return false;  // the engine's own path has no overflow check
+bool DeepSpeedBehaviours::overflow_check(DType dtype, const ZeroConfig& z) const {
+  if (z.stage == 0) return false;  // the engine's own path has no overflow check
   if (dtype == DType::F16) return true;
-  if (dtype == DType::BF16)
-    return overflow_check_bf16 || (stage < 3 && overflow_check_bf16_stages12);
-  return overflow_check_fp32;
+  if (dtype != DType::BF16) return overflow_check_fp32;
+  if (overflow_check_bf16) return true;
+  if (z.stage == 3) return false;  // stage 3 checks fp16 only from 0.11.2
+  if (has_bf16_check_grad_overflow && z.bf16_check_grad_overflow != "auto")
+    return z.bf16_check_grad_overflow == "true";
+  return overflow_check_bf16_stages12;
 }
 
 DeepSpeedBehaviours deepspeed_behaviours(const DeepSpeedRelease& r) {
@@ -34,6 +37,7 @@ DeepSpeedBehaviours deepspeed_behaviours(const DeepSpeedRelease& r) {
   b.overflow_check_fp32 = r < DeepSpeedRelease{0, 11, 2};
   b.overflow_check_bf16 = r < DeepSpeedRelease{0, 11, 2};
   b.overflow_check_bf16_stages12 = !(r < DeepSpeedRelease{0, 19, 3});
+  b.has_bf16_check_grad_overflow = !(r < DeepSpeedRelease{0, 17, 1});
   b.stage3_regathers_first_bucket = !(r < DeepSpeedRelease{0, 19, 3});
   b.stage12_startup_barrier = r < DeepSpeedRelease{0, 11, 0};
   b.startup_broadcast_as_bytes = !(r < DeepSpeedRelease{0, 19, 8});

@@ -45,6 +45,12 @@ struct DeepSpeedBehaviours {
   bool overflow_check_fp32 = false;
   bool overflow_check_bf16 = false;
   bool overflow_check_bf16_stages12 = false;
+  // 0.17.1 (DeepSpeed PR 6976; read in 0.17.5's and 0.19.8's source): the
+  // bf16 block gains check_grad_overflow, which the engine hands to
+  // DeepSpeedZeroOptimizer (stages 1/2) when bf16 is on; stage 3 and the bf16
+  // optimizer of stage 0 never read it. Before, the block is a plain dict and
+  // the key is ignored. Its default is overflow_check_bf16_stages12.
+  bool has_bf16_check_grad_overflow = false;
   // 0.19.3 (traced: 0.19.2 does not, 0.19.3 and 0.19.8 do): stage 3 gathers
   // the first prefetch bucket afresh in every micro-step's forward, not only
   // in the first.
@@ -68,9 +74,11 @@ struct DeepSpeedBehaviours {
   // length (one int64) from rank 0.
   bool stage3_trace_check_sends_length = false;
 
-  // Whether the release issues the overflow check at `stage` (1-3) for a
-  // model of `dtype` (fp16: always; zerotrain trains fp32 and bf16).
-  bool overflow_check(DType dtype, int stage) const;
+  // Whether the release issues the overflow check at z.stage for a model of
+  // `dtype` (fp16: always at stages 1-3; zerotrain trains fp32 and bf16), with
+  // z.bf16_check_grad_overflow ("auto", "true" or "false") deciding bf16 at
+  // stages 1/2 in releases that have the key.
+  bool overflow_check(DType dtype, const ZeroConfig& z) const;
 };
 
 // The behaviour set of `r`; throws std::invalid_argument (one line naming the

@@ -92,7 +92,7 @@ Stage012Schedule make_stage012_schedule(const ZeroSetup& s, const ParamTable& ta
           : std::string(out.during_backward ? "backward (arrival) order"
                                             : "the groups in forward order") +
                 "; reduce_bucket_size " + bucket_size + ": " + kOverflowRule;
-  if (ds.overflow_check(model, z.stage))
+  if (ds.overflow_check(model, z))
     out.step.push_back(
         {StepCall::OverflowCheck, Primitive::AllReduce, 1, DType::U8, -1, 0,
          "overflow check (DeepSpeed " + ds.release.str() + ", " + dtype_name(model) + ")"});

@@ -17,7 +17,7 @@ Stage3Schedule::Stage3Schedule(const ZeroSetup& s, const ParamTable& table, int 
                   std::to_string(s.z.reduce_bucket_size) + ": " + kOverflowRule) {
   grads.buffers = zero_bucket_buffers(s.z.overlap_comm);
   const DeepSpeedBehaviours ds = deepspeed_behaviours(s.z.deepspeed_version);
-  if (ds.overflow_check(model, 3))
+  if (ds.overflow_check(model, s.z))
     before_norms.push_back(
         {StepCall::OverflowCheck, Primitive::AllReduce, 1, DType::U8, -1, 0,
          "overflow check (DeepSpeed " + ds.release.str() + ", " + dtype_name(model) + ")"});
