@@ -183,10 +183,12 @@ std::vector<int64_t> Stage3Gathers::broadcast_from_rank0(const std::vector<int64
   std::vector<int64_t> out = mine;
   void* dev =
       ops_.alloc(std::max<size_t>(1, mine.size()) * sizeof(int64_t), MemCategory::CommBuffers);
-  ops_.from_host(dev, mine.data(), mine.size() * sizeof(int64_t));
+  // An empty list is still broadcast (DeepSpeed's first trace check from 0.15.4),
+  // but has nothing to copy: an empty vector's data() may be null.
+  if (!mine.empty()) ops_.from_host(dev, mine.data(), mine.size() * sizeof(int64_t));
   comm_.purpose(Purpose::Scalars);
   comm_.broadcast(dev, mine.size(), DType::I64, 0)->wait();
-  ops_.to_host(out.data(), dev, mine.size() * sizeof(int64_t));
+  if (!mine.empty()) ops_.to_host(out.data(), dev, mine.size() * sizeof(int64_t));
   ops_.release(dev);
   return out;
 }
