@@ -223,7 +223,7 @@ TEST_CASE("simulated bubble and makespan match (P-1)/(m+P-1) and (m+P-1)(tf+tb)"
   }
 }
 
-TEST_CASE("a message latency adds 2(P-1) latencies to a fill-and-drain pipeline", "[pipeline]") {
+TEST_CASE("a message latency adds 2(P-1) latencies to GPipe, more to 1F1B", "[pipeline]") {
   // GPipe, P = 3, m = 2, tf = 1, tb = 2, latency 0.5. Forwards: stage 0 ends
   // at 1, 2; stage 1 starts at 1.5, ends 2.5, 3.5; stage 2 ends 4, 5, then
   // backwards 5-7, 7-9. Stage 1: gradients arrive 7.5, 9.5: ends 9.5, 11.5.
@@ -239,6 +239,21 @@ TEST_CASE("a message latency adds 2(P-1) latencies to a fill-and-drain pipeline"
   CHECK(o.done_s[1] == std::vector<double>{1.5, 2.5, 4.5, 4.5, 4.5, 5.5, 7.5, 7.5});
   CHECK(o.makespan_s == 10);
   CHECK(o.idle_s == std::vector<double>{4, 4});
+  // 1F1B, P = 2, m = 3: as above until stage 0's B0 ends at 7; then F2 7-8
+  // (arrives 8.5), B1 8-10. Stage 1: F2 8.5-9.5, B2 9.5-11.5 (arrives 12).
+  // Stage 0: B2 12-14, one more than GPipe's 13: the steady state waits a
+  // round trip per exchange.
+  CHECK(simulate_pipeline(pipeline_actions(PipelineSchedule::OneFOneB, 2, 3), times(1, 2, 0.5))
+            .makespan_s == 14);
+  // GPipe in general: stage s's forward k ends at (s + k + 1)tf + s d; the
+  // last stage starts its backwards at (m + P - 1)tf + (P - 1)d and the
+  // gradients take P - 1 hops back: (m + P - 1)(tf + tb) + 2(P - 1)d.
+  for (const auto& [P, m] : kShapes) {
+    INFO("P=" << P << " m=" << m);
+    const PipelineSimulation r =
+        simulate_pipeline(pipeline_actions(PipelineSchedule::GPipe, P, m), times(1, 2, 0.25));
+    CHECK(r.makespan_s == (m + P - 1) * 3 + 2 * (P - 1) * 0.25);
+  }
 }
 
 TEST_CASE("a deadlock is one line naming each blocked stage, not a hang", "[pipeline]") {
