@@ -13,7 +13,10 @@
 // is done before the optimizer step, so the weights a micro-batch sees are
 // the step's weights):
 //   GPipe: every forward, then every backward, both in micro-batch order
-//     k = 0..m-1. A stage holds all m micro-batches' activations at its peak.
+//     k = 0..m-1 (gradients then flow in the order 1F1B sends them, so one
+//     receive path serves both; micro-batches are separate passes, so no
+//     autograd graph asks for the reverse). A stage holds all m micro-batches'
+//     activations at its peak.
 //   OneFOneB (PipeDream-Flush; Megatron-LM's non-interleaved schedule): stage
 //     s first runs w = min(P - s - 1, m) forwards (warm-up), then alternates
 //     one forward and one backward for the remaining m - w micro-batches,
