@@ -189,6 +189,13 @@ TEST_CASE("grid: sequence parallelism splits each all-reduce, same bus bytes", "
   const GridVolume block = tensor_volume(g, c, DType::BF16, Recompute::Block, 0);
   CHECK(calls_of(block, GridCall::AllGather) == 102 + 48);
   CHECK(calls_of(block, GridCall::ReduceScatter) == 124);
+  // `attn` and `mlp` gather the shard again before QKV or c_fc: 1 a block and
+  // micro-batch, 24 all-gathers, no reduce-scatter.
+  for (Recompute r : {Recompute::Attn, Recompute::Mlp}) {
+    const GridVolume part = tensor_volume(g, c, DType::BF16, r, 0);
+    CHECK(calls_of(part, GridCall::AllGather) == 102 + 24);
+    CHECK(calls_of(part, GridCall::ReduceScatter) == 100);
+  }
 }
 
 TEST_CASE("grid: pipeline messages and the tied embedding per stage", "[grid]") {

@@ -133,15 +133,20 @@ GridVolume tensor_volume(const GridShape& g, const GPTConfig& c, DType model, Re
     activation_reduce("backward: LM head input gradient", m);
   }
   activation_reduce("backward: QKV and MLP-up input gradients (2 per block)", 2 * per_block);
-  if (recompute == Recompute::Block && per_block > 0) {
-    if (!g.sequence_parallel) {
-      activation_reduce("recompute: attention projection (1 per block)", per_block);
-    } else {
-      v.terms.push_back(term("recompute: before QKV and before c_fc (2 per block)",
-                             GridCall::AllGather, model, 2 * per_block, NC / T, T));
+  if (recompute == Recompute::Block && !g.sequence_parallel)
+    activation_reduce("recompute: attention projection (1 per block)", per_block);
+  if (g.sequence_parallel && per_block > 0) {
+    // The re-run forward gathers the sequence shard again before each
+    // column-parallel layer it reaches: QKV (attn, block), c_fc (mlp, block).
+    const uint64_t gathers = recompute == Recompute::Block  ? 2
+                             : recompute == Recompute::None ? 0
+                                                            : 1;
+    if (gathers > 0)
+      v.terms.push_back(term("recompute: sequence all-gather before a column-parallel layer",
+                             GridCall::AllGather, model, gathers * per_block, NC / T, T));
+    if (recompute == Recompute::Block)
       v.terms.push_back(term("recompute: after the attention projection (1 per block)",
                              GridCall::ReduceScatter, model, per_block, NC, T));
-    }
   }
   if (g.sequence_parallel) {
     // LayerNorms (4C per block, 2C for ln_f) and the two replicated biases (2C per block).

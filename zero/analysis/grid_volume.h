@@ -29,12 +29,12 @@
 // all-gather and one reduce-scatter of N·C (same bus bytes, twice the
 // payload); recompute `block` re-runs the all-gather before QKV, the
 // reduce-scatter after the attention projection and the all-gather before
-// c_fc; the LayerNorm weights and the replicated biases (attention and MLP
-// projection biases) have per-rank partial gradients, all-reduced over the
-// tensor group once per step in one call. The gathered input of a
-// column-parallel layer is taken as kept for its weight gradient (Megatron
-// gathers it again in the backward instead; that would add 2 all-gathers per
-// block).
+// c_fc, `attn` the all-gather before QKV, `mlp` the one before c_fc (ln_2's
+// output is kept as the sequence shard); the LayerNorm weights and the replicated biases (attention
+// and MLP projection biases) have per-rank partial gradients, all-reduced over the tensor group
+// once per step in one call. The gathered input of a column-parallel layer is taken as kept for its
+// weight gradient (Megatron gathers it again in the backward instead; that would add 2 all-gathers
+// per block).
 //
 // Pipeline (Megatron-LM, Narayanan et al. 2021): per micro-batch and stage
 // boundary, one activation message of N·C forward and one gradient message of
