@@ -46,6 +46,16 @@ DeepSpeedBehaviours deepspeed_behaviours(const DeepSpeedRelease& r) {
   return b;
 }
 
+bool pipeline_engine_accepts_zero_stage(const DeepSpeedRelease& r, int stage) {
+  if (stage < 0 || stage > 3)
+    throw std::invalid_argument("zero.stage: " + std::to_string(stage) + " must be 0-3");
+  if (r < kFirstPipelineEngineRelease || kNewestVerifiedRelease < r)
+    throw std::invalid_argument(
+        "DeepSpeed release " + r.str() + " has no pipeline engine zerotrain knows (known: " +
+        kFirstPipelineEngineRelease.str() + " to " + kNewestVerifiedRelease.str() + ")");
+  return stage < 2 || r < kPipelineRefusesZero2Release;
+}
+
 ZeroConfig switches_in_effect(const ZeroConfig& z) {
   ZeroConfig out = z;
   if (z.stage == 1 && deepspeed_behaviours(z.deepspeed_version).stage1_forces_switches_off) {

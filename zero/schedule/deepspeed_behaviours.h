@@ -92,6 +92,27 @@ DeepSpeedBehaviours deepspeed_behaviours(const DeepSpeedRelease& r);
 // these.
 ZeroConfig switches_in_effect(const ZeroConfig& z);
 
+// DeepSpeed's pipeline engine and ZeRO. PipelineEngine.__init__
+// (deepspeed/runtime/pipe/engine.py) asserts, right after the base engine is
+// built, that the configured ZeRO stage is below 2, so deepspeed.initialize
+// with a PipelineModule stops at stages 2 and 3 and runs stages 0 and 1. The
+// check arrived in 0.3.16 (DeepSpeed PR 980, April 2021); 0.3.0 to 0.3.15
+// have the engine without it. Read at every release tag from 0.3.16 to 0.19.5
+// and on master at 0.19.6 in development (August 2026): the condition never
+// changed, only its spelling (from 0.10.1 the bound is ZeroStageEnum.gradients,
+// whose value is 2); 0.19.6 to 0.19.8 are taken to keep it. Not modelled here:
+// from 0.6.2 to 0.9.1, bf16 with ZeRO-1 passed this check and then raised
+// NotImplementedError at the pipeline's first gradient reduction
+// (_exec_reduce_grads).
+constexpr DeepSpeedRelease kFirstPipelineEngineRelease{0, 3, 0};
+constexpr DeepSpeedRelease kPipelineRefusesZero2Release{0, 3, 16};
+
+// Whether release r's pipeline engine accepts ZeRO stage `stage`; throws
+// std::invalid_argument (one line) for a stage outside 0-3 or a release before
+// kFirstPipelineEngineRelease (no pipeline engine) or after
+// kNewestVerifiedRelease.
+bool pipeline_engine_accepts_zero_stage(const DeepSpeedRelease& r, int stage);
+
 // "0.10.3 to 0.19.8": the range as errors and docs print it.
 std::string verified_release_range();
 
