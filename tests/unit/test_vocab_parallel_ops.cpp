@@ -65,9 +65,14 @@ std::vector<int> ids_with_edges(Rng& rng, const std::vector<Shard>& shards, int 
   return ids;
 }
 
-// Columns [begin, begin + count) of a row-major [N, V] matrix, as [N, count]; and back.
+// A value no op computes here, in the element just past a shard's buffer: a
+// write past the shard's end shows there (rather than corrupting the heap).
+constexpr float kGuard = 12345.f;
+
+// Columns [begin, begin + count) of a row-major [N, V] matrix, as [N, count]
+// followed by one kGuard element; and back.
 Floats columns(const Floats& m, int N, int V, Shard s) {
-  Floats out(static_cast<size_t>(N) * s.count);
+  Floats out(static_cast<size_t>(N) * s.count + 1, kGuard);
   for (int n = 0; n < N; ++n)
     for (int v = 0; v < s.count; ++v)
       out[static_cast<size_t>(n) * s.count + v] = m[n * V + s.begin + v];
@@ -116,27 +121,30 @@ TEST_CASE("embedding_rows forward and backward match a float64 reference",
     const Floats dout = rng.uniform(static_cast<size_t>(N) * C, -1, 1);
     for (const Shard& s : shards) {
       CAPTURE(s.begin, s.count);
-      const Floats table(wte.begin() + s.begin * C, wte.begin() + (s.begin + s.count) * C);
+      // The shard's rows inside the whole table: rows next to them exist, and must stay unread
+      // and (backward) unwritten.
+      const size_t at = static_cast<size_t>(s.begin) * C;
       Floats out(static_cast<size_t>(N) * C, 7.f);  // written, not accumulated
-      ops->embedding_rows_forward(out.data(), tokens.data(), table.data(), s.begin, s.count, N, C);
+      ops->embedding_rows_forward(out.data(), tokens.data(), wte.data() + at, s.begin, s.count, N,
+                                  C);
       std::vector<double> want(out.size(), 0.0);
       for (int n = 0; n < N; ++n)
         if (in_shard(tokens[n], s))
           for (int c = 0; c < C; ++c) want[n * C + c] = wte[tokens[n] * C + c];
       CHECK(max_abs_diff(out, want) == 0.0);
 
-      const Floats init = rng.uniform(table.size(), -1, 1);
+      const Floats init = rng.uniform(wte.size(), -1, 1);
       Floats dtable = init;
-      ops->embedding_rows_backward(dtable.data(), dout.data(), tokens.data(), s.begin, s.count, N,
-                                   C);
+      ops->embedding_rows_backward(dtable.data() + at, dout.data(), tokens.data(), s.begin, s.count,
+                                   N, C);
       std::vector<double> dwant(init.begin(), init.end());
       for (int n = 0; n < N; ++n)
         if (in_shard(tokens[n], s))
-          for (int c = 0; c < C; ++c) dwant[(tokens[n] - s.begin) * C + c] += dout[n * C + c];
+          for (int c = 0; c < C; ++c) dwant[tokens[n] * C + c] += dout[n * C + c];
       CHECK(max_abs_diff(dtable, dwant) < 1e-5);
       Floats again = init;
-      ops->embedding_rows_backward(again.data(), dout.data(), tokens.data(), s.begin, s.count, N,
-                                   C);
+      ops->embedding_rows_backward(again.data() + at, dout.data(), tokens.data(), s.begin, s.count,
+                                   N, C);
       CHECK(std::memcmp(again.data(), dtable.data(), again.size() * sizeof(float)) == 0);
     }
   }
@@ -176,7 +184,7 @@ TEST_CASE("sharded loss pieces match a float64 reference", "[ops][vocab_parallel
       Floats grad = x;
       ops->cross_entropy_backward_from_lse(grad.data(), total_lse.data(), targets.data(), s.begin,
                                            N, s.count, dloss);
-      std::vector<double> want_grad(grad.size());
+      std::vector<double> want_grad(grad.size(), kGuard);
       for (int n = 0; n < N; ++n)
         for (int v = 0; v < s.count; ++v)
           want_grad[n * s.count + v] =
