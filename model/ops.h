@@ -111,6 +111,35 @@ class Ops {
   virtual void cross_entropy_forward(float* losses, const void* logits, const int* targets, int N,
                                      int V) = 0;
 
+  // ---- vocabulary-parallel embedding and loss (tensor parallelism splits the
+  // vocabulary: this table/shard holds token rows [row_begin, row_begin + rows)) ----
+  // out[n, :] = table[tokens[n] - row_begin, :] for tokens inside the shard, 0 otherwise (written).
+  // N = B*T rows.
+  virtual void embedding_rows_forward(void* out, const int* tokens, const void* table,
+                                      int row_begin, int rows, int N, int C) = 0;
+  // dtable[tokens[n] - row_begin, :] += dout[n, :] for tokens inside; deterministic order (same
+  // result every run).
+  virtual void embedding_rows_backward(void* dtable, const void* dout, const int* tokens,
+                                       int row_begin, int rows, int N, int C) = 0;
+  // lse[n] = log(sum over the shard's V columns of exp(logits[n, v])), fp32, numerically stable
+  // (max subtracted). A shard of V = 0 columns gives -inf.
+  virtual void logits_logsumexp(float* lse, const void* logits, int N, int V) = 0;
+  // picked[n] = logits[n, targets[n] - col_begin] when col_begin <= targets[n] < col_begin + V,
+  // else 0 (fp32).
+  virtual void logits_pick(float* picked, const void* logits, const int* targets, int col_begin,
+                           int N, int V) = 0;
+  // lse[n] <- the log-sum-exp of parts[p * N + n] over p in [0, n_parts) (merging the shards'
+  // lse), stable; -inf parts (empty shards) drop out. lse may be parts itself (the first part is
+  // then overwritten with the merged values).
+  virtual void logsumexp_merge(float* lse, const float* parts, int n_parts, int N) = 0;
+  // losses[n] = lse[n] - picked[n]   (lse over the WHOLE vocabulary, picked the target's logit)
+  virtual void losses_from_lse(float* losses, const float* lse, const float* picked, int N) = 0;
+  // In place over this shard's logits[N, V]:
+  // logits[n, v] <- dloss * (exp(logits[n, v] - lse[n]) - (v + col_begin == targets[n] ? 1 : 0)),
+  // lse[n] the log-sum-exp over the WHOLE vocabulary.
+  virtual void cross_entropy_backward_from_lse(void* logits, const float* lse, const int* targets,
+                                               int col_begin, int N, int V, float dloss) = 0;
+
   // ---- optimizer (fp32 master weights and state; param is model dtype) ----
   // One contiguous segment with a single weight-decay value.
   virtual void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,

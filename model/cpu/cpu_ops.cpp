@@ -1,5 +1,6 @@
 // The CPU backend: fp32 everywhere, host memory, every op the float instantiation
-// of the reference kernels in cpu_kernels.h (matmuls through cpu_matmul).
+// of the reference kernels in cpu_kernels.h and cpu_vocab_parallel.h (matmuls
+// through cpu_matmul).
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 
 #include "model/cpu/cpu_kernels.h"
 #include "model/cpu/cpu_quantize.h"
+#include "model/cpu/cpu_vocab_parallel.h"
 #include "model/device_services.h"
 #include "model/host_floats.h"
 #include "model/ops.h"
@@ -135,6 +137,32 @@ class CpuOps final : public Ops, public DeviceServices {
   void cross_entropy_forward(float* losses, const void* logits, const int* targets, int N,
                              int V) override {
     cpu::cross_entropy_forward(losses, f32(logits), targets, N, V);
+  }
+
+  void embedding_rows_forward(void* out, const int* tokens, const void* table, int row_begin,
+                              int rows, int N, int C) override {
+    cpu::embedding_rows_forward(f32(out), tokens, f32(table), row_begin, rows, N, C);
+  }
+  void embedding_rows_backward(void* dtable, const void* dout, const int* tokens, int row_begin,
+                               int rows, int N, int C) override {
+    cpu::embedding_rows_backward(f32(dtable), f32(dout), tokens, row_begin, rows, N, C);
+  }
+  void logits_logsumexp(float* lse, const void* logits, int N, int V) override {
+    cpu::logits_logsumexp(lse, f32(logits), N, V);
+  }
+  void logits_pick(float* picked, const void* logits, const int* targets, int col_begin, int N,
+                   int V) override {
+    cpu::logits_pick(picked, f32(logits), targets, col_begin, N, V);
+  }
+  void logsumexp_merge(float* lse, const float* parts, int n_parts, int N) override {
+    cpu::logsumexp_merge(lse, parts, n_parts, N);
+  }
+  void losses_from_lse(float* losses, const float* lse, const float* picked, int N) override {
+    cpu::losses_from_lse(losses, lse, picked, N);
+  }
+  void cross_entropy_backward_from_lse(void* logits, const float* lse, const int* targets,
+                                       int col_begin, int N, int V, float dloss) override {
+    cpu::cross_entropy_backward_from_lse(f32(logits), lse, targets, col_begin, N, V, dloss);
   }
 
   void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,

@@ -14,6 +14,11 @@ void launch_encoder_forward(CudaContext& ctx, bf16* out, const int* tokens, cons
                             const bf16* wpe, int B, int T, int C);
 void launch_encoder_backward(CudaContext& ctx, bf16* dwte, bf16* dwpe, const bf16* dout,
                              const int* tokens, int B, int T, int C);
+// Vocabulary shards of the token embedding: rows [row_begin, row_begin + rows).
+void launch_embedding_rows_forward(CudaContext& ctx, bf16* out, const int* tokens,
+                                   const bf16* table, int row_begin, int rows, int N, int C);
+void launch_embedding_rows_backward(CudaContext& ctx, bf16* dtable, const bf16* dout,
+                                    const int* tokens, int row_begin, int rows, int N, int C);
 
 // layernorm.cu
 void launch_layernorm_forward(CudaContext& ctx, bf16* out, float* mean, float* rstd,
@@ -38,6 +43,16 @@ void launch_cross_entropy_forward_backward(CudaContext& ctx, float* losses, bf16
                                            const int* targets, int N, int V, float dloss);
 void launch_cross_entropy_forward(CudaContext& ctx, float* losses, const bf16* logits,
                                   const int* targets, int N, int V);
+// The vocabulary-parallel pieces (a shard of V logit columns from col_begin; V may be 0).
+void launch_logits_logsumexp(CudaContext& ctx, float* lse, const bf16* logits, int N, int V);
+void launch_logits_pick(CudaContext& ctx, float* picked, const bf16* logits, const int* targets,
+                        int col_begin, int N, int V);
+void launch_logsumexp_merge(CudaContext& ctx, float* lse, const float* parts, int n_parts, int N);
+void launch_losses_from_lse(CudaContext& ctx, float* losses, const float* lse, const float* picked,
+                            int N);
+void launch_cross_entropy_backward_from_lse(CudaContext& ctx, bf16* logits, const float* lse,
+                                            const int* targets, int col_begin, int N, int V,
+                                            float dloss);
 
 // adamw.cu
 void launch_adamw(CudaContext& ctx, bf16* param, float* master, const bf16* grad, float* m,

@@ -246,6 +246,49 @@ class CudaOps final : public Ops, public DeviceServices {
     require(N >= 0 && V > 0, dims("cross_entropy_forward", {{"N", N}, {"V", V}}));
     launch_cross_entropy_forward(ctx_, losses, bf(logits), targets, N, V);
   }
+  void embedding_rows_forward(void* out, const int* tokens, const void* table, int row_begin,
+                              int rows, int N, int C) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "embedding_rows_forward");
+    require_non_negative("embedding_rows_forward",
+                         {{"row_begin", row_begin}, {"rows", rows}, {"N", N}, {"C", C}});
+    launch_embedding_rows_forward(ctx_, bf(out), tokens, bf(table), row_begin, rows, N, C);
+  }
+  void embedding_rows_backward(void* dtable, const void* dout, const int* tokens, int row_begin,
+                               int rows, int N, int C) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "embedding_rows_backward");
+    require_non_negative("embedding_rows_backward",
+                         {{"row_begin", row_begin}, {"rows", rows}, {"N", N}, {"C", C}});
+    launch_embedding_rows_backward(ctx_, bf(dtable), bf(dout), tokens, row_begin, rows, N, C);
+  }
+  void logits_logsumexp(float* lse, const void* logits, int N, int V) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "logits_logsumexp");
+    require_non_negative("logits_logsumexp", {{"N", N}, {"V", V}});
+    launch_logits_logsumexp(ctx_, lse, bf(logits), N, V);
+  }
+  void logits_pick(float* picked, const void* logits, const int* targets, int col_begin, int N,
+                   int V) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "logits_pick");
+    require_non_negative("logits_pick", {{"col_begin", col_begin}, {"N", N}, {"V", V}});
+    launch_logits_pick(ctx_, picked, bf(logits), targets, col_begin, N, V);
+  }
+  void logsumexp_merge(float* lse, const float* parts, int n_parts, int N) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "logsumexp_merge");
+    require(n_parts >= 1 && N >= 0,
+            dims("logsumexp_merge", {{"n_parts", n_parts}, {"N", N}}) + " (expected n_parts >= 1)");
+    launch_logsumexp_merge(ctx_, lse, parts, n_parts, N);
+  }
+  void losses_from_lse(float* losses, const float* lse, const float* picked, int N) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "losses_from_lse");
+    require_non_negative("losses_from_lse", {{"N", N}});
+    launch_losses_from_lse(ctx_, losses, lse, picked, N);
+  }
+  void cross_entropy_backward_from_lse(void* logits, const float* lse, const int* targets,
+                                       int col_begin, int N, int V, float dloss) override {
+    OpProfiler::Scope timed(&profiler_, ctx_.stream, "cross_entropy_backward_from_lse");
+    require_non_negative("cross_entropy_backward_from_lse",
+                         {{"col_begin", col_begin}, {"N", N}, {"V", V}});
+    launch_cross_entropy_backward_from_lse(ctx_, bf(logits), lse, targets, col_begin, N, V, dloss);
+  }
   void adamw(void* param, float* master, const void* grad, float* m, float* v, size_t n,
              const AdamWArgs& a) override {
     OpProfiler::Scope timed(&profiler_, ctx_.stream, "adamw");
@@ -368,6 +411,13 @@ class CudaOps final : public Ops, public DeviceServices {
       throw std::logic_error("quantize: " + std::to_string(bits) + " bits over " +
                              std::to_string(n) + " elements in blocks of " + std::to_string(block) +
                              " (4 bits needs both even)");
+  }
+  // Shard bounds and shapes of the vocabulary-parallel ops.
+  static void require_non_negative(const char* op,
+                                   std::initializer_list<std::pair<const char*, long long>> vals) {
+    bool ok = true;
+    for (const auto& v : vals) ok = ok && v.second >= 0;
+    require(ok, dims(op, vals) + " (expected all >= 0)");
   }
   static void check_attention(const char* op, int B, int T, int C, int NH) {
     require(B >= 0 && T >= 0 && C > 0 && NH > 0 && C % NH == 0,

@@ -1,5 +1,7 @@
-// Token + position embedding: forward lookup and deterministic backward.
+// Token + position embedding, and the token embedding's vocabulary shards
+// (tensor parallelism): forward lookup and deterministic backward.
 #include <cub/device/device_radix_sort.cuh>
+#include <limits>
 
 #include "model/cuda/cuda_kernels.cuh"
 
@@ -31,6 +33,24 @@ __global__ void encoder_forward_kernel(bf16* out, const int* tokens, const bf16*
   store_bf16<VEC>(dst, acc);
 }
 
+// Vocabulary shard lookup: out[n,:] = table[tokens[n] - row_begin,:] when the
+// token lies in [row_begin, row_begin + rows), zeros otherwise (every row is
+// written, so the shards' outputs sum to the full lookup). Same layout and
+// threads as encoder_forward_kernel: one thread per VEC channels of one row.
+template <int VEC>
+__global__ void embedding_rows_forward_kernel(bf16* out, const int* tokens, const bf16* table,
+                                              int row_begin, int rows, int N, int C) {
+  const int groups = C / VEC;
+  const size_t idx = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
+  if (idx >= static_cast<size_t>(N) * groups) return;
+  const int row = static_cast<int>(idx / groups);
+  const int c = static_cast<int>(idx % groups) * VEC;
+  const long long local = static_cast<long long>(tokens[row]) - row_begin;
+  float v[VEC] = {};
+  if (local >= 0 && local < rows) load_bf16<VEC>(v, table + static_cast<size_t>(local) * C + c);
+  store_bf16<VEC>(out + static_cast<size_t>(row) * C + c, v);
+}
+
 // dwpe[t,:] += sum over b of dout[b,t,:]. One thread per (t, channel group);
 // it walks the batch in order, so the sum is the same on every run.
 template <int VEC>
@@ -60,14 +80,17 @@ __global__ void iota_kernel(int* v, int n) {
   if (i < n) v[i] = i;
 }
 
-// dwte[tok,:] += sum of dout rows whose token is tok. The (token, row) pairs
-// were stably sorted by token, so equal tokens form runs with rows ascending.
-// One thread per (sorted position, channel group); only the first position of
-// each run works: it sums the run's rows in order (fp32) and updates dwte once.
-// No two threads touch the same dwte row, and the order is fixed: deterministic.
+// dwte[tok - row_begin,:] += sum of dout rows whose token is tok, for tokens in
+// [row_begin, row_begin + rows) (the whole table: row_begin 0, rows INT_MAX).
+// The (token, row) pairs were stably sorted by token, so equal tokens form runs
+// with rows ascending. One thread per (sorted position, channel group); only
+// the first position of each run inside the shard works: it sums the run's rows
+// in order (fp32) and updates dwte once. No two threads touch the same dwte
+// row, and the order is fixed: deterministic.
 template <int VEC>
 __global__ void encoder_backward_wte_kernel(bf16* dwte, const bf16* dout, const int* sorted_tokens,
-                                            const int* sorted_rows, int N, int C) {
+                                            const int* sorted_rows, int row_begin, int rows, int N,
+                                            int C) {
   const int groups = C / VEC;
   const size_t idx = blockIdx.x * static_cast<size_t>(blockDim.x) + threadIdx.x;
   if (idx >= static_cast<size_t>(N) * groups) return;
@@ -75,6 +98,8 @@ __global__ void encoder_backward_wte_kernel(bf16* dwte, const bf16* dout, const 
   const int c = static_cast<int>(idx % groups) * VEC;
   const int tok = sorted_tokens[i];
   if (i > 0 && sorted_tokens[i - 1] == tok) return;
+  const long long local = static_cast<long long>(tok) - row_begin;
+  if (local < 0 || local >= rows) return;
   float acc[VEC] = {};
   for (int j = i; j < N && sorted_tokens[j] == tok; ++j) {
     float d[VEC];
@@ -82,7 +107,7 @@ __global__ void encoder_backward_wte_kernel(bf16* dwte, const bf16* dout, const 
 #pragma unroll
     for (int k = 0; k < VEC; ++k) acc[k] += d[k];
   }
-  bf16* dst = dwte + static_cast<size_t>(tok) * C + c;
+  bf16* dst = dwte + static_cast<size_t>(local) * C + c;
   float cur[VEC];
   load_bf16<VEC>(cur, dst);
 #pragma unroll
@@ -95,6 +120,38 @@ unsigned grid_for(size_t threads) {
 }
 
 size_t round_up_256(size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+// dtable[tok - row_begin,:] += the dout rows of each token tok in [row_begin,
+// row_begin + rows): a stable radix sort of (token, row) pairs by token in
+// scratch, then encoder_backward_wte_kernel over the runs. N > 0 and C > 0.
+void accumulate_table_rows(CudaContext& ctx, bf16* dtable, const bf16* dout, const int* tokens,
+                           int row_begin, int rows, int N, int C) {
+  size_t sort_bytes = 0;
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
+      nullptr, sort_bytes, tokens, static_cast<int*>(nullptr), static_cast<const int*>(nullptr),
+      static_cast<int*>(nullptr), N, 0, 32, ctx.stream));
+  const size_t ints = round_up_256(static_cast<size_t>(N) * sizeof(int));
+  char* base = static_cast<char*>(ctx.scratch->get(3 * ints + sort_bytes, ctx.stream));
+  int* sorted_tokens = reinterpret_cast<int*>(base);
+  int* row_ids = reinterpret_cast<int*>(base + ints);
+  int* sorted_rows = reinterpret_cast<int*>(base + 2 * ints);
+  void* sort_tmp = base + 3 * ints;
+
+  iota_kernel<<<ceil_div(N, kThreads), kThreads, 0, ctx.stream>>>(row_ids, N);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, tokens, sorted_tokens, row_ids,
+                                             sorted_rows, N, 0, 32, ctx.stream));
+  if (C % 8 == 0 && aligned_to(dtable, 16) && aligned_to(dout, 16)) {
+    encoder_backward_wte_kernel<8>
+        <<<grid_for(static_cast<size_t>(N) * C / 8), kThreads, 0, ctx.stream>>>(
+            dtable, dout, sorted_tokens, sorted_rows, row_begin, rows, N, C);
+  } else {
+    encoder_backward_wte_kernel<1>
+        <<<grid_for(static_cast<size_t>(N) * C), kThreads, 0, ctx.stream>>>(
+            dtable, dout, sorted_tokens, sorted_rows, row_begin, rows, N, C);
+  }
+  CUDA_CHECK_LAUNCH();
+}
 
 }  // namespace
 
@@ -118,9 +175,7 @@ void launch_encoder_backward(CudaContext& ctx, bf16* dwte, bf16* dwpe, const bf1
                              const int* tokens, int B, int T, int C) {
   const int N = B * T;
   if (N == 0 || C == 0) return;
-  const bool vec =
-      C % 8 == 0 && aligned_to(dwte, 16) && aligned_to(dwpe, 16) && aligned_to(dout, 16);
-
+  const bool vec = C % 8 == 0 && aligned_to(dwpe, 16) && aligned_to(dout, 16);
   if (dwpe) {
     if (vec) {
       encoder_backward_wpe_kernel<8>
@@ -132,34 +187,29 @@ void launch_encoder_backward(CudaContext& ctx, bf16* dwte, bf16* dwpe, const bf1
     }
     CUDA_CHECK_LAUNCH();
   }
-  if (!dwte) return;
+  if (dwte)
+    accumulate_table_rows(ctx, dwte, dout, tokens, 0, std::numeric_limits<int>::max(), N, C);
+}
 
-  // Stable radix sort of (token, row) pairs by token, in scratch.
-  size_t sort_bytes = 0;
-  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(
-      nullptr, sort_bytes, tokens, static_cast<int*>(nullptr), static_cast<const int*>(nullptr),
-      static_cast<int*>(nullptr), N, 0, 32, ctx.stream));
-  const size_t ints = round_up_256(static_cast<size_t>(N) * sizeof(int));
-  char* base = static_cast<char*>(ctx.scratch->get(3 * ints + sort_bytes, ctx.stream));
-  int* sorted_tokens = reinterpret_cast<int*>(base);
-  int* rows = reinterpret_cast<int*>(base + ints);
-  int* sorted_rows = reinterpret_cast<int*>(base + 2 * ints);
-  void* sort_tmp = base + 3 * ints;
-
-  iota_kernel<<<ceil_div(N, kThreads), kThreads, 0, ctx.stream>>>(rows, N);
-  CUDA_CHECK_LAUNCH();
-  CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_tmp, sort_bytes, tokens, sorted_tokens, rows,
-                                             sorted_rows, N, 0, 32, ctx.stream));
-  if (vec) {
-    encoder_backward_wte_kernel<8>
+void launch_embedding_rows_forward(CudaContext& ctx, bf16* out, const int* tokens,
+                                   const bf16* table, int row_begin, int rows, int N, int C) {
+  if (N == 0 || C == 0) return;
+  if (C % 8 == 0 && aligned_to(out, 16) && aligned_to(table, 16)) {
+    embedding_rows_forward_kernel<8>
         <<<grid_for(static_cast<size_t>(N) * C / 8), kThreads, 0, ctx.stream>>>(
-            dwte, dout, sorted_tokens, sorted_rows, N, C);
+            out, tokens, table, row_begin, rows, N, C);
   } else {
-    encoder_backward_wte_kernel<1>
-        <<<grid_for(static_cast<size_t>(N) * C), kThreads, 0, ctx.stream>>>(
-            dwte, dout, sorted_tokens, sorted_rows, N, C);
+    embedding_rows_forward_kernel<1>
+        <<<grid_for(static_cast<size_t>(N) * C), kThreads, 0, ctx.stream>>>(out, tokens, table,
+                                                                            row_begin, rows, N, C);
   }
   CUDA_CHECK_LAUNCH();
+}
+
+void launch_embedding_rows_backward(CudaContext& ctx, bf16* dtable, const bf16* dout,
+                                    const int* tokens, int row_begin, int rows, int N, int C) {
+  if (N == 0 || C == 0 || rows == 0) return;
+  accumulate_table_rows(ctx, dtable, dout, tokens, row_begin, rows, N, C);
 }
 
 }  // namespace zt
