@@ -11,18 +11,24 @@
 
 namespace zt {
 
-// With N = B*T rows, C = n_embd, H = n_head, V = vocab_size, L = n_layer, e =
-// bytes of the model dtype, f = 4 (fp32 statistics, int32 tokens):
-//   attention set  A = 5NC e + (2N + NH) f   (ln_1 out, qkv, attention out; ln_1 mean/rstd, lse)
+// With N = B*T rows, C = n_embd, L = n_layer, e = bytes of the model dtype,
+// f = 4 (fp32 statistics, int32 tokens), and a tensor shard's widths over
+// `tensor` shards (model/param_table.h): heads H = n_head / tensor, attention
+// width A = C / tensor, MLP width F = 4C / tensor, vocabulary rows
+// V = vocab_size / tensor (without tensor parallelism A = C, F = 4C):
+//   attention set  (NC + 4NA) e + (2N + NH) f (ln_1 out, qkv, attention out;
+//                                              ln_1 mean/rstd, lse)
 //   residual set   R = 2NC e + 2N f          (r_mid, ln_2 out; ln_2 mean/rstd)
-//   MLP set        M = 8NC e                 (c_fc out, GELU out)
+//   MLP set        M = 2NF e                 (c_fc out, GELU out)
 //   block inputs   (L - 1) NC e              (block 0's input is the embedding)
-//   fixed          (4NC + NV) e + 5N f + 7NC e
+//   fixed          (4NC + NV) e + 5N f + (2NC + NA + NF) e, and 2N f when split
 //                  (embedding, projection scratch, final residual, ln_f out, logits;
-//                   ln_f mean/rstd, losses, tokens, targets; backward scratch 3NC + 4NC)
+//                   ln_f mean/rstd, losses, tokens, targets; backward scratch
+//                   2NC + NA + NF; the split loss's log-sum-exp and target logit)
 // Each set is kept per block (x L) or, when its level recomputes it, once,
 // shared by all blocks: none keeps A, R, M per block; attn shares A; mlp
 // shares M; block shares all three.
-uint64_t activation_bytes(const GPTConfig& c, int B, int T, Recompute r, DType model);
+uint64_t activation_bytes(const GPTConfig& c, int B, int T, Recompute r, DType model,
+                          int tensor = 1);
 
 }  // namespace zt

@@ -1,5 +1,6 @@
 #include "model/gpt.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -8,7 +9,8 @@ namespace zt {
 GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute)
     : table_(table), ops_(ops), B_(B), T_(T), recompute_(recompute), es_(dtype_size(ops.dtype())) {
   const GPTConfig& c = table.config();
-  const size_t N = static_cast<size_t>(B) * T, C = c.n_embd, NH = c.n_head;
+  const size_t N = static_cast<size_t>(B) * T, C = c.n_embd, NH = table.heads();
+  const size_t A = table.attn_width(), F = table.mlp_width();
   const bool share_attention = recompute == Recompute::Attn || recompute == Recompute::Block;
   const bool share_residual = recompute == Recompute::Block;
   const bool share_mlp = recompute == Recompute::Mlp || recompute == Recompute::Block;
@@ -19,8 +21,8 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute)
     b.r_in = l == 0 ? embed_ : act(N * C);
     if (l == 0 || !share_attention) {
       b.ln1 = act(N * C);
-      b.qkv = act(N * 3 * C);
-      b.atty = act(N * C);
+      b.qkv = act(N * 3 * A);
+      b.atty = act(N * A);
       b.ln1_mean = stat(N);
       b.ln1_rstd = stat(N);
       b.lse = stat(N * NH);
@@ -44,8 +46,8 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute)
       b.ln2_rstd = blocks_[0].ln2_rstd;
     }
     if (l == 0 || !share_mlp) {
-      b.fch = act(N * 4 * C);
-      b.fcg = act(N * 4 * C);
+      b.fch = act(N * F);
+      b.fcg = act(N * F);
     } else {
       b.fch = blocks_[0].fch;
       b.fcg = blocks_[0].fcg;
@@ -54,18 +56,22 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute)
   fcproj_ = act(N * C);
   r_fin_ = act(N * C);
   lnf_ = act(N * C);
-  logits_ = act(N * c.vocab_size);
+  logits_ = act(N * table.vocab_rows());
   lnf_mean_ = stat(N);
   lnf_rstd_ = stat(N);
   losses_ = stat(N);
+  if (vocab_split()) {
+    lse_ = stat(N);
+    picked_ = stat(N);
+  }
   tokens_ = static_cast<int*>(ops_.alloc(N * sizeof(int), MemCategory::Activations));
   targets_ = static_cast<int*>(ops_.alloc(N * sizeof(int), MemCategory::Activations));
   allocations_.push_back(tokens_);
   allocations_.push_back(targets_);
   dres_ = act(N * C);
   dln_ = act(N * C);
-  datty_ = act(N * C);
-  dwide_ = act(N * 4 * C);
+  datty_ = act(N * A);
+  dwide_ = act(N * std::max(3 * A, F));
   host_losses_.resize(N);
   auto m = [&](const std::string& name) { return table.module_index(name); };
   root_ = m("");
@@ -119,7 +125,13 @@ void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
   // position add in place (bit-identical to one fused add).
   {
     const ModuleScope wte(hooks, wte_, false);
-    ops_.encoder_forward(embed_, tokens_, wte[0], nullptr, b, t, C);
+    if (vocab_split()) {
+      ops_.embedding_rows_forward(embed_, tokens_, wte[0], table_.vocab_begin(),
+                                  table_.vocab_rows(), N, C);
+      hooks.combine(wte_, false, Combine::Sum, embed_, static_cast<size_t>(N) * C);
+    } else {
+      ops_.encoder_forward(embed_, tokens_, wte[0], nullptr, b, t, C);
+    }
   }
   {
     const ModuleScope wpe(hooks, wpe_, false);
@@ -154,19 +166,20 @@ void GPT::ln1_forward(int l, int n, bool add_residual, ModuleHooks& hooks) {
 }
 
 void GPT::attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks) {
-  const int N = b * t, C = table_.config().n_embd, NH = table_.config().n_head;
+  const int N = b * t, C = table_.config().n_embd, NH = table_.heads(), A = table_.attn_width();
   Block& k = blocks_[l];
   const BlockModules& m = block_modules_[l];
   const ModuleScope attn(hooks, m.attn, false);
   {
     const ModuleScope qkv(hooks, m.c_attn, false);
-    ops_.matmul_forward(k.qkv, nullptr, k.ln1, qkv[0], qkv[1], N, C, 3 * C);
+    ops_.matmul_forward(k.qkv, nullptr, k.ln1, qkv[0], qkv[1], N, C, 3 * A);
   }
-  ops_.attention_forward(k.atty, k.lse, k.qkv, b, t, C, NH);
+  ops_.attention_forward(k.atty, k.lse, k.qkv, b, t, A, NH);
   if (project) {
     // fcproj_ doubles as scratch for the attention projection: it is consumed at once.
     const ModuleScope proj(hooks, m.attn_proj, false);
-    ops_.matmul_forward(fcproj_, nullptr, k.atty, proj[0], proj[1], N, C, C);
+    ops_.matmul_forward(fcproj_, nullptr, k.atty, proj[0], proj[1], N, A, C);
+    hooks.combine(m.attn_proj, false, Combine::Sum, fcproj_, static_cast<size_t>(N) * C);
   }
 }
 
@@ -179,17 +192,18 @@ void GPT::ln2_forward(int l, int n, ModuleHooks& hooks) {
 }
 
 void GPT::mlp_forward(int l, int n, bool project, ModuleHooks& hooks) {
-  const int C = table_.config().n_embd;
+  const int C = table_.config().n_embd, F = table_.mlp_width();
   Block& k = blocks_[l];
   const BlockModules& m = block_modules_[l];
   const ModuleScope mlp(hooks, m.mlp, false);
   {
     const ModuleScope fc(hooks, m.c_fc, false);
-    ops_.matmul_forward(k.fcg, k.fch, k.ln2, fc[0], fc[1], n, C, 4 * C);
+    ops_.matmul_forward(k.fcg, k.fch, k.ln2, fc[0], fc[1], n, C, F);
   }
   if (project) {
     const ModuleScope fcp(hooks, m.mlp_proj, false);
-    ops_.matmul_forward(fcproj_, nullptr, k.fcg, fcp[0], fcp[1], n, 4 * C, C);
+    ops_.matmul_forward(fcproj_, nullptr, k.fcg, fcp[0], fcp[1], n, F, C);
+    hooks.combine(m.mlp_proj, false, Combine::Sum, fcproj_, static_cast<size_t>(n) * C);
   }
 }
 
@@ -197,7 +211,12 @@ void GPT::forward_head(int n, Head head, float dloss, ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
   {
     const ModuleScope wte(hooks, lm_head_, false);
-    ops_.matmul_forward(logits_, nullptr, lnf_, wte[0], nullptr, n, c.n_embd, c.vocab_size);
+    ops_.matmul_forward(logits_, nullptr, lnf_, wte[0], nullptr, n, c.n_embd, table_.vocab_rows());
+  }
+  if (head == Head::Logits) return;
+  if (vocab_split()) {
+    split_cross_entropy(n, head == Head::TrainLoss, dloss, hooks);
+    return;
   }
   if (head == Head::TrainLoss)
     ops_.cross_entropy_forward_backward(losses_, logits_, targets_, n, c.vocab_size, dloss);
@@ -205,14 +224,30 @@ void GPT::forward_head(int n, Head head, float dloss, ModuleHooks& hooks) {
     ops_.cross_entropy_forward(losses_, logits_, targets_, n, c.vocab_size);
 }
 
+// The loss over a vocabulary split across shards: each shard's log-sum-exp
+// over its rows and the target's logit (on the shard holding it) are combined
+// across shards; no shard ever holds the whole logits.
+void GPT::split_cross_entropy(int n, bool with_gradient, float dloss, ModuleHooks& hooks) {
+  const int V = table_.vocab_rows(), begin = table_.vocab_begin();
+  ops_.logits_logsumexp(lse_, logits_, n, V);
+  hooks.combine(lm_head_, false, Combine::LogSumExp, lse_, n);
+  ops_.logits_pick(picked_, logits_, targets_, begin, n, V);
+  hooks.combine(lm_head_, false, Combine::SumFloats, picked_, n);
+  ops_.losses_from_lse(losses_, lse_, picked_, n);
+  if (with_gradient)
+    ops_.cross_entropy_backward_from_lse(logits_, lse_, targets_, begin, n, V, dloss);
+}
+
 void GPT::backward(ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
-  const int N = B_ * T_, C = c.n_embd, NH = c.n_head, V = c.vocab_size;
+  const int N = B_ * T_, C = c.n_embd, NH = table_.heads(), V = table_.vocab_rows();
+  const int A = table_.attn_width(), F = table_.mlp_width();
   const ModuleScope root(hooks, root_, true);
   {
     // The LM head adds into wte's gradient, which completes only at the embedding.
     const ModuleScope head(hooks, lm_head_, true);
     ops_.matmul_backward(dln_, hooks.grad(0), nullptr, logits_, lnf_, head[0], nullptr, N, C, V);
+    hooks.combine(lm_head_, true, Combine::Sum, dln_, static_cast<size_t>(N) * C);
   }
 
   // dres_ carries the gradient of the residual stream backwards through the blocks.
@@ -224,12 +259,17 @@ void GPT::backward(ModuleHooks& hooks) {
     hooks.grad_ready(p[0]);
     hooks.grad_ready(p[1]);
   };
+  // A projection whose weight keeps only its shard's output rows leaves a
+  // partial input gradient, combined across shards.
   auto linear = [&](int module, void* dinp, const void* dout, const void* inp, const void* pre_gelu,
                     int in, int out) {
     const ModuleScope w(hooks, module, true);
     const std::vector<int>& p = table_.modules()[module].params;
     ops_.matmul_backward(dinp, hooks.grad(p[0]), hooks.grad(p[1]), dout, inp, w[0], pre_gelu, N, in,
                          out);
+    const ShardCut cut = table_.params()[p[0]].cut;
+    if (cut == ShardCut::Rows || cut == ShardCut::QkvRows)
+      hooks.combine(module, true, Combine::Sum, dinp, static_cast<size_t>(N) * in);
     hooks.grad_ready(p[1]);
     hooks.grad_ready(p[0]);
   };
@@ -243,8 +283,8 @@ void GPT::backward(ModuleHooks& hooks) {
     if (recompute_ == Recompute::Mlp) mlp_forward(l, N, false, hooks);
     {
       const ModuleScope mlp(hooks, m.mlp, true);
-      linear(m.mlp_proj, dwide_, dres_, k.fcg, k.fch, 4 * C, C);
-      linear(m.c_fc, dln_, dwide_, k.ln2, nullptr, C, 4 * C);
+      linear(m.mlp_proj, dwide_, dres_, k.fcg, k.fch, F, C);
+      linear(m.c_fc, dln_, dwide_, k.ln2, nullptr, C, F);
     }
     layernorm(m.ln_2, dln_, k.r_mid, k.ln2_mean, k.ln2_rstd);
     if (recompute_ == Recompute::Attn) {
@@ -253,9 +293,9 @@ void GPT::backward(ModuleHooks& hooks) {
     }
     {
       const ModuleScope attn(hooks, m.attn, true);
-      linear(m.attn_proj, datty_, dres_, k.atty, nullptr, C, C);
-      ops_.attention_backward(dwide_, datty_, k.qkv, k.atty, k.lse, B_, T_, C, NH);
-      linear(m.c_attn, dln_, dwide_, k.ln1, nullptr, C, 3 * C);
+      linear(m.attn_proj, datty_, dres_, k.atty, nullptr, A, C);
+      ops_.attention_backward(dwide_, datty_, k.qkv, k.atty, k.lse, B_, T_, A, NH);
+      linear(m.c_attn, dln_, dwide_, k.ln1, nullptr, C, 3 * A);
     }
     layernorm(m.ln_1, dln_, k.r_in, k.ln1_mean, k.ln1_rstd);
   }
@@ -265,7 +305,10 @@ void GPT::backward(ModuleHooks& hooks) {
     hooks.grad_ready(1);
   }
   const ModuleScope wte(hooks, wte_, true);
-  ops_.encoder_backward(hooks.grad(0), nullptr, dres_, tokens_, B_, T_, C);
+  if (vocab_split())
+    ops_.embedding_rows_backward(hooks.grad(0), dres_, tokens_, table_.vocab_begin(),
+                                 table_.vocab_rows(), N, C);
+  else ops_.encoder_backward(hooks.grad(0), nullptr, dres_, tokens_, B_, T_, C);
   hooks.grad_ready(0);
 }
 

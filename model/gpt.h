@@ -11,6 +11,14 @@
 //   ln2   = LN2(r_mid); fch = ln2 Wfc + b; fcg = gelu(fch); fcproj = fcg Wfcproj + b
 // Final: r_fin = r_mid[L-1] + fcproj[L-1]; lnf = LNf(r_fin); logits = lnf wte^T.
 //
+// A tensor-parallel shard's table (model/param_table.h) gives the model its
+// shard's widths; where a shard's result is partial the model asks its hooks
+// to combine it across shards (ModuleHooks::combine): after the attention and
+// MLP projections and the embedding lookup, the input gradients of the QKV,
+// MLP-up and LM-head projections, and the loss's log-sum-exp and target logit
+// (the vocabulary is split, so no shard holds whole logits). The model itself
+// knows nothing of ranks.
+//
 // Activation recompute (model/recompute.h): a block's activations fall into
 // three sets, attention (ln1, qkv, atty and their statistics), residual (r_mid,
 // ln2 and its statistics) and MLP (fch, fcg). A set the level recomputes is
@@ -61,6 +69,10 @@ class GPT {
   // without attn.c_proj.
   static std::vector<ModuleEvent> training_events(const ParamTable& table,
                                                   Recompute recompute = Recompute::None);
+  // Every combine of one forward_backward of a split model, in order, as this
+  // model calls ModuleHooks::combine (recorded like training_events).
+  static std::vector<CombinePoint> combine_points(const ParamTable& table,
+                                                  Recompute recompute = Recompute::None);
 
   // Each token's loss from the last forward_loss or forward_backward, [B*T], host.
   const std::vector<float>& token_losses() const { return host_losses_; }
@@ -93,6 +105,9 @@ class GPT {
   void attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks);
   void ln2_forward(int l, int n, ModuleHooks& hooks);
   void mlp_forward(int l, int n, bool project, ModuleHooks& hooks);
+  // The loss (and with_gradient the logits' gradient) over a split vocabulary.
+  void split_cross_entropy(int n, bool with_gradient, float dloss, ModuleHooks& hooks);
+  bool vocab_split() const { return table_.vocab_rows() < table_.config().vocab_size; }
   // The backward of the last forward (Head::TrainLoss), with its recomputes.
   void backward(ModuleHooks& hooks);
   // The sum of the last forward's n token losses, copied to token_losses().
@@ -113,6 +128,7 @@ class GPT {
   std::vector<Block> blocks_;
   void *embed_, *fcproj_, *r_fin_, *lnf_, *logits_;
   float *lnf_mean_, *lnf_rstd_, *losses_;
+  float *lse_ = nullptr, *picked_ = nullptr;  // the split loss's per-row parts
   int *tokens_, *targets_;
   // backward scratch
   void *dres_, *dln_, *datty_, *dwide_;

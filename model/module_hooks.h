@@ -6,9 +6,20 @@
 // parameter's gradient of the micro-step is complete. ZeRO decides what to
 // gather, keep, release and reduce at each of those events.
 #pragma once
+#include <cstddef>
 #include <exception>
 
 namespace zt {
+
+// What the shards of a tensor-parallel model combine before the model goes on
+// (model/param_table.h: the split), each over buf[count].
+enum class Combine {
+  Sum,        // model dtype: the sum over shards (a column-cut projection's
+              // output; a row-cut one's input gradient; the embedding lookup)
+  SumFloats,  // fp32: the sum over shards (the target's logit, on one shard)
+  LogSumExp,  // fp32 per row: each shard's log-sum-exp over its vocabulary
+              // rows, merged into the whole vocabulary's
+};
 
 class ModuleHooks {
  public:
@@ -25,6 +36,13 @@ class ModuleHooks {
   virtual void* grad(int param) = 0;
   // Parameter p's gradient for this micro-step is complete.
   virtual void grad_ready(int param) = 0;
+  // Module m's partial result in buf is to be combined across the shards of
+  // a split model, in place (forward, or with backward an input gradient).
+  // The model calls it at each such point; an unsplit model's hooks do
+  // nothing.
+  virtual void combine(int module, bool backward, Combine what, void* buf, size_t count) {
+    (void)module, (void)backward, (void)what, (void)buf, (void)count;
+  }
 };
 
 // Module m's parameters for as long as the scope lives: fetch(m, backward) when
@@ -52,6 +70,15 @@ class ModuleScope {
   bool backward_;
   const void* const* params_;
   int uncaught_at_open_;
+};
+
+// One combine of a split model's micro-step (GPT::combine_points): over the
+// micro-batch's tokens times the residual width (whole_width) or times one.
+struct CombinePoint {
+  int module;
+  bool backward;
+  Combine what;
+  bool whole_width;
 };
 
 // One event of a training micro-step, in order (GPT::training_events).

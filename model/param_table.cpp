@@ -1,13 +1,35 @@
 #include "model/param_table.h"
 
-namespace zt {
+#include <stdexcept>
 
-ParamTable::ParamTable(const GPTConfig& c) : cfg_(c) {
-  const int C = c.n_embd, V = c.vocab_size, T = c.seq_len;
-  auto add = [&](int unit, const std::string& name, std::vector<int> shape, bool decay) {
+namespace zt {
+namespace {
+
+void check_split(const GPTConfig& c, const TensorSplit& s) {
+  const std::string where = "tensor parallelism over " + std::to_string(s.degree) + " shards: ";
+  if (s.degree < 1 || s.index < 0 || s.index >= s.degree)
+    throw std::invalid_argument(where + "shard " + std::to_string(s.index) + " does not exist");
+  if (c.n_head % s.degree != 0)
+    throw std::invalid_argument(where + "model.n_head " + std::to_string(c.n_head) +
+                                " is not a multiple of it (each shard holds whole heads)");
+  if (c.vocab_size % s.degree != 0)
+    throw std::invalid_argument(
+        where + "model.vocab_size " + std::to_string(c.vocab_size) +
+        " is not a multiple of it (each shard holds equal vocabulary rows)");
+}
+
+}  // namespace
+
+ParamTable::ParamTable(const GPTConfig& c, TensorSplit split) : cfg_(c), split_(split) {
+  check_split(c, split);
+  const int C = c.n_embd, T = c.seq_len;
+  const int V = vocab_rows(), A = attn_width(), F = mlp_width();
+  auto add = [&](int unit, const std::string& name, std::vector<int> shape, bool decay,
+                 ShardCut cut = ShardCut::Whole) {
     ParamInfo p;
     p.name = name;
     p.shape = std::move(shape);
+    p.cut = split.degree > 1 ? cut : ShardCut::Whole;
     p.numel = 1;
     for (int d : p.shape) p.numel *= static_cast<size_t>(d);
     p.offset = total_;
@@ -23,22 +45,22 @@ ParamTable::ParamTable(const GPTConfig& c) : cfg_(c) {
     units_[unit].n_params++;
     params_.push_back(p);
   };
-  add(0, "wte.weight", {V, C}, true);
+  add(0, "wte.weight", {V, C}, true, ShardCut::Rows);
   add(0, "wpe.weight", {T, C}, true);
   for (int l = 0; l < c.n_layer; l++) {
     const std::string h = "h." + std::to_string(l) + ".";
     const int u = 1 + l;
     add(u, h + "ln_1.weight", {C}, false);
     add(u, h + "ln_1.bias", {C}, false);
-    add(u, h + "attn.c_attn.weight", {3 * C, C}, true);
-    add(u, h + "attn.c_attn.bias", {3 * C}, false);
-    add(u, h + "attn.c_proj.weight", {C, C}, true);
+    add(u, h + "attn.c_attn.weight", {3 * A, C}, true, ShardCut::QkvRows);
+    add(u, h + "attn.c_attn.bias", {3 * A}, false, ShardCut::QkvRows);
+    add(u, h + "attn.c_proj.weight", {C, A}, true, ShardCut::Columns);
     add(u, h + "attn.c_proj.bias", {C}, false);
     add(u, h + "ln_2.weight", {C}, false);
     add(u, h + "ln_2.bias", {C}, false);
-    add(u, h + "mlp.c_fc.weight", {4 * C, C}, true);
-    add(u, h + "mlp.c_fc.bias", {4 * C}, false);
-    add(u, h + "mlp.c_proj.weight", {C, 4 * C}, true);
+    add(u, h + "mlp.c_fc.weight", {F, C}, true, ShardCut::Rows);
+    add(u, h + "mlp.c_fc.bias", {F}, false, ShardCut::Rows);
+    add(u, h + "mlp.c_proj.weight", {C, F}, true, ShardCut::Columns);
     add(u, h + "mlp.c_proj.bias", {C}, false);
   }
   add(c.n_layer + 1, "ln_f.weight", {C}, false);

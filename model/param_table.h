@@ -4,6 +4,12 @@
 // module tree the model runs as, named and nested as the PyTorch GPT-2 that
 // DeepSpeed users train (HF naming), since ZeRO stage 3 gathers per module.
 //
+// Tensor parallelism (Megatron-LM's split) makes a table of one shard: the
+// QKV and MLP-up projections keep their shard's output rows (heads; the 4C
+// hidden units), the attention and MLP-down projections their input columns,
+// the token embedding its vocabulary rows; LayerNorms, wpe and the biases of
+// the column-cut projections stay whole. Shapes and offsets are the shard's.
+//
 // Unit order: 0 = embeddings (wte, wpe), 1..L = blocks, L+1 = final layernorm.
 // The token embedding wte (unit 0) is tied to the LM head, which runs in unit L+1.
 //
@@ -21,10 +27,22 @@
 
 namespace zt {
 
+// How a tensor is cut into tensor-parallel shards: whole on every shard; by
+// rows (dimension 0); by rows within each of q, k and v (the QKV projection,
+// so each shard holds whole heads of all three); by columns (dimension 1).
+enum class ShardCut { Whole, Rows, QkvRows, Columns };
+
+// Which shard of the model a table holds: shard `index` of `degree`.
+struct TensorSplit {
+  int degree = 1;
+  int index = 0;
+};
+
 struct ParamInfo {
   std::string name;        // e.g. "h.3.attn.c_attn.weight" (GPT-2/HF naming)
-  std::vector<int> shape;  // row-major; Linear weights are [out, in]
-  size_t offset = 0;       // element offset in the flat layout
+  std::vector<int> shape;  // row-major; Linear weights are [out, in]; the shard's
+  ShardCut cut = ShardCut::Whole;
+  size_t offset = 0;  // element offset in the flat layout
   size_t numel = 0;
   bool decay = false;  // weight decay applies (2-D matmul/embedding weights only)
 };
@@ -64,8 +82,18 @@ enum BlockParam {
 
 class ParamTable {
  public:
-  explicit ParamTable(const GPTConfig& c);
+  // Throws std::invalid_argument (one line) when the split does not divide
+  // the heads and the vocabulary.
+  explicit ParamTable(const GPTConfig& c, TensorSplit split = {});
   const GPTConfig& config() const { return cfg_; }
+  const TensorSplit& split() const { return split_; }
+  // The shard's widths: attention heads and channels, MLP hidden units, and
+  // the vocabulary rows [vocab_begin, vocab_begin + vocab_rows).
+  int heads() const { return cfg_.n_head / split_.degree; }
+  int attn_width() const { return cfg_.n_embd / split_.degree; }
+  int mlp_width() const { return 4 * cfg_.n_embd / split_.degree; }
+  int vocab_rows() const { return cfg_.vocab_size / split_.degree; }
+  int vocab_begin() const { return split_.index * vocab_rows(); }
   const std::vector<ParamInfo>& params() const { return params_; }
   const std::vector<UnitRange>& units() const { return units_; }
   const std::vector<ModuleInfo>& modules() const { return modules_; }
@@ -79,6 +107,7 @@ class ParamTable {
 
  private:
   GPTConfig cfg_;
+  TensorSplit split_;
   std::vector<ParamInfo> params_;
   std::vector<UnitRange> units_;
   std::vector<ModuleInfo> modules_;

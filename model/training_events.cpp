@@ -1,4 +1,5 @@
-// GPT::training_events, recorded from the model itself: one forward_backward
+// GPT::training_events and GPT::combine_points, recorded from the model
+// itself: one forward_backward
 // runs against a hook that records every event, so the order is written once,
 // in gpt.cpp. The events depend on the module tree alone (the layer count and
 // the recompute level), not on any width, so the model runs at the narrowest
@@ -37,8 +38,19 @@ class EventRecorder : public ModuleHooks {
   }
   void* grad(int param) override { return &grads_[table_.params()[param].offset]; }
   void grad_ready(int param) override { events.push_back({ModuleEvent::GradReady, true, param}); }
+  void combine(int module, bool backward, Combine what, void* buf, size_t count) override {
+    (void)buf;
+    combines.push_back({module, backward, what, count});
+  }
 
   std::vector<ModuleEvent> events;
+  struct Recorded {
+    int module;
+    bool backward;
+    Combine what;
+    size_t count;
+  };
+  std::vector<Recorded> combines;
 
  private:
   const ParamTable& table_;
@@ -60,6 +72,33 @@ int index_in(const ParamTable& table, const std::string& name, bool param) {
 }
 
 }  // namespace
+
+// The narrowest split model: two shards of one head and one vocabulary row
+// each, a two-channel residual stream, one token; a combine over n elements
+// is then per token either the width (2) or one.
+std::vector<CombinePoint> GPT::combine_points(const ParamTable& table, Recompute recompute) {
+  GPTConfig narrow;
+  narrow.n_layer = table.config().n_layer;
+  narrow.n_head = 2;
+  narrow.n_embd = 2;
+  narrow.vocab_size = 2;
+  narrow.seq_len = 1;
+  const ParamTable whole(narrow), shard(narrow, TensorSplit{2, 0});
+  const std::unique_ptr<Ops> ops = make_cpu_ops();
+  EventRecorder recorder(shard);
+  GPT model(shard, *ops, 1, 1, recompute);
+  const int token = 0;
+  model.forward_backward(&token, &token, 1.0f, recorder);
+  std::vector<CombinePoint> points;
+  for (const EventRecorder::Recorded& r : recorder.combines) {
+    if (r.count != 1 && r.count != static_cast<size_t>(narrow.n_embd))
+      throw std::logic_error("combine_points: a combine of " + std::to_string(r.count) +
+                             " elements per token");
+    points.push_back(
+        {index_in(table, shard.modules()[r.module].name, false), r.backward, r.what, r.count != 1});
+  }
+  return points;
+}
 
 std::vector<ModuleEvent> GPT::training_events(const ParamTable& table, Recompute recompute) {
   GPTConfig narrow;

@@ -214,6 +214,10 @@ Planned load_planned(const std::vector<std::string>& args) {
   // --deepspeed plans what DeepSpeed itself runs with that file: its switches, batch sizes and
   // clipping as `train --deepspeed` imports them, and its training dtype (as explain does).
   plan_config(p, p.path, f.all("--set"), f.get("--deepspeed"), layout);
+  if (p.grid.tensor > 1 && (p.predict || p.recovery))
+    f.fail(std::string(p.predict ? "--network" : "--recovery") +
+           " with parallel.tensor > 1: the step-time and recovery models cover data "
+           "parallelism only");
   if (p.predict) {
     const std::string mismatch = network_layout_mismatch(p.net, p.world, p.per_node);
     if (!mismatch.empty()) f.fail("--network " + f.get("--network") + ": " + mismatch);
@@ -224,12 +228,13 @@ Planned load_planned(const std::vector<std::string>& args) {
              "; compute times do not transfer between shapes (measure this one, or give "
              "--compute-ms)");
   }
-  for (const Variant& v : variants(p.cfg.zero, p.nodes.nodes(), p.per_node)) {
+  for (const Variant& v :
+       variants(p.cfg.zero, p.data_nodes.nodes(), p.data_nodes.ranks_per_node())) {
     ZeroSetup setup = p.s;
     setup.z = v.z;
     PredictedRow row{v.label,
                      v.deepspeed_default,
-                     plan_step(setup, *p.table, p.world, p.A, p.model, p.nodes),
+                     plan_step(setup, *p.table, p.grid.data, p.A, p.model, p.data_nodes),
                      {},
                      ""};
     if (same_variant(row.plan, v.z, p.mine, p.cfg.zero)) p.configured_label = v.label;
@@ -253,12 +258,17 @@ void print_plan_header(const Planned& p) {
       p.path.c_str(), p.table->total(), p.world, p.A, dtype_name(p.model),
       static_cast<long long>(cfg.zero.reduce_bucket_size),
       cfg.zero.allgather_bucketed ? "bucketed" : "one call per partition group");
+  if (p.grid.tensor > 1)
+    std::printf(
+        "grid: %d data-parallel x %d tensor-parallel ranks (%s): the parameters above are one "
+        "tensor shard's, and ZeRO's rows below run over a data-parallel group of %d\n",
+        p.grid.data, p.grid.tensor, cfg.parallel.rank_order.c_str(), p.grid.data);
   for (const std::string& w : p.warnings) std::printf("deepspeed: %s\n", w.c_str());
-  std::printf(
-      "activations: %llu bytes per micro-batch of %d x %d per rank (train.recompute: %s)\n",
-      static_cast<unsigned long long>(activation_bytes(
-          cfg.model, cfg.train.micro_batch, cfg.model.seq_len, recompute_level(cfg), p.model)),
-      cfg.train.micro_batch, cfg.model.seq_len, cfg.train.recompute.c_str());
+  std::printf("activations: %llu bytes per micro-batch of %d x %d per rank (train.recompute: %s)\n",
+              static_cast<unsigned long long>(
+                  activation_bytes(cfg.model, cfg.train.micro_batch, cfg.model.seq_len,
+                                   recompute_level(cfg), p.model, p.grid.tensor)),
+              cfg.train.micro_batch, cfg.model.seq_len, cfg.train.recompute.c_str());
   std::printf(
       "bytes are per rank per optimizer step; payload as nccl-tests counts it, bus = "
       "payload x bus factor; inter-node = the bus bytes a ring in rank order sends to another "
@@ -291,6 +301,23 @@ void print_snapshot_store(const Planned& p) {
       every, every == 1 ? "" : "s", static_cast<unsigned long long>(region),
       p.table->params().size(), static_cast<unsigned long long>(p.mine.optimizer_bytes),
       static_cast<unsigned long long>(region * p.per_node), p.per_node);
+}
+
+// The tensor dimension's totals per step (the data dimension is the table above).
+void print_tensor_calls(const Planned& p) {
+  const PrimitiveTotals t = totals(p.tensor_step, p.grid.tensor, p.tensor_nodes);
+  std::printf(
+      "\ntensor parallelism over %d ranks per group (%s), per rank per step: activations and "
+      "their gradients (Megatron-LM's conjugate sums, the vocabulary-parallel embedding and "
+      "loss); --calls lists them\n  %-14s %6s %16s %18s %16s\n",
+      p.grid.tensor, p.cfg.parallel.rank_order.c_str(), "primitive", "calls", "payload B", "bus B",
+      "inter-node B");
+  for (int i = 0; i < static_cast<int>(Primitive::kCount); i++)
+    if (t[i].calls > 0)
+      std::printf("  %-14s %6llu %16llu %18.0f %16.0f\n", primitive_name(static_cast<Primitive>(i)),
+                  static_cast<unsigned long long>(t[i].calls),
+                  static_cast<unsigned long long>(t[i].bytes), t[i].bus_bytes,
+                  t[i].inter_node_bus_bytes);
 }
 
 // One block of rows per variant: its bytes, then a line per primitive.
@@ -341,7 +368,8 @@ int run_plan_command(const std::vector<std::string>& args) {
   print_plan_header(p);
   print_snapshot_store(p);
   print_variant_table(p);
-  print_zeropp(p.mine, p.unquantized, p.cfg.zero, p.world, p.nodes);
+  print_zeropp(p.mine, p.unquantized, p.cfg.zero, p.grid.data, p.data_nodes);
+  if (p.grid.tensor > 1) print_tensor_calls(p);
   if (p.cfg.zero.offload_optimizer.enabled() || p.cfg.zero.offload_param.enabled())
     print_offload_memory(p.mine, p.cfg.zero, p.per_node);
   if (p.predict) print_predictions(p.variants, p.net, p.compute, p.A, p.configured_label);
@@ -361,7 +389,13 @@ int run_plan_command(const std::vector<std::string>& args) {
     print_recovery_report(r);
   }
   if (p.calls) {
-    print_calls("every collective of a steady step, in order (the configured variant)",
+    if (p.grid.tensor > 1)
+      print_calls("the tensor group's calls of a step, in order (each micro-step alike)",
+                  p.tensor_step);
+    print_calls(p.grid.tensor > 1 ? "every ZeRO collective of a steady step over the "
+                                    "data-parallel group, in order (the configured variant)"
+                                  : "every collective of a steady step, in order (the "
+                                    "configured variant)",
                 p.mine.steady_step);
     print_startup_calls(p.mine.startup);
     print_calls(p.mine.stage == 3 ? "the first step (stage 3 records its trace)"

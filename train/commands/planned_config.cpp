@@ -1,7 +1,9 @@
 #include "train/commands/planned_config.h"
 
+#include "model/gpt.h"
 #include "train/config/zero_setup.h"
 #include "train/deepspeed/deepspeed_import.h"
+#include "zero/analysis/tensor_plan.h"
 
 namespace zt {
 
@@ -23,12 +25,20 @@ void plan_config(PlannedConfig& out, const std::string& config_path,
   out.model = !out.ds_dtype.empty()             ? deepspeed_train_dtype(out.ds_dtype)
               : out.cfg.system.device == "cuda" ? DType::BF16
                                                 : DType::F32;
-  out.table.reset(new ParamTable(out.cfg.model));
-  out.s = zero_setup(out.cfg, *out.table, out.nodes.ranks_per_node());
-  out.mine = plan_step(out.s, *out.table, out.world, out.A, out.model, out.nodes);
+  out.grid = parallel_grid(out.cfg, out.world);
+  out.data_nodes = out.nodes.of_members(out.grid.data_group().members_of(0));
+  out.tensor_nodes = out.nodes.of_members(out.grid.tensor_group().members_of(0));
+  out.table.reset(new ParamTable(out.cfg.model, TensorSplit{out.grid.tensor, 0}));
+  out.s = zero_setup(out.cfg, *out.table, out.data_nodes.ranks_per_node());
+  const int dp = out.grid.data;
+  out.mine = plan_step(out.s, *out.table, dp, out.A, out.model, out.data_nodes);
   ZeroSetup unquantized = out.s;
   unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
-  out.unquantized = plan_step(unquantized, *out.table, out.world, out.A, out.model, out.nodes);
+  out.unquantized = plan_step(unquantized, *out.table, dp, out.A, out.model, out.data_nodes);
+  if (out.grid.tensor > 1)
+    out.tensor_step = plan_tensor_calls(
+        GPT::combine_points(*out.table, recompute_level(out.cfg)), *out.table, out.A,
+        static_cast<size_t>(out.cfg.train.micro_batch) * out.cfg.model.seq_len, out.model);
 }
 
 }  // namespace zt

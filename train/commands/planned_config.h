@@ -11,6 +11,7 @@
 #include "train/cli/cli_args.h"
 #include "train/config/config.h"
 #include "zero/analysis/plan.h"
+#include "zero/grid/grid.h"
 
 namespace zt {
 
@@ -22,9 +23,14 @@ struct PlannedConfig {
   NodeMap nodes;
   // DeepSpeed's training dtype with a ds_config; else bf16 on cuda, fp32 on the CPU.
   DType model = DType::F32;
+  // The grid (parallel.*); ZeRO's steps below are planned over its
+  // data-parallel group, on tensor shard 0's table (every shard's shapes).
+  Grid grid;
+  NodeMap data_nodes, tensor_nodes;  // rank 0's groups, placed as `nodes` says
   std::unique_ptr<ParamTable> table;
   ZeroSetup s;
-  StepPlan mine;  // the configured step
+  std::vector<PlannedCall> tensor_step;  // the tensor group's calls of one step
+  StepPlan mine;                         // the configured step
   // The same without ZeRO++'s quantization: what qwZ and qgZ save is told against it.
   StepPlan unquantized;
 };

@@ -18,6 +18,7 @@
 #include "data/input/input_file.h"
 #include "data/shard.h"
 #include "train/config/config_schema.h"
+#include "train/config/parallel_checks.h"
 #include "train/io/json_writer.h"
 #include "zero/schedule/deepspeed_behaviours.h"
 
@@ -293,6 +294,13 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
     fail(blame({"train.min_lr", "train.lr"}) + "expected train.min_lr <= train.lr, got min_lr " +
          format_double(t.min_lr) + " > lr " + format_double(t.lr));
   require_one_of("system.device", c.system.device, {"auto", "cpu", "cuda"});
+  require_one_of("parallel.rank_order", c.parallel.rank_order, {"tensor-inner", "data-inner"});
+  if (const ParallelProblem p = tensor_parallel_problem(c); !p.keys.empty()) {
+    KeyOrigin latest = origin(p.keys[0]);
+    for (const char* key : p.keys)
+      if (origin(key).order > latest.order) latest = origin(key);
+    fail(latest.prefix + p.expected);
+  }
   require_one_of("system.communicator", c.system.communicator, {"auto", "mpi", "nccl"});
   require_one_of("train.param_groups", c.train.param_groups, {"two", "one"});
   require_one_of("train.lr_schedule", c.train.lr_schedule,
@@ -435,16 +443,27 @@ Config load_config(const std::string& path, const std::vector<std::string>& over
 
 void validate_config(const Config& c) { validate_with_origins(c, KeyOrigins{}); }
 
-void validate_for_world(const Config& c, int world_size) {
+int data_parallel_size(const Config& c, int world_size) {
   if (world_size < 1)
     fail("world size: expected an integer >= 1, got " + std::to_string(world_size));
+  if (world_size % c.parallel.tensor != 0)
+    fail(c.source + ": key 'parallel.tensor': expected a size dividing the world size " +
+         std::to_string(world_size) + ", got " + std::to_string(c.parallel.tensor));
+  return world_size / c.parallel.tensor;
+}
+
+// world_size counts the data-parallel ranks below: every rank of a tensor
+// group reads the same micro-batch.
+void validate_for_world(const Config& c, int job_ranks) {
+  const int world_size = data_parallel_size(c, job_ranks);
   int64_t tokens_per_round = int64_t(c.train.micro_batch) * c.model.seq_len * world_size;
   int64_t tokens = c.train.global_batch_tokens;
   if (tokens_per_round <= 0 || tokens % tokens_per_round != 0)
     fail(c.source +
          ": key 'train.global_batch_tokens': expected a multiple of micro_batch*seq_len*world = " +
          std::to_string(c.train.micro_batch) + "*" + std::to_string(c.model.seq_len) + "*" +
-         std::to_string(world_size) + " = " + std::to_string(tokens_per_round) + " at world size " +
+         std::to_string(world_size) + " = " + std::to_string(tokens_per_round) +
+         (c.parallel.tensor > 1 ? " at data-parallel size " : " at world size ") +
          std::to_string(world_size) + ", got " + std::to_string(tokens) +
          (tokens_per_round > 0 ? nearest_multiples(tokens, tokens_per_round) : ""));
   // DeepSpeed's _create_zero_param_parallel_group takes min(size, W), which must divide W;
@@ -460,10 +479,10 @@ void validate_for_world(const Config& c, int world_size) {
          std::to_string(c.zero.mics_shard_size));
 }
 
-int grad_accum_steps(const Config& c, int world_size) {
-  validate_for_world(c, world_size);
+int grad_accum_steps(const Config& c, int job_ranks) {
+  validate_for_world(c, job_ranks);
   return int(c.train.global_batch_tokens /
-             (int64_t(c.train.micro_batch) * c.model.seq_len * world_size));
+             (int64_t(c.train.micro_batch) * c.model.seq_len * data_parallel_size(c, job_ranks)));
 }
 
 int snapshot_interval(const TrainConfig& t) {

@@ -87,12 +87,21 @@ struct SystemConfig {
   double emulate_time_scale = 1;                // every duration multiplied by it
 };
 
+// The parallel grid (docs/parallel_grid.md): W = data x tensor ranks.
+struct ParallelConfig {
+  int tensor = 1;  // Megatron-LM tensor parallelism over this many ranks
+  // "tensor-inner": a tensor group is `tensor` consecutive ranks (inside a
+  // node when its ranks are a multiple); "data-inner": a data group is.
+  std::string rank_order = "tensor-inner";
+};
+
 struct Config {
   GPTConfig model;
   DataConfig data;
   TrainConfig train;
   ZeroConfig zero;
   SystemConfig system;
+  ParallelConfig parallel;
   std::string source;  // file the config came from (for messages)
 };
 
@@ -112,6 +121,9 @@ void validate_for_world(const Config& c, int world_size);
 std::string config_to_yaml(const Config& c);
 // The same as a JSON object, scalars typed (summary.json, checkpoint metadata).
 std::string config_to_json(const Config& c);
+// The data-parallel ranks of a job of world_size ranks: world_size over
+// parallel.tensor (ConfigError when that does not divide it).
+int data_parallel_size(const Config& c, int world_size);
 // Micro-steps per optimizer step for a world size.
 int grad_accum_steps(const Config& c, int world_size);
 // Optimizer steps between in-memory snapshots: train.snapshot_every, or 1

@@ -204,6 +204,11 @@ const std::vector<ConfigKey>& config_keys() {
              "emulate: the forward's share of a micro-step (backward: the rest)"),
       ZT_KEY(system, emulate_time_scale, above(0),
              "emulate: every duration multiplied by it (a slower link needs slower compute)"),
+      ZT_KEY(parallel, tensor, between(1, 1024, true),
+             "tensor parallelism (Megatron-LM's split) over this many ranks; ZeRO runs over the "
+             "world divided by it (docs/parallel_grid.md)"),
+      ZT_KEY(parallel, rank_order, any_value(),
+             "tensor-inner (a tensor group is consecutive ranks, inside a node) or data-inner"),
   };
   return keys;
 }
@@ -211,7 +216,8 @@ const std::vector<ConfigKey>& config_keys() {
 #undef ZT_KEY
 
 const std::vector<std::string>& config_sections() {
-  static const std::vector<std::string> sections = {"model", "data", "train", "zero", "system"};
+  static const std::vector<std::string> sections = {"model", "data",   "train",
+                                                    "zero",  "system", "parallel"};
   return sections;
 }
 

@@ -19,6 +19,15 @@ ZeroSetup zero_setup(const Config& cfg, const ParamTable& table, int ranks_per_n
   return s;
 }
 
+Grid parallel_grid(const Config& cfg, int world_size) {
+  Grid g;
+  g.tensor = cfg.parallel.tensor;
+  g.data = data_parallel_size(cfg, world_size);
+  g.order = cfg.parallel.rank_order == "tensor-inner" ? RankOrder::TensorInnermost
+                                                      : RankOrder::DataInnermost;
+  return g;
+}
+
 void check_offload_paths(const ZeroConfig& z) {
   const std::pair<const char*, const OffloadConfig*> blocks[] = {
       {"zero.offload_optimizer", &z.offload_optimizer}, {"zero.offload_param", &z.offload_param}};

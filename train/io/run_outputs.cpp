@@ -166,7 +166,7 @@ JsonObject snapshots_json(const SnapshotFigures& f, double step_ms_median) {
 
 // summary.json's "comm": run totals per primitive, per step, and per step by purpose.
 JsonObject comm_json(const RunSummary& s) {
-  JsonObject comm, per_step, by_purpose;
+  JsonObject comm, per_step, by_purpose, by_dimension;
   const int64_t n = std::max<int64_t>(1, s.steps_this_run);
   auto per_step_of = [&](const PrimitiveStats& c) {
     return JsonObject()
@@ -192,8 +192,15 @@ JsonObject comm_json(const RunSummary& s) {
       prims.add(primitive_name(static_cast<Primitive>(i)), per_step_of(s.comm.by_purpose[u][i]));
     by_purpose.add(purpose_name(static_cast<Purpose>(u)), prims);
   }
+  for (int u = 0; u < static_cast<int>(Dimension::kCount); u++) {
+    JsonObject prims;
+    for (int i = 0; i < static_cast<int>(Primitive::kCount); i++)
+      prims.add(primitive_name(static_cast<Primitive>(i)), per_step_of(s.comm.by_dimension[u][i]));
+    by_dimension.add(dimension_name(static_cast<Dimension>(u)), prims);
+  }
   comm.add("per_step", per_step);
   comm.add("per_step_by_purpose", by_purpose);
+  comm.add("per_step_by_dimension", by_dimension);
   comm.add("exposed_seconds", s.comm.exposed_seconds);
   comm.add("exposed_seconds_per_step", s.comm.exposed_seconds / n);
   comm.add("nodes", s.nodes).add("ranks_per_node", s.ranks_per_node);

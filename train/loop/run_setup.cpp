@@ -67,12 +67,21 @@ RunData load_run_data(const RunSettings& r, int rank, int world) {
 }
 
 RunModels::RunModels(const RunSettings& r, const RunData& d)
-    : rt(make_runtime(r.cfg.system)), table(r.cfg.model) {
+    : rt(make_runtime(r.cfg.system)), grid(parallel_grid(r.cfg, rt.comm->world())),
+      table(r.cfg.model, TensorSplit{grid.tensor, grid.tensor_index(rt.comm->rank())}) {
   const Config& cfg = r.cfg;
   Ops& ops = *rt.ops;
   check_offload_paths(cfg.zero);
-  engine = make_zero_engine(zero_setup(cfg, table, rt.comm->nodes().ranks_per_node()), table, ops,
-                            *rt.comm);
+  if (grid.tensor > 1) {
+    // Collective over the world, in this order on every rank.
+    tensor_comm = rt.comm->counted_subgroup(grid.tensor_group(), Dimension::Tensor);
+    data_comm = rt.comm->counted_subgroup(grid.data_group(), Dimension::Data);
+  }
+  Communicator& zc = zero_comm();
+  const int ranks_per_node =
+      data_comm ? data_comm->nodes().ranks_per_node() : rt.comm->nodes().ranks_per_node();
+  engine = make_zero_engine(zero_setup(cfg, table, ranks_per_node), table, ops, zc);
+  if (tensor_comm) tensor_hooks.reset(new TensorParallelHooks(*engine, table, ops, *tensor_comm));
   recompute = recompute_level(cfg);
   if (r.emulated) {
     const EmulatedDurations& d = *r.emulated;
@@ -116,10 +125,16 @@ void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels&
         "are real; no loss is computed\n",
         r.emulated->micro_step_ms, r.emulated->forward_fraction, r.emulated->optimizer_ms,
         r.emulated->time_scale, r.emulated->source.c_str());
+  if (m.grid.tensor > 1)
+    std::printf(
+        "grid: %d data-parallel x %d tensor-parallel ranks (%s); each tensor shard holds %zu of "
+        "the model's %zu parameters, and ZeRO runs over the data-parallel group\n",
+        m.grid.data, m.grid.tensor, cfg.parallel.rank_order.c_str(), m.table.total(),
+        ParamTable(cfg.model).total());
   std::printf(
       "model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
       "of %d x %d per rank per step\n",
-      m.table.total(), m.engine->padded_params(), shard_ranks(cfg.zero, world),
+      m.table.total(), m.engine->padded_params(), shard_ranks(cfg.zero, m.grid.data),
       dtype_name(ops.dtype()), ops.name().c_str(), world, r.accum, r.B, r.T);
   if (!r.emulated)
     std::printf(
@@ -127,7 +142,7 @@ void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels&
         "(train.recompute: %s)\n",
         static_cast<unsigned long long>(m.model_activations),
         static_cast<unsigned long long>(
-            activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype())),
+            activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype(), m.grid.tensor)),
         recompute_name(m.recompute));
   std::fflush(stdout);
 }

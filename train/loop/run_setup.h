@@ -18,6 +18,8 @@
 #include "train/loop/recovery.h"
 #include "train/loop/runtime.h"
 #include "train/loop/trainer.h"
+#include "zero/grid/grid.h"
+#include "zero/grid/tensor_parallel_hooks.h"
 #include "zero/stages/engine.h"
 
 namespace zt {
@@ -41,14 +43,25 @@ struct RunData {
   HellaswagSet hellaswag;
 };
 
+// rank and world: the rank's data-parallel index and the data-parallel size
+// (every rank of a tensor group reads the same micro-batches).
 RunData load_run_data(const RunSettings& r, int rank, int world);
 
 // 3. Backend, communicator, ZeRO and the models (members in construction order).
 struct RunModels {
   RunModels(const RunSettings& r, const RunData& d);
   Runtime rt;
-  ParamTable table;
+  Grid grid;
+  ParamTable table;  // this rank's tensor shard (the whole model without tensor parallelism)
+  // With parallel.tensor > 1: the tensor group's and the data-parallel group's
+  // communicators (counted into rt.comm's stats by dimension), and the hooks
+  // that apply the split between the model and ZeRO.
+  std::unique_ptr<CountingCommunicator> tensor_comm, data_comm;
   std::unique_ptr<ZeroEngine> engine;
+  std::unique_ptr<TensorParallelHooks> tensor_hooks;
+  // What ZeRO runs over, and what the model calls.
+  Communicator& zero_comm() { return data_comm ? *data_comm : *rt.comm; }
+  ModuleHooks& hooks() { return tensor_hooks ? static_cast<ModuleHooks&>(*tensor_hooks) : *engine; }
   Recompute recompute = Recompute::None;
   uint64_t model_activations = 0;
   std::unique_ptr<GPT> model, sampler, hellaswag;

@@ -13,6 +13,7 @@
 #include <cstdio>
 
 #include "model/activation_memory.h"
+#include "model/tensor_split.h"
 #include "train/cli/command_registry.h"
 #include "train/config/zero_setup.h"
 #include "train/io/llmc_model_file.h"
@@ -51,13 +52,13 @@ void make_dirs(const std::string& path) {
 }
 
 // Mean loss over the first `batches` validation batches, in file order.
-double evaluate(GPT& model, ZeroEngine& engine, DataLoader& val, int batches, int B, int T,
+double evaluate(GPT& model, ModuleHooks& hooks, DataLoader& val, int batches, int B, int T,
                 int world) {
   std::vector<int> in(static_cast<size_t>(B) * T), tgt(in.size());
   double sum = 0;
   for (int j = 0; j < batches; j++) {
     val.micro_batch(j, 0, in.data(), tgt.data());
-    sum += model.forward_loss(in.data(), tgt.data(), engine);
+    sum += model.forward_loss(in.data(), tgt.data(), hooks);
   }
   return sum_over_ranks(sum) / (static_cast<double>(batches) * B * T * world);
 }
@@ -90,6 +91,9 @@ namespace {
 // first step to run.
 int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
                            const TokenizerIdentity& tokenizer, RunModels& m, int rank) {
+  if ((a.recover || a.resume) && m.grid.tensor > 1)
+    throw ConfigError(std::string(a.recover ? "--recover" : "--resume") +
+                      ": a run with parallel.tensor > 1 writes no checkpoints or snapshots yet");
   if (a.recover)
     return recover_initial_state(a.run_dir, r.cfg.model, tokenizer, m.table.total(), *m.engine,
                                  *m.rt.comm);
@@ -116,17 +120,21 @@ int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
     return resumed.meta.step;
   }
   std::vector<float> w;
-  if (!a.init_from.empty()) w = read_llmc_model(a.init_from, m.table);
+  const ParamTable whole(r.cfg.model);
+  if (!a.init_from.empty()) w = read_llmc_model(a.init_from, whole);
   else {
-    w.resize(m.table.total());
-    init_gpt2_weights(m.table, r.cfg.train.seed, w.data());
+    w.resize(whole.total());
+    init_gpt2_weights(whole, r.cfg.train.seed, w.data());
   }
   // DeepSpeed's start-up calls for the release emulated: every rank takes
   // rank 0's weights through the engine's broadcast.
   Ops& ops = *m.rt.ops;
+  // A tensor shard starts from its part of the whole model's weights.
+  if (m.grid.tensor > 1) w = take_shard(whole, m.table, w.data());
+  Communicator& zc = m.zero_comm();
   const ZeroSetup setup = zero_setup(r.cfg, m.table, m.rt.comm->nodes().ranks_per_node());
-  issue_startup_calls(deepspeed_startup_calls(setup, m.table, m.rt.comm->world(), ops.dtype()),
-                      m.table, ops.dtype(), ops, *m.rt.comm, w.data());
+  issue_startup_calls(deepspeed_startup_calls(setup, m.table, zc.world(), ops.dtype()), m.table,
+                      ops.dtype(), ops, zc, w.data());
   m.engine->init_weights(w.data());
   if (rank == 0 && a.resume) {
     std::printf("--resume: no complete checkpoint in %s, starting fresh\n", a.run_dir.c_str());
@@ -186,7 +194,7 @@ StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data
     if (m.emulated) m.emulated->forward_backward(*m.engine);
     else
       loss_sum += m.model->forward_backward(in.data(), tgt.data(),
-                                            static_cast<float>(1.0 / global_tokens), *m.engine);
+                                            static_cast<float>(1.0 / global_tokens), m.hooks());
     watch_position(step, "reduce");
     m.engine->end_micro_step();
   }
@@ -209,7 +217,8 @@ StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data
       (std::chrono::duration<double>(t_opt - t0).count() - (exposed_at_opt - exposed_at_start)) *
           1e3 / r.accum,
       (seconds_since(t_opt) - (exposed_now - exposed_at_opt)) * 1e3};
-  res.loss = sum_over_ranks(loss_sum) / global_tokens;
+  // Every rank of a tensor group holds the same losses.
+  res.loss = sum_over_ranks(loss_sum) / (global_tokens * m.grid.tensor);
   res.ms = seconds_since(t0) * 1e3;
   return res;
 }
@@ -225,7 +234,7 @@ void finish_step(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out
   watch_position(step, "eval");
   if (d.val && ((step + 1) % cfg.train.eval_every == 0 || last))
     rec.val_loss = t.last_val =
-        evaluate(*m.model, *m.engine, *d.val, cfg.train.eval_batches, r.B, r.T, world);
+        evaluate(*m.model, m.hooks(), *d.val, cfg.train.eval_batches, r.B, r.T, world);
   const bool score = m.hellaswag && ((step + 1) % cfg.train.hellaswag_every == 0 || last);
   HellaswagResult h;
   if (score) {
@@ -263,7 +272,7 @@ void run_steps(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
   // Like llm.c, evaluate the untrained model too: the curve starts at step 0.
   if (d.val && t.start_step == 0) {
     watch_position(0, "eval");
-    t.initial_val = evaluate(*m.model, *m.engine, *d.val, cfg.train.eval_batches, r.B, r.T, world);
+    t.initial_val = evaluate(*m.model, m.hooks(), *d.val, cfg.train.eval_batches, r.B, r.T, world);
     if (rank == 0)
       std::printf("step     0/%d | val %.4f (before training)\n", cfg.train.steps, t.initial_val);
   }
@@ -327,7 +336,7 @@ RunSummary run_summary(const RunSettings& r, const RunModels& m, const LoopTotal
   s.recompute = recompute_name(m.recompute);
   s.activations_per_micro_batch = m.model_activations;
   s.activations_per_micro_batch_formula =
-      activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype());
+      activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype(), m.grid.tensor);
   s.nodes = m.rt.comm->nodes().nodes();
   s.ranks_per_node = m.rt.comm->nodes().ranks_per_node();
   s.cluster_text = r.cluster;
@@ -343,7 +352,8 @@ int run_train(const TrainArgs& a) {
   mpi_ranks(&rank, &world, &local_rank, &local_size);
   arm_fault_stop(rank, world, a.recover);
   const RunSettings settings = load_run_settings(a, world);
-  RunData data = load_run_data(settings, rank, world);
+  const Grid grid = parallel_grid(settings.cfg, world);
+  RunData data = load_run_data(settings, grid.data_index(rank), grid.data);
   RunModels models(settings, data);
   RunOutputs out(a.run_dir, rank == 0);
   if (rank == 0) print_run_header(a, settings, models, world);

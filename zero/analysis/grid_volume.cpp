@@ -208,14 +208,16 @@ int gradient_reductions_per_step(int zero_stage, int micro_batches) {
 }
 
 RankGroup tensor_group(const GridShape& g, RankOrder order) {
-  return {g.tp, order == RankOrder::TensorInnermost ? 1 : g.dp};
+  return Grid{g.dp, g.tp, g.pp, order}.tensor_group();
 }
 
 RankGroup data_group(const GridShape& g, RankOrder order) {
-  return {g.dp, order == RankOrder::TensorInnermost ? g.tp : 1};
+  return Grid{g.dp, g.tp, g.pp, order}.data_group();
 }
 
-RankGroup pipeline_group(const GridShape& g, RankOrder) { return {g.pp, g.dp * g.tp}; }
+RankGroup pipeline_group(const GridShape& g, RankOrder order) {
+  return Grid{g.dp, g.tp, g.pp, order}.pipeline_group();
+}
 
 double inter_node_tensor_bytes(double tensor_bus_bytes, const GridShape& g, int ranks_per_node,
                                RankOrder order) {

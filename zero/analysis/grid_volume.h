@@ -51,6 +51,7 @@
 #include "model/recompute.h"
 #include "zero/analysis/paper_volume.h"
 #include "zero/comm/communicator.h"
+#include "zero/grid/grid.h"
 
 namespace zt {
 
@@ -137,9 +138,7 @@ uint64_t stage3_gathered_elements(uint64_t psi_partitioned, int micro_batches);
 // every backward, m times (ZERO_SEMANTICS.md).
 int gradient_reductions_per_step(int zero_stage, int micro_batches);
 
-// Rank order of the grid, pipeline outermost: tensor innermost gives rank
-// t + T·(d + D·p); data innermost d + D·(t + T·p).
-enum class RankOrder { TensorInnermost, DataInnermost };
+// The groups of the grid's rank order (zero/grid/grid.h).
 RankGroup tensor_group(const GridShape& g, RankOrder order);
 RankGroup data_group(const GridShape& g, RankOrder order);
 RankGroup pipeline_group(const GridShape& g, RankOrder order);

@@ -13,8 +13,13 @@ const char* primitive_name(Primitive p) {
 }
 
 const char* purpose_name(Purpose p) {
-  static const char* names[] = {"gradients", "parameters", "scalars"};
+  static const char* names[] = {"gradients", "parameters", "scalars", "activations"};
   return names[static_cast<int>(p)];
+}
+
+const char* dimension_name(Dimension d) {
+  static const char* names[] = {"data", "tensor", "pipeline"};
+  return names[static_cast<int>(d)];
 }
 
 const char* phase_name(Phase p) {
@@ -138,6 +143,8 @@ CommStats CommStats::minus(const CommStats& e) const {
     d.by_primitive[i] = zt::minus(by_primitive[i], e.by_primitive[i]);
     for (size_t u = 0; u < by_purpose.size(); u++)
       d.by_purpose[u][i] = zt::minus(by_purpose[u][i], e.by_purpose[u][i]);
+    for (size_t u = 0; u < by_dimension.size(); u++)
+      d.by_dimension[u][i] = zt::minus(by_dimension[u][i], e.by_dimension[u][i]);
   }
   d.exposed_seconds = exposed_seconds - e.exposed_seconds;
   return d;
@@ -185,19 +192,22 @@ CountingCommunicator::CountingCommunicator(std::unique_ptr<Communicator> inner)
     : inner_(std::move(inner)), group_{inner_->world(), 1}, world_rank_(inner_->rank()) {}
 
 CountingCommunicator::CountingCommunicator(std::unique_ptr<Communicator> inner,
-                                           CountingCommunicator* root, const RankGroup& g)
-    : inner_(std::move(inner)), root_(root), group_(g), world_rank_(root->rank()) {
+                                           CountingCommunicator* root, const RankGroup& g,
+                                           Dimension d)
+    : inner_(std::move(inner)), root_(root), group_(g), dimension_(d), world_rank_(root->rank()) {
   nodes_ = root->nodes_.of_members(g.members_of(world_rank_));
 }
 
-std::unique_ptr<CountingCommunicator> CountingCommunicator::counted_subgroup(const RankGroup& g) {
+std::unique_ptr<CountingCommunicator> CountingCommunicator::counted_subgroup(const RankGroup& g,
+                                                                             Dimension d) {
   if (root_ != this) throw std::logic_error("comm: subgroups are made from the world communicator");
   if (g.size < 1 || g.stride < 1 || world() % (g.size * g.stride) != 0)
     throw std::logic_error("comm: a group of " + std::to_string(g.size) + " ranks " +
                            std::to_string(g.stride) + " apart does not tile " +
                            std::to_string(world()) + " ranks");
   std::unique_ptr<Communicator> inner = inner_->subgroup(g.members_of(rank()));
-  return std::unique_ptr<CountingCommunicator>(new CountingCommunicator(std::move(inner), this, g));
+  return std::unique_ptr<CountingCommunicator>(
+      new CountingCommunicator(std::move(inner), this, g, d));
 }
 
 std::unique_ptr<Communicator> CountingCommunicator::subgroup(const std::vector<int>& members) {
@@ -223,23 +233,27 @@ Handle CountingCommunicator::record(Primitive p, size_t count, DType t, int root
   const double bus = bytes * bus_factor(p, world());
   const double across =
       static_cast<int>(nodes_.node_of.size()) == world() ? nodes_.inter_node_share(p, rank()) : 0.0;
+  // Tensor and pipeline calls move activations whatever ZeRO last announced.
+  const Purpose purpose = dimension_ == Dimension::Data ? r.purpose_ : Purpose::Activations;
   for (PrimitiveStats* s :
-       {&r.stats_[p], &r.stats_.by_purpose[static_cast<int>(r.purpose_)][static_cast<int>(p)]}) {
+       {&r.stats_[p], &r.stats_.by_purpose[static_cast<int>(purpose)][static_cast<int>(p)],
+        &r.stats_.by_dimension[static_cast<int>(dimension_)][static_cast<int>(p)]}) {
     s->calls++;
     s->bytes += bytes;
     s->bus_bytes += bus;
     s->inter_node_bus_bytes += bus * across;
   }
   if (r.keep_log_)
-    r.log_.push_back({r.step_, r.phase_, r.purpose_, r.micro_, p, t, count, root, group_});
+    r.log_.push_back({r.step_, r.phase_, purpose, r.micro_, p, t, count, root, group_, dimension_});
   if (r.trace_) {
     std::fprintf(r.trace_,
                  "{\"step\":%lld,\"phase\":\"%s\",\"micro\":%d,\"rank\":%d,\"op\":\"%s\","
                  "\"count\":%zu,\"dtype\":\"%s\",\"bytes\":%llu,\"root\":%d,\"purpose\":\"%s\","
-                 "\"group\":[%d,%d]}\n",
+                 "\"group\":[%d,%d],\"dim\":\"%s\"}\n",
                  static_cast<long long>(r.step_), phase_name(r.phase_), r.micro_, world_rank_,
                  primitive_name(p), count, dtype_name(t), static_cast<unsigned long long>(bytes),
-                 root, purpose_name(r.purpose_), group_.size, group_.stride);
+                 root, purpose_name(purpose), group_.size, group_.stride,
+                 dimension_name(dimension_));
   }
   return h;
 }

@@ -71,6 +71,7 @@ struct CommStats {
   using PerPrimitive = std::array<PrimitiveStats, static_cast<int>(Primitive::kCount)>;
   PerPrimitive by_primitive{};  // all purposes
   std::array<PerPrimitive, static_cast<int>(Purpose::kCount)> by_purpose{};
+  std::array<PerPrimitive, static_cast<int>(Dimension::kCount)> by_dimension{};
   double exposed_seconds = 0;  // time blocked in wait()
   PrimitiveStats& operator[](Primitive p) { return by_primitive[static_cast<int>(p)]; }
   const PrimitiveStats& operator[](Primitive p) const { return by_primitive[static_cast<int>(p)]; }
@@ -91,6 +92,7 @@ struct CallRecord {
   size_t count;
   int root;
   RankGroup group;  // the ranks it ran over ({W, 1}: the world)
+  Dimension dimension = Dimension::Data;
 };
 
 class CountingCommunicator : public Communicator {
@@ -107,9 +109,11 @@ class CountingCommunicator : public Communicator {
   Handle broadcast(void* buf, size_t n, DType t, int root) override;
   Handle all_to_all(const void* send, void* recv, size_t n, DType t) override;
   // A sub-communicator counted into this one's stats, log and trace, as group `g`
-  // (so callers state its shape; its members must be g.members_of(rank())).
+  // (so callers state its shape; its members must be g.members_of(rank())),
+  // along grid dimension d.
   std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override;
-  std::unique_ptr<CountingCommunicator> counted_subgroup(const RankGroup& g);
+  std::unique_ptr<CountingCommunicator> counted_subgroup(const RankGroup& g,
+                                                         Dimension d = Dimension::Data);
   // Not counted: point-to-point messages move recovered state, outside any step.
   Handle send(const void* buf, size_t n, DType t, int peer, int tag) override {
     return inner_->send(buf, n, t, peer, tag);
@@ -144,10 +148,11 @@ class CountingCommunicator : public Communicator {
  private:
   Handle record(Primitive p, size_t count, DType t, int root, Handle h);
   CountingCommunicator(std::unique_ptr<Communicator> inner, CountingCommunicator* root,
-                       const RankGroup& g);
+                       const RankGroup& g, Dimension d);
   std::unique_ptr<Communicator> inner_;
   CountingCommunicator* root_ = this;  // where a sub-communicator's records go
   RankGroup group_;                    // its shape in the world
+  Dimension dimension_ = Dimension::Data;
   int world_rank_ = 0;
   CommStats stats_;
   FILE* trace_ = nullptr;

@@ -31,8 +31,13 @@ const char* primitive_name(Primitive p);  // "all_reduce", "reduce_scatter", ...
 // start-up calls of zero/schedule/deepspeed_startup.h).
 enum class Phase { Forward, Backward, Step, Init };
 const char* phase_name(Phase p);  // "fwd", "bwd", "step", "init"
-enum class Purpose { Gradients, Parameters, Scalars, kCount };
-const char* purpose_name(Purpose p);  // "gradients", "parameters", "scalars"
+// Activations: what tensor and pipeline parallelism move (activations, their
+// gradients, the split loss's per-row parts).
+enum class Purpose { Gradients, Parameters, Scalars, Activations, kCount };
+const char* purpose_name(Purpose p);  // "gradients", "parameters", "scalars", "activations"
+// The grid dimension a call runs along (DESIGN.md, "The parallel grid").
+enum class Dimension { Data, Tensor, Pipeline, kCount };
+const char* dimension_name(Dimension d);  // "data", "tensor", "pipeline"
 
 // The ranks a call runs over: `size` ranks `stride` apart, the world cut into
 // blocks of size * stride ranks. The world is {W, 1}; hpZ's groups and qgZ's

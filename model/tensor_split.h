@@ -1,0 +1,20 @@
+// Weights between the whole model's flat layout and one tensor-parallel
+// shard's (model/param_table.h: what each ShardCut keeps). Initialisation cuts
+// every shard from the same whole model, so a split run starts from the
+// weights an unsplit one does; gathering the shards back gives the whole.
+#pragma once
+#include <vector>
+
+#include "model/param_table.h"
+
+namespace zt {
+
+// The shard's flat weights, cut from the whole model's (whole.total() floats).
+std::vector<float> take_shard(const ParamTable& whole, const ParamTable& shard,
+                              const float* whole_weights);
+// Writes the shard's weights into their places in the whole model's layout
+// (tensors kept whole are written as the shard holds them).
+void put_shard(const ParamTable& whole, const ParamTable& shard, const float* shard_weights,
+               float* whole_weights);
+
+}  // namespace zt

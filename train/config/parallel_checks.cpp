@@ -1,0 +1,44 @@
+#include "train/config/parallel_checks.h"
+
+namespace zt {
+
+ParallelProblem tensor_parallel_problem(const Config& c) {
+  const int T = c.parallel.tensor;
+  if (T == 1) return {};
+  const std::string with = " with parallel.tensor " + std::to_string(T);
+  if (c.model.n_head % T != 0)
+    return {{"parallel.tensor", "model.n_head"},
+            "expected model.n_head (" + std::to_string(c.model.n_head) +
+                ") to be a multiple of parallel.tensor (each rank holds whole heads), got " +
+                std::to_string(T)};
+  if (c.model.vocab_size % T != 0)
+    return {{"parallel.tensor", "model.vocab_size"},
+            "expected model.vocab_size (" + std::to_string(c.model.vocab_size) +
+                ") to be a multiple of parallel.tensor (equal vocabulary rows per rank), got " +
+                std::to_string(T)};
+  const ZeroConfig& z = c.zero;
+  if (c.train.grad_clip > 0)
+    return {{"train.grad_clip", "parallel.tensor"},
+            "expected train.grad_clip: 0" + with +
+                " (the global norm across tensor ranks, counting whole tensors once, is not "
+                "computed yet)"};
+  if (z.zero_hpz_partition_size > 1 || z.zero_quantized_gradients || z.mics_shard_size > 0)
+    return {{"parallel.tensor", "zero.zero_hpz_partition_size", "zero.zero_quantized_gradients",
+             "zero.mics_shard_size"},
+            "expected no hpZ, qgZ or MiCS groups" + with +
+                " (groups inside the data-parallel group are not built yet)"};
+  if (c.system.compute != "real")
+    return {{"system.compute", "parallel.tensor"},
+            "expected system.compute: real" + with + " (emulation models data parallelism only)"};
+  if (c.train.checkpoint_every > 0 || c.train.recovery != "none" || c.train.snapshot_every > 0)
+    return {{"train.checkpoint_every", "train.recovery", "train.snapshot_every", "parallel.tensor"},
+            "expected no checkpoints or snapshots" + with +
+                " (saving a tensor-parallel run's shards is not written yet)"};
+  if (c.train.sample_every > 0 || c.train.hellaswag_every > 0)
+    return {{"train.sample_every", "train.hellaswag_every", "parallel.tensor"},
+            "expected train.sample_every: 0 and train.hellaswag_every: 0" + with +
+                " (each rank holds only its vocabulary rows of the logits)"};
+  return {};
+}
+
+}  // namespace zt

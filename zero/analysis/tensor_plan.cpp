@@ -1,0 +1,42 @@
+#include "zero/analysis/tensor_plan.h"
+
+#include "zero/grid/tensor_parallel_hooks.h"
+
+namespace zt {
+namespace {
+
+const char* combine_name(Combine what) {
+  switch (what) {
+    case Combine::Sum: return "sum";
+    case Combine::SumFloats: return "sum of fp32 rows";
+    case Combine::LogSumExp: return "log-sum-exp of the vocabulary shards";
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<PlannedCall> plan_tensor_calls(const std::vector<CombinePoint>& points,
+                                           const ParamTable& shard, int micro_steps, size_t tokens,
+                                           DType model) {
+  std::vector<PlannedCall> calls;
+  for (int micro = 0; micro < micro_steps; micro++)
+    for (const CombinePoint& p : points) {
+      const TensorCall call = tensor_call(p.what, model);
+      PlannedCall c;
+      c.phase = p.backward ? Phase::Backward : Phase::Forward;
+      c.micro = micro;
+      c.purpose = Purpose::Activations;
+      c.primitive = call.primitive;
+      c.dtype = call.dtype;
+      c.count = tokens * (p.whole_width ? shard.config().n_embd : 1);
+      c.root = -1;
+      const std::string& module = shard.modules()[p.module].name;
+      c.what = std::string("tensor: ") + module + (p.backward ? " input gradient, " : " output, ") +
+               combine_name(p.what);
+      calls.push_back(c);
+    }
+  return calls;
+}
+
+}  // namespace zt
