@@ -3,7 +3,8 @@
 # does: deepspeed.initialize (the engine's parameter broadcast; stage 3's
 # zero.Init and its gathers and barriers) runs before a script can call the
 # engine's load_checkpoint. Each run's comm trace holds them as step -1,
-# phase init, and summary.json counts them in comm.startup.
+# phase init, and summary.json counts them in comm.startup. Under MiCS the
+# optimizer's start-up gathers run over the shard group.
 # The small model has 28 tensors of 120,576 elements in all: wte 16384,
 # wpe 4096, per layer 64+64 (ln_1) + 12288+192 (attn) + 4096+64 (proj)
 # + 64+64 (ln_2) + 16384+256 (fc) + 16384+64 (fc proj) = 49,984, ln_f 64+64.
@@ -58,4 +59,23 @@ mpirun -np 2 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/s2" --recover "$
   >"$WORK/s2_recover.txt" 2>&1 || fail "stage 2 recover: $(tail -2 "$WORK/s2_recover.txt")"
 grep -q "recovered step 2 from disk checkpoint" "$WORK/s2_recover.txt" || fail "stage 2 did not recover"
 check "$WORK/s2" "stage 2 recovered run" 28 fp32 120576 0 1
+# MiCS at W = 4, shard groups of 2 (0.14.4, traced: the optimizer's start-up gathers run over
+# the shard group): every rank's 28 start-up gathers have group [2,1] and half of each tensor,
+# 120,576 / 2 elements in all; resumed, the same.
+MICS=("${ARGS[@]}" --set zero.stage=3 --set zero.mics_shard_size=2 --set zero.deepspeed_version=0.14.4)
+mics_gathers() {  # run rank: "calls elements" of the start-up gathers over [2,1]
+  grep '"step":-1,"phase":"init"' "$1/comm_trace_rank$2.jsonl" | grep '"op":"all_gather"' |
+    grep '"group":\[2,1\]' | sed 's/.*"count":\([0-9]*\),.*/\1/' | awk '{n++; s += $1} END {print n, s}'
+}
+mpirun -np 4 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/mics" "${MICS[@]}" --set train.steps=2 \
+  >"$WORK/mics_fresh.txt" 2>&1 || fail "MiCS fresh run: $(tail -2 "$WORK/mics_fresh.txt")"
+mpirun -np 4 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/mics" --resume "${MICS[@]}" --set train.steps=4 \
+  >"$WORK/mics_resume.txt" 2>&1 || fail "MiCS resume: $(tail -2 "$WORK/mics_resume.txt")"
+grep -q "resumed from .*step_00000002" "$WORK/mics_resume.txt" || fail "MiCS did not resume"
+for r in 0 1 2 3; do
+  [ "$(mics_gathers "$WORK/mics" "$r")" = "28 $((120576 / 2))" ] ||
+    fail "MiCS resumed run, rank $r: start-up gathers over [2,1]: '$(mics_gathers "$WORK/mics" "$r")' (expected '28 60288')"
+done
+[ "$(startup_summary "$WORK/mics")" = "56 28 3" ] ||
+  fail "MiCS: summary.json comm.startup '$(startup_summary "$WORK/mics")' (expected '56 28 3')"
 echo "PASS resume_startup_calls"
