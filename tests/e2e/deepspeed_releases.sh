@@ -2,7 +2,8 @@
 # recorded collectives: tests/reference/deepspeed/expected_releases/<V>/*.calls, a slice of the
 # traces of tests/reference/deepspeed/RELEASES.md where behaviour differs between releases
 # (0.10.3: per-slice reduces, the fp32 overflow check, stage 1's forced switches, the whole-buffer
-# all-reduce; 0.12.6: use_multi_rank_bucket_allreduce false all-reduces; 0.13.5; 0.19.2 and
+# all-reduce, MiCS's start-up gathers over the shard group; 0.12.6: use_multi_rank_bucket_allreduce
+# false all-reduces; 0.13.5; 0.19.2 and
 # 0.19.8 around 0.19.3: the bf16 overflow check, stage 3's fresh first gather), call for call on
 # every rank and in every traced step (start-up, the three optimizer steps) with
 # `zerotrain plan --deepspeed --calls --set zero.deepspeed_version=V`. Needs no DeepSpeed and no

@@ -158,6 +158,30 @@ TEST_CASE("start-up at stage 3: zero.Init's broadcasts, a gather per tensor by g
   CHECK(bytes.gather_elems == 48);
 }
 
+TEST_CASE("start-up under MiCS: the optimizer's gathers run over the shard group",
+          "[deepspeed_release]") {
+  // mics_shard_size 2 at W = 4 (traced on 0.14.4: group 2/1, pieces of a half): each piece is
+  // ceil(numel / 2): 8 3 14 5 18 18 (decay group: 66), then 2 2 5 2 2 2 6 2 2 2 (27): 93. The
+  // broadcasts stay over the world.
+  const ParamTable t(hand_sized_shape());
+  ZeroConfig z = stage_at(3, "0.14.4");
+  z.mics_shard_size = 2;
+  const std::vector<StartupCall> calls = deepspeed_startup_calls(setup_for(z, t), t, 4, DType::F32);
+  const Tally mics = tally(calls);
+  CHECK(mics.broadcasts == 32);
+  CHECK(mics.gathers == 16);
+  CHECK(mics.gather_elems == 93);
+  for (const StartupCall& c : calls) {
+    const RankGroup want = c.kind == StartupCall::AllGather ? RankGroup{2, 1} : RankGroup{0, 1};
+    CHECK(c.group == want);
+  }
+  // A shard group of the whole world is plain stage 3: world gathers of a quarter.
+  z.mics_shard_size = 4;
+  const std::vector<StartupCall> whole = deepspeed_startup_calls(setup_for(z, t), t, 4, DType::F32);
+  CHECK(tally(whole).gather_elems == 48);
+  for (const StartupCall& c : whole) CHECK(c.group == RankGroup{0, 1});
+}
+
 TEST_CASE("stage 3's trace checks: in the backward, then the forward, then with lengths",
           "[deepspeed_release]") {
   const StepPlan before = stage3_plan("0.14.4");

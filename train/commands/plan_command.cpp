@@ -133,9 +133,12 @@ void print_startup_calls(const std::vector<StartupCall>& calls) {
                             : c.kind == StartupCall::Broadcast
                                 ? primitive_name(Primitive::Broadcast)
                                 : primitive_name(Primitive::AllGather);
+    const std::string group =
+        c.group.size > 0 ? std::to_string(c.group.size) + "/" + std::to_string(c.group.stride)
+                         : "world";
     std::printf("  %-6s %-5d %-14s %-5s %12zu %5d %-7s  %s\n", phase_name(Phase::Init), 0,
                 primitive, barrier ? "-" : dtype_name(c.dtype), c.count,
-                c.kind == StartupCall::Broadcast ? 0 : -1, "world", c.what.c_str());
+                c.kind == StartupCall::Broadcast ? 0 : -1, group.c_str(), c.what.c_str());
   }
 }
 

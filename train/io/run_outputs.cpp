@@ -164,7 +164,8 @@ JsonObject snapshots_json(const SnapshotFigures& f, double step_ms_median) {
       .add("wait_fraction_of_step_median", step_ms_median > 0 ? wait / step_ms_median : 0);
 }
 
-// summary.json's "comm": run totals per primitive, per step, and per step by purpose.
+// summary.json's "comm": run totals per primitive, per step, and per step by
+// purpose; and the start-up calls, which the totals leave out.
 JsonObject comm_json(const RunSummary& s) {
   JsonObject comm, per_step, by_purpose, by_dimension;
   const int64_t n = std::max<int64_t>(1, s.steps_this_run);
@@ -201,6 +202,14 @@ JsonObject comm_json(const RunSummary& s) {
   comm.add("per_step", per_step);
   comm.add("per_step_by_purpose", by_purpose);
   comm.add("per_step_by_dimension", by_dimension);
+  JsonObject startup;
+  for (int i = 0; i < static_cast<int>(Primitive::kCount); i++) {
+    const PrimitiveStats& c = s.startup.comm.by_primitive[i];
+    startup.add(primitive_name(static_cast<Primitive>(i)),
+                JsonObject().add("calls", c.calls).add("bytes", c.bytes));
+  }
+  startup.add("barriers", s.startup.barriers);
+  comm.add("startup", startup);
   comm.add("exposed_seconds", s.comm.exposed_seconds);
   comm.add("exposed_seconds_per_step", s.comm.exposed_seconds / n);
   comm.add("nodes", s.nodes).add("ranks_per_node", s.ranks_per_node);

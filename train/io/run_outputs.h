@@ -47,6 +47,13 @@ struct ComputeSample {
   double micro_step_ms, optimizer_ms;
 };
 
+// DeepSpeed's start-up calls as this rank issued them (zero/schedule/
+// deepspeed_startup.h), before any state was loaded: summary.json's comm.startup.
+struct StartupCounts {
+  CommStats comm;
+  int barriers = 0;
+};
+
 struct RunSummary {
   int world = 1;
   int64_t steps_done = 0, steps_this_run = 0;
@@ -60,6 +67,7 @@ struct RunSummary {
   std::string grad_path;
   ZeroConfig zero;
   CommStats comm;
+  StartupCounts startup;
   const MemoryLedger* ledger = nullptr;
   const MemoryLedger* host_ledger = nullptr;  // the backend's alloc_host (offload)
   // offload_optimizer: the last step's gradient bytes to the host, started as

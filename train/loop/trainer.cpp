@@ -85,15 +85,49 @@ TrainArgs parse_train_args(const std::vector<std::string>& args) {
 
 namespace {
 
+// DeepSpeed's start-up calls for the release emulated. deepspeed.initialize
+// issues them (the engine's parameter broadcast, DeepSpeedEngine.__init__ ->
+// _configure_distributed_model; stage 3's zero.Init in the optimizer's
+// construction) and returns the engine whose load_checkpoint a resuming script
+// calls after it, so every run issues them before loading any state. Every
+// rank continues from rank 0's `w`. The comm trace marks them, and what else
+// precedes the first step, with step -1, as DeepSpeed's traces do.
+StartupCounts issue_deepspeed_startup(const RunSettings& r, RunModels& m, float* w) {
+  Ops& ops = *m.rt.ops;
+  Communicator& zc = m.zero_comm();  // over the data-parallel group with tensor parallelism
+  const ZeroSetup setup = zero_setup(r.cfg, m.table, m.rt.comm->nodes().ranks_per_node());
+  const std::vector<StartupCall> calls =
+      deepspeed_startup_calls(setup, m.table, zc.world(), ops.dtype());
+  StartupCounts counts;
+  const CommStats before = m.rt.comm->stats();
+  m.rt.comm->set_step(-1);
+  issue_startup_calls(calls, m.table, ops.dtype(), ops, zc, w);
+  counts.comm = m.rt.comm->stats().minus(before);
+  for (const StartupCall& c : calls) counts.barriers += c.kind == StartupCall::Barrier;
+  return counts;
+}
+
 // 4. Initial state: a checkpoint, an llm.c model file, or GPT-2 initialisation;
 // before anything is written, so that a checkpoint that does not verify or
 // does not fit this config leaves the run directory as it was. Returns the
 // first step to run.
 int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
-                           const TokenizerIdentity& tokenizer, RunModels& m, int rank) {
+                           const TokenizerIdentity& tokenizer, RunModels& m, int rank,
+                           StartupCounts& startup) {
   if ((a.recover || a.resume) && m.grid.tensor > 1)
     throw ConfigError(std::string(a.recover ? "--recover" : "--resume") +
                       ": a run with parallel.tensor > 1 writes no checkpoints or snapshots yet");
+  // The model a script builds before deepspeed.initialize; a checkpoint replaces it.
+  std::vector<float> w;
+  const ParamTable whole(r.cfg.model);
+  if (!a.init_from.empty()) w = read_llmc_model(a.init_from, whole);
+  else {
+    w.resize(whole.total());
+    init_gpt2_weights(whole, r.cfg.train.seed, w.data());
+  }
+  // A tensor shard starts from its part of the whole model's weights.
+  if (m.grid.tensor > 1) w = take_shard(whole, m.table, w.data());
+  startup = issue_deepspeed_startup(r, m, w.data());
   if (a.recover)
     return recover_initial_state(a.run_dir, r.cfg.model, tokenizer, m.table.total(), *m.engine,
                                  *m.rt.comm);
@@ -119,22 +153,6 @@ int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
     }
     return resumed.meta.step;
   }
-  std::vector<float> w;
-  const ParamTable whole(r.cfg.model);
-  if (!a.init_from.empty()) w = read_llmc_model(a.init_from, whole);
-  else {
-    w.resize(whole.total());
-    init_gpt2_weights(whole, r.cfg.train.seed, w.data());
-  }
-  // DeepSpeed's start-up calls for the release emulated: every rank takes
-  // rank 0's weights through the engine's broadcast.
-  Ops& ops = *m.rt.ops;
-  // A tensor shard starts from its part of the whole model's weights.
-  if (m.grid.tensor > 1) w = take_shard(whole, m.table, w.data());
-  Communicator& zc = m.zero_comm();
-  const ZeroSetup setup = zero_setup(r.cfg, m.table, m.rt.comm->nodes().ranks_per_node());
-  issue_startup_calls(deepspeed_startup_calls(setup, m.table, zc.world(), ops.dtype()), m.table,
-                      ops.dtype(), ops, zc, w.data());
   m.engine->init_weights(w.data());
   if (rank == 0 && a.resume) {
     std::printf("--resume: no complete checkpoint in %s, starting fresh\n", a.run_dir.c_str());
@@ -167,6 +185,7 @@ struct LoopTotals {
   double last_loss = 0, last_val = -1, initial_val = -1, timed_seconds = 0;
   int64_t timed_tokens = 0;
   CommStats comm_at_start;  // before the first training step: the summary counts steps only
+  StartupCounts startup;
   SnapshotFigures snapshots;
 };
 
@@ -324,6 +343,7 @@ RunSummary run_summary(const RunSettings& r, const RunModels& m, const LoopTotal
   s.grad_path = engine.grad_path_key();
   s.zero = cfg.zero;
   s.comm = comm;
+  s.startup = t.startup;
   s.ledger = &ops.ledger();
   s.host_ledger = &ops.services().host_ledger();
   s.offload_grad_bytes_early = engine.optimizer().grad_copy_bytes().early;
@@ -359,7 +379,8 @@ int run_train(const TrainArgs& a) {
   if (rank == 0) print_run_header(a, settings, models, world);
   const CheckpointContext ckpt = checkpoint_context(a, settings, *models.rt.ops);
   LoopTotals totals;
-  totals.start_step = load_initial_state(a, settings, ckpt.tokenizer, models, rank);
+  if (settings.cfg.system.comm_trace) models.rt.comm->hold_trace();
+  totals.start_step = load_initial_state(a, settings, ckpt.tokenizer, models, rank, totals.startup);
   models.snapshots =
       start_snapshots(a.run_dir, settings.cfg, *models.engine, totals.start_step, rank, world);
   open_run_outputs(a, settings, models, out, totals.start_step, rank);

@@ -225,6 +225,10 @@ CountingCommunicator::~CountingCommunicator() {
 void CountingCommunicator::open_trace(const std::string& path) {
   trace_ = std::fopen(path.c_str(), "w");
   if (!trace_) throw std::runtime_error(path + ": cannot open the comm trace for writing");
+  std::fputs(held_trace_.c_str(), trace_);
+  held_trace_.clear();
+  held_trace_.shrink_to_fit();
+  holding_trace_ = false;
 }
 
 Handle CountingCommunicator::record(Primitive p, size_t count, DType t, int root, Handle h) {
@@ -245,15 +249,18 @@ Handle CountingCommunicator::record(Primitive p, size_t count, DType t, int root
   }
   if (r.keep_log_)
     r.log_.push_back({r.step_, r.phase_, purpose, r.micro_, p, t, count, root, group_, dimension_});
-  if (r.trace_) {
-    std::fprintf(r.trace_,
-                 "{\"step\":%lld,\"phase\":\"%s\",\"micro\":%d,\"rank\":%d,\"op\":\"%s\","
-                 "\"count\":%zu,\"dtype\":\"%s\",\"bytes\":%llu,\"root\":%d,\"purpose\":\"%s\","
-                 "\"group\":[%d,%d],\"dim\":\"%s\"}\n",
-                 static_cast<long long>(r.step_), phase_name(r.phase_), r.micro_, world_rank_,
-                 primitive_name(p), count, dtype_name(t), static_cast<unsigned long long>(bytes),
-                 root, purpose_name(purpose), group_.size, group_.stride,
-                 dimension_name(dimension_));
+  if (r.trace_ || r.holding_trace_) {
+    char line[416];
+    std::snprintf(line, sizeof line,
+                  "{\"step\":%lld,\"phase\":\"%s\",\"micro\":%d,\"rank\":%d,\"op\":\"%s\","
+                  "\"count\":%zu,\"dtype\":\"%s\",\"bytes\":%llu,\"root\":%d,\"purpose\":\"%s\","
+                  "\"group\":[%d,%d],\"dim\":\"%s\"}\n",
+                  static_cast<long long>(r.step_), phase_name(r.phase_), r.micro_, world_rank_,
+                  primitive_name(p), count, dtype_name(t), static_cast<unsigned long long>(bytes),
+                  root, purpose_name(purpose), group_.size, group_.stride,
+                  dimension_name(dimension_));
+    if (r.trace_) std::fputs(line, r.trace_);
+    else r.held_trace_ += line;
   }
   return h;
 }

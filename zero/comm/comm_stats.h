@@ -136,8 +136,13 @@ class CountingCommunicator : public Communicator {
   }
 
   const CommStats& stats() const { return stats_; }
-  // One JSON line per collective into this file (rank-local).
+  // One JSON line per collective into this file (rank-local); the lines held
+  // since hold_trace() come first.
   void open_trace(const std::string& path);
+  // Keeps the trace's lines in memory until open_trace: the calls issued before
+  // the run directory may be written (DeepSpeed's start-up, the checkpoint load)
+  // still reach the trace.
+  void hold_trace() { holding_trace_ = true; }
   void set_nodes(const NodeMap& nodes) { nodes_ = nodes; }
   const NodeMap& nodes() const { return nodes_; }
   // Keeps every collective in memory too (tests compare it with the plan).
@@ -156,6 +161,8 @@ class CountingCommunicator : public Communicator {
   int world_rank_ = 0;
   CommStats stats_;
   FILE* trace_ = nullptr;
+  bool holding_trace_ = false;
+  std::string held_trace_;
   int64_t step_ = 0;
   Phase phase_ = Phase::Step;
   int micro_ = 0;

@@ -1,5 +1,6 @@
 #include "zero/schedule/deepspeed_startup.h"
 
+#include "zero/layout/mics_groups.h"
 #include "zero/schedule/deepspeed_behaviours.h"
 
 namespace zt {
@@ -28,11 +29,13 @@ std::vector<StartupCall> deepspeed_startup_calls(const ZeroSetup& s, const Param
   };
   if (s.z.stage == 3) {
     broadcast_every_param(table, wire, model, "stage-3 zero.Init parameter broadcast", out);
+    const int S = shard_ranks(s.z, world);
+    const RankGroup over = S == world ? RankGroup{0, 1} : RankGroup{S, 1};
     for (const ParamGroup& g : s.groups)
       for (int p : g.params) {
         const ParamInfo& info = table.params()[p];
-        out.push_back({StartupCall::AllGather, p, model, (info.numel + world - 1) / world,
-                       "stage-3 optimizer start-up gather " + info.name});
+        out.push_back({StartupCall::AllGather, p, model, (info.numel + S - 1) / S,
+                       "stage-3 optimizer start-up gather " + info.name, over});
       }
     barrier("stage-3 optimizer start-up barrier (partitions defragmented)");
     barrier("stage-3 optimizer start-up barrier (before the real optimizer)");

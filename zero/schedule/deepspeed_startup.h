@@ -10,7 +10,11 @@
 //   all-gathers each tensor's pieces once, parameter group by group (the
 //   order of its sub-groups), and calls barrier() three times
 //   (stage3.py: _create_fp16_partitions_with_defragmentation,
-//   _setup_for_real_optimizer).
+//   _setup_for_real_optimizer). The gathers (stage3.py's
+//   create_reduce_and_remove_grad_hooks: param.all_gather(), 0.14.4) run over
+//   the tensor's partition group (partition_parameters.py _allgather_param,
+//   get_partition_dp_group): MiCS's shard group where mics_shard_size sets one
+//   (traced on 0.14.4: groups of 2, pieces of a half), the world otherwise.
 //   Stages 1/2 up to 0.10.3: one barrier() in the optimizer's construction.
 // The recorder notes barriers apart from the collectives, without their place
 // among them: the list puts them last.
@@ -31,6 +35,7 @@ struct StartupCall {
   DType dtype;   // on the wire: the model dtype, or uint8 bytes of it
   size_t count;  // elements on the wire (all-gather: each rank's piece)
   std::string what;
+  RankGroup group{0, 1};  // the ranks it runs over; size 0: the world
 };
 
 // The calls of the release chosen by s.z.deepspeed_version, for a model

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -48,7 +50,15 @@ void issue_startup_calls(const std::vector<StartupCall>& calls, const ParamTable
                                 dtype_name(model) + ", expected fp32 or bf16");
   comm.annotate(Phase::Init, 0);
   comm.purpose(Purpose::Parameters);
-  const size_t W = static_cast<size_t>(comm.world());
+  // A call over a group (MiCS's shard group) runs on a sub-communicator, made
+  // once per group; every rank reaches each in the same order of the calls.
+  std::map<std::pair<int, int>, std::unique_ptr<Communicator>> subgroups;
+  auto over = [&](const RankGroup& g) -> Communicator& {
+    if (g.size == 0) return comm;
+    std::unique_ptr<Communicator>& sub = subgroups[{g.size, g.stride}];
+    if (!sub) sub = comm.subgroup(g.members_of(comm.rank()));
+    return *sub;
+  };
   for (const StartupCall& c : calls) {
     if (c.kind == StartupCall::Barrier) {
       comm.barrier();
@@ -67,15 +77,17 @@ void issue_startup_calls(const std::vector<StartupCall>& calls, const ParamTable
       to_floats(host, model, values, info.numel);
     } else {
       // This rank's piece, padded with zeros past the tensor's end.
+      Communicator& group = over(c.group);
+      const size_t W = static_cast<size_t>(group.world());
       std::vector<uint8_t> piece(c.count * es, 0);
-      const size_t first = static_cast<size_t>(comm.rank()) * c.count;
+      const size_t first = static_cast<size_t>(group.rank()) * c.count;
       if (first < info.numel)
         std::memcpy(piece.data(), host.data() + first * es,
                     (std::min(info.numel, first + c.count) - first) * es);
       void* send = ops.alloc(piece.size(), MemCategory::CommBuffers);
       void* recv = ops.alloc(piece.size() * W, MemCategory::CommBuffers);
       ops.from_host(send, piece.data(), piece.size());
-      comm.all_gather(send, recv, c.count, c.dtype)->wait();
+      group.all_gather(send, recv, c.count, c.dtype)->wait();
       ops.release(send);
       ops.release(recv);
     }

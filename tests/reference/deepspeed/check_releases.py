@@ -15,8 +15,9 @@ optimizer step, the two steady ones and what follows the last (trace_steps.py), 
 (phase, micro, op, dtype, count, root, group), exactly. --steady-only compares the steady step
 (the second of three) alone, as before start-up and the first step were emulated. Prints a
 matrix, variant x release: "ok" (every call matches), "DIFF" (the first difference is printed
-below it), "-" (not traced), "refused" (the release refused the variant, releases.py's summary),
-then exits 1 if any cell is DIFF.
+below it), "-" (not traced), "refused" (the release's config refused the variant: releases.py's
+summary holds its ValidationError or DeepSpeedConfigError), "failed" (the trace failed otherwise,
+a rank crashed or timed out: trace it again), then exits 1 if any cell is DIFF.
 
 slice: the same comparison for the recorded slice in make test (tests/reference/deepspeed/
 expected_releases/<V>/<variant>.calls: expected_calls.py's file format, each traced step's blocks
@@ -78,12 +79,22 @@ def traced_calls(cache, version, name):
     return spec, {step: {r: per_rank[r][step] for r in per_rank} for step in trace_steps.STEPS}
 
 
-def refused(cache, version, name):
+# What a release raises when its config refuses a key (pydantic before and after 0.15, and
+# DeepSpeed's own check): only these make a failed trace the release's refusal.
+REFUSALS = ("ValidationError", "DeepSpeedConfigError")
+
+
+def untraced_cell(cache, version, name):
+    """The cell of a variant without a complete trace: "refused" when the release's config
+    refused it (releases.py's summary holds the exception), "failed" when the trace failed
+    otherwise (a rank crashed or timed out: the harness, to trace again), "-" when never tried."""
     try:
-        summary = json.load(open(os.path.join(cache, version, "summary.json")))
+        entry = json.load(open(os.path.join(cache, version, "summary.json"))).get(name, {})
     except OSError:
-        return False
-    return summary.get(name, {}).get("status") not in (None, "traced")
+        return "-"
+    if entry.get("status") in (None, "traced"):
+        return "-"
+    return "refused" if any(r in (entry.get("error") or "") for r in REFUSALS) else "failed"
 
 
 def compare(version, spec, steps, zerotrain, steady_only=False):
@@ -117,7 +128,7 @@ def check_cache(versions, variants, cache, zerotrain, steady_only=False):
         v, n = job
         traced = traced_calls(cache, v, n)
         if traced is None:
-            return job, ("refused" if refused(cache, v, n) else "-"), []
+            return job, untraced_cell(cache, v, n), []
         try:
             lines = compare(v, *traced, zerotrain, steady_only)
         except InputError as e:
@@ -131,9 +142,11 @@ def check_cache(versions, variants, cache, zerotrain, steady_only=False):
     print(f"{'variant':{width}}  " + " ".join(f"{v:>7}" for v in versions))
     for n in names:
         print(f"{n:{width}}  " + " ".join(f"{cell[(v, n)]:>7}" for v in versions))
-    counts = {c: sum(1 for x in cell.values() if x == c) for c in ("ok", "DIFF", "-", "refused")}
+    counts = {c: sum(1 for x in cell.values() if x == c)
+              for c in ("ok", "DIFF", "-", "refused", "failed")}
     print(f"releases x variants: {len(jobs)} cells: {counts['ok']} match, {counts['DIFF']} differ, "
-          f"{counts['-']} not traced, {counts['refused']} refused by the release")
+          f"{counts['-']} not traced, {counts['refused']} refused by the release, "
+          f"{counts['failed']} failed to trace")
     for (v, n), c, lines in results:
         if c == "DIFF":
             print(f"DIFFERS  {v} {n}")

@@ -135,9 +135,12 @@ def record(names, traces, expected):
     print(f"expected calls: {written} files written to {expected}")
 
 
-def read_expected(path):
-    """(spec, {rank: [call, ...]})."""
-    spec, ranks, current = None, {}, None
+def read_expected_steps(path, steps=None, single_step=1):
+    """(spec, {step: {rank: [call, ...]}}) of an expected-calls file. A "trace_step N" line
+    starts the blocks of step N (one of `steps` when given, each at most once:
+    expected_releases' files, check_releases.py); blocks before any such line belong to
+    `single_step` (this script's files hold one step and no such line)."""
+    spec, by_step, ranks, current, step = None, {}, None, None, single_step
     with open(path) as f:
         for number, line in enumerate(f, 1):
             where = f"{path}:{number}"
@@ -147,7 +150,16 @@ def read_expected(path):
             try:
                 if words[0] == "spec":
                     spec = json.loads(line[len("spec"):])
+                elif words[0] == "trace_step":
+                    step = int(words[1])
+                    if step in by_step:
+                        raise ValueError(f"step {step}: a second 'trace_step {step}' line")
+                    if steps is not None and step not in steps:
+                        raise ValueError(f"step {step}: expected one of {steps}")
+                    ranks, current = by_step.setdefault(step, {}), None
                 elif words[0] == "ranks":
+                    if ranks is None:
+                        ranks = by_step.setdefault(step, {})
                     current = [int(w) for w in words[1:]]
                     for r in current:
                         ranks[r] = []
@@ -155,7 +167,7 @@ def read_expected(path):
                     raise InputError(f"{where}: a call before any 'ranks' line")
                 else:
                     repeat = 1
-                    if words[-1].startswith("x"):
+                    if words[-1].startswith("x") and words[-1][1:].isdigit():
                         repeat = int(words[-1][1:])
                         words = words[:-1]
                     if len(words) not in (6, 7) or repeat < 1:
@@ -164,14 +176,26 @@ def read_expected(path):
                             int(words[5]), words[6] if len(words) == 7 else "world")
                     for r in current:
                         ranks[r] += [call] * repeat
-            except ValueError as e:
+            except (ValueError, IndexError) as e:
                 raise InputError(f"{where}: {e}")
     if spec is None:
         raise InputError(f"{path}: no 'spec' line")
-    if sorted(ranks) != list(range(spec["world"])):
-        raise InputError(f"{path}: expected the calls of ranks 0..{spec['world'] - 1}, "
-                         f"got {sorted(ranks)}")
-    return spec, ranks
+    if not by_step:
+        by_step[single_step] = {}
+    for step, ranks in by_step.items():
+        if sorted(ranks) != list(range(spec["world"])):
+            raise InputError(f"{path}: step {step}: expected the calls of ranks "
+                             f"0..{spec['world'] - 1}, got {sorted(ranks)}")
+    return spec, by_step
+
+
+def read_expected(path):
+    """(spec, {rank: [call, ...]}) of a file that holds one step."""
+    spec, by_step = read_expected_steps(path)
+    if list(by_step) != [1]:
+        raise InputError(f"{path}: 'trace_step' lines: expected the calls of one step "
+                         f"(check_releases.py reads the files of several)")
+    return spec, by_step[1]
 
 
 def plan_output(spec, zerotrain, sets=()):

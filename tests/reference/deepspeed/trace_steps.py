@@ -82,49 +82,7 @@ def read_expected_steps(path):
     """(spec, {step: {rank: [call, ...]}}) of an expected_releases file: expected_calls.py's
     format, whose "trace_step N" lines start each traced step's blocks; a file without them
     holds the steady step (1) only."""
-    spec, steps, ranks, current, step = None, {}, None, None, 1
-    with open(path) as f:
-        for number, line in enumerate(f, 1):
-            where = f"{path}:{number}"
-            words = line.split()
-            if not words or words[0].startswith("#"):
-                continue
-            try:
-                if words[0] == "spec":
-                    spec = json.loads(line[len("spec"):])
-                elif words[0] == "trace_step":
-                    step = int(words[1])
-                    if step not in STEPS or step in steps:
-                        raise ValueError(f"step {step}: expected each of {STEPS} at most once")
-                    ranks, current = steps.setdefault(step, {}), None
-                elif words[0] == "ranks":
-                    if ranks is None:
-                        ranks = steps.setdefault(step, {})
-                    current = [int(w) for w in words[1:]]
-                    for r in current:
-                        ranks[r] = []
-                elif current is None:
-                    raise InputError(f"{where}: a call before any 'ranks' line")
-                else:
-                    repeat = 1
-                    if words[-1].startswith("x") and words[-1][1:].isdigit():
-                        repeat = int(words[-1][1:])
-                        words = words[:-1]
-                    if len(words) not in (6, 7) or repeat < 1:
-                        raise ValueError("expected PHASE MICRO OP DTYPE COUNT ROOT [GROUP] [xN]")
-                    call = (words[0], int(words[1]), words[2], words[3], int(words[4]),
-                            int(words[5]), words[6] if len(words) == 7 else "world")
-                    for r in current:
-                        ranks[r] += [call] * repeat
-            except (ValueError, IndexError) as e:
-                raise InputError(f"{where}: {e}")
-    if spec is None:
-        raise InputError(f"{path}: no 'spec' line")
-    for step, ranks in steps.items():
-        if sorted(ranks) != list(range(spec["world"])):
-            raise InputError(f"{path}: step {step}: expected the calls of ranks "
-                             f"0..{spec['world'] - 1}, got {sorted(ranks)}")
-    return spec, steps
+    return expected_calls.read_expected_steps(path, steps=STEPS, single_step=1)
 
 
 def step_lines(step, per_rank):
