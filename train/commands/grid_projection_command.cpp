@@ -188,8 +188,9 @@ int run_grid_projection_command(const std::vector<std::string>& args) {
       "parameters (computed from the shape)\n",
       model.label.c_str(), shape.n_layer, shape.n_embd, shape.n_head, shape.vocab_size, seq,
       grouped(params).c_str());
-  std::printf("cluster: %d nodes x %d GPUs = %d GPUs, preset %s: %s\n", nodes, k.gpus_per_node,
-              world, f.get("--network").c_str(), file.preset.c_str());
+  std::printf("cluster: %d %s x %d GPUs = %d GPUs, preset %s: %s\n", nodes,
+              nodes == 1 ? "node" : "nodes", k.gpus_per_node, world, f.get("--network").c_str(),
+              file.preset.c_str());
   std::printf(
       "batch: %s tokens per step, micro-batch %d x %d tokens, m = tokens / (D x B x S) "
       "micro-batches per step\n",
