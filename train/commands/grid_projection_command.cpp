@@ -217,6 +217,10 @@ int run_grid_projection_command(const std::vector<std::string>& args) {
   int rank = 0;
   for (const Row& r : rows) print_row(r, r.p.fits ? std::to_string(++rank) : "-");
   std::printf("\n");
+  if (rows.empty()) {
+    std::printf("winner: none (no configuration could be predicted; see 'not predicted')\n");
+    return 0;
+  }
   if (rank == 0) {
     std::printf("winner (predicted): none fits %s GB per GPU\n",
                 grouped(k.device_memory_bytes / 1e9).c_str());
