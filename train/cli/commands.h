@@ -15,6 +15,7 @@ int run_report_command(const std::vector<std::string>& args);
 int run_prepare_command(const std::vector<std::string>& args);
 int run_tokenize_command(const std::vector<std::string>& args);
 int run_commbench_command(const std::vector<std::string>& args);
+int run_grid_projection_command(const std::vector<std::string>& args);
 int run_config_reference_command(const std::vector<std::string>& args);
 
 }  // namespace zt

@@ -1,0 +1,203 @@
+#include "zero/analysis/grid_step_time.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <vector>
+
+#include "zero/analysis/grid_memory.h"
+#include "zero/deepspeed_release.h"
+#include "zero/grid/pipeline_makespan.h"
+#include "zero/schedule/deepspeed_behaviours.h"
+
+namespace zt {
+namespace {
+
+// The model's dtype on the GPU (grid_memory's model states are bf16 too).
+constexpr DType kModelDType = DType::BF16;
+// AdamW's bytes per element of the rank's state: fp32 master, m, v and the
+// gradient, each read and written.
+constexpr double kAdamWBytesPerElement = 32;
+
+NetworkModel link_model(const GridCluster& k) {
+  NetworkModel net;
+  net.link = k.link;
+  return net;
+}
+
+Primitive primitive_of(GridCall call) {
+  switch (call) {
+    case GridCall::AllGather: return Primitive::AllGather;
+    case GridCall::ReduceScatter: return Primitive::ReduceScatter;
+    default: return Primitive::AllReduce;
+  }
+}
+
+// A pass's time: its compute, its tensor all-reduces after one another, and
+// the data-parallel calls it issues where they outlast its compute.
+struct PassTimes {
+  double compute_s = 0, tensor_s = 0, data_exposed_s = 0;
+  double total() const { return compute_s + tensor_s + data_exposed_s; }
+};
+
+struct StageTimes {
+  PassTimes forward, backward;
+  double after_flush_data_s = 0;  // data-parallel calls after the flush, exposed
+  double optimizer_s = 0;
+  double tied_s = 0;  // the tied embedding's all-reduce (first and last stage)
+  double after_flush() const { return after_flush_data_s + optimizer_s + tied_s; }
+};
+
+// Forward and backward tensor time per micro-batch of `stage`: each term of
+// tensor_volume timed per call; "forward:" terms gate the forward, the rest
+// (backward; recompute and per-step terms do not arise here) the backward.
+void add_tensor_times(const GridShape& g, const GPTConfig& c, const GridCluster& k, int stage,
+                      StageTimes& st) {
+  const GridVolume v = tensor_volume(g, c, kModelDType, Recompute::None, stage);
+  const RankGroup group = tensor_group(g, RankOrder::TensorInnermost);
+  for (const VolumeTerm& t : v.terms) {
+    if (t.calls == 0) continue;
+    const Primitive p = primitive_of(t.call);
+    const double per_call_bytes = t.payload_bytes / static_cast<double>(t.calls);
+    const double whole = per_call_bytes / dtype_size(t.dtype);
+    const uint64_t count = static_cast<uint64_t>(p == Primitive::AllReduce ? whole : whole / g.tp);
+    const double seconds = static_cast<double>(t.calls) / g.micro_batches *
+                           grid_call_seconds(k, p, t.dtype, count, group);
+    const bool forward = t.what.rfind("forward:", 0) == 0;
+    (forward ? st.forward : st.backward).tensor_s += seconds;
+  }
+}
+
+void add_data_times(int zero_stage, const GridShape& g, const GPTConfig& c, const GridCluster& k,
+                    int stage, StageTimes& st) {
+  const uint64_t psi = stage_local_numel(g, c, stage);
+  const uint64_t shard = psi / static_cast<uint64_t>(g.dp);
+  const RankGroup group = data_group(g, RankOrder::TensorInnermost);
+  const double all_reduce = grid_call_seconds(k, Primitive::AllReduce, kModelDType, psi, group);
+  const double reduce_scatter =
+      grid_call_seconds(k, Primitive::ReduceScatter, kModelDType, shard, group);
+  const double all_gather = grid_call_seconds(k, Primitive::AllGather, kModelDType, shard, group);
+  auto beyond = [](double comm, double compute) { return std::max(0.0, comm - compute); };
+  switch (zero_stage) {
+    case 0: st.after_flush_data_s = all_reduce; break;
+    case 1:
+      st.after_flush_data_s = beyond(reduce_scatter, st.backward.compute_s) + all_gather;
+      break;
+    case 2:
+      st.backward.data_exposed_s = beyond(reduce_scatter, st.backward.compute_s);
+      st.after_flush_data_s = all_gather;
+      break;
+    default:
+      st.forward.data_exposed_s = beyond(all_gather, st.forward.compute_s);
+      st.backward.data_exposed_s = beyond(all_gather + reduce_scatter, st.backward.compute_s);
+      break;
+  }
+  const double state = zero_stage == 0 ? static_cast<double>(psi) : static_cast<double>(shard);
+  st.optimizer_s = state * kAdamWBytesPerElement / k.memory_bytes_per_s;
+}
+
+// `steps` steps of `bytes` each way between two stages' ranks. Stage p holds
+// ranks [p·D·T, (p+1)·D·T): two stages are on different nodes when the world
+// spans nodes (the slowest boundary, and the first and last stage), and then
+// a stage's D·T ranks (at most a node's G) send across the node link at once.
+double between_stages_seconds(const GridCluster& k, const GridShape& g, double bytes, int steps) {
+  if (k.nodes > 1) {
+    const int senders = std::min(k.gpus_per_node, g.dp * g.tp);
+    return steps * (k.link.inter_latency_s + bytes * senders / k.link.inter_node_bytes_per_s);
+  }
+  return steps * (k.link.intra_latency_s + bytes / k.link.intra_node_bytes_per_s);
+}
+
+}  // namespace
+
+double stage_flops_per_token(const GPTConfig& c, const GridShape& g, int stage) {
+  const StageBlocks blocks = stage_blocks(c.n_layer, g.pp, stage);
+  const double C = c.n_embd, S = g.seq, V = c.vocab_size;
+  const double per_block = 72 * C * C + 12 * S * C;
+  const double head = stage == g.pp - 1 ? 6 * V * C : 0;
+  return (blocks.count * per_block + head) / g.tp;
+}
+
+double grid_call_seconds(const GridCluster& k, Primitive p, DType t, uint64_t count,
+                         const RankGroup& group) {
+  PlannedCall call{};
+  call.primitive = p;
+  call.dtype = t;
+  call.count = static_cast<size_t>(count);
+  call.root = -1;
+  call.group = group;
+  const NodeMap nodes = NodeMap::uniform(k.world(), k.gpus_per_node);
+  return link_model(k).call_seconds(call, k.world(), nodes);
+}
+
+double pipeline_message_seconds(const GridCluster& k, const GridShape& g, double bytes) {
+  return g.pp == 1 ? 0 : between_stages_seconds(k, g, bytes, 1);
+}
+
+GridStepPrediction predict_grid_step(const GPTConfig& c, const GridRun& r, const GridCluster& k) {
+  const GridShape& g = r.grid;
+  check_grid(g, c);
+  if (g.world() != k.world())
+    throw std::invalid_argument("grid: D x T x P = " + std::to_string(g.world()) +
+                                " is not the cluster's " + std::to_string(k.world()) + " GPUs");
+  if (r.zero_stage < 0 || r.zero_stage > 3)
+    throw std::invalid_argument("zero.stage: " + std::to_string(r.zero_stage) + " must be 0-3");
+  const int m = g.micro_batches;
+  std::vector<StageTimes> stages(g.pp);
+  double memory = 0;
+  for (int s = 0; s < g.pp; s++) {
+    StageTimes& st = stages[s];
+    const double micro_s = stage_flops_per_token(c, g, s) * g.tokens() / k.flops_per_s;
+    st.forward.compute_s = micro_s / 3;
+    st.backward.compute_s = micro_s * 2 / 3;
+    add_tensor_times(g, c, k, s, st);
+    add_data_times(r.zero_stage, g, c, k, s, st);
+    // The tied embedding's all-reduce over the first and last stage: a ring
+    // of 2 ranks, 2 steps of half its bus bytes (bus = buffer x 2(2-1)/2).
+    for (const VolumeTerm& t : pipeline_volume(g, c, kModelDType, s).terms)
+      if (t.call == GridCall::AllReduce)
+        st.tied_s += between_stages_seconds(k, g, t.bus_bytes / 2, 2);
+    memory = std::max(memory, static_cast<double>(grid_model_states_bytes(r.zero_stage, g, c, s)) +
+                                  stage_activation_bytes(PipelineSchedule::OneFOneB, g, c, s));
+  }
+  // Every stage runs at the slowest stage's pace; the critical stage is the
+  // one whose micro-batch takes longest, the last one to finish after the
+  // flush is the one with the most work left.
+  double forward_s = 0, backward_s = 0;
+  int critical = 0, last = 0;
+  for (int s = 0; s < g.pp; s++) {
+    forward_s = std::max(forward_s, stages[s].forward.total());
+    backward_s = std::max(backward_s, stages[s].backward.total());
+    const StageTimes& best = stages[critical];
+    if (stages[s].forward.total() + stages[s].backward.total() >
+        best.forward.total() + best.backward.total())
+      critical = s;
+    if (stages[s].after_flush() > stages[last].after_flush()) last = s;
+  }
+  const double message_s = pipeline_message_seconds(
+      k, g, static_cast<double>(g.tokens()) * c.n_embd * dtype_size(kModelDType));
+  const double makespan = g.pp == 1
+                              ? m * (forward_s + backward_s)
+                              : one_f_one_b_makespan(g.pp, m, forward_s, backward_s, message_s);
+  const double messages_s =
+      makespan - (g.pp == 1 ? makespan : one_f_one_b_makespan(g.pp, m, forward_s, backward_s, 0));
+
+  const StageTimes& cs = stages[critical];
+  const StageTimes& ls = stages[last];
+  GridStepPrediction out;
+  out.optimizer_s = ls.optimizer_s;
+  out.compute_s = m * (cs.forward.compute_s + cs.backward.compute_s) + ls.optimizer_s;
+  out.tensor_s = m * (cs.forward.tensor_s + cs.backward.tensor_s);
+  out.data_exposed_s =
+      m * (cs.forward.data_exposed_s + cs.backward.data_exposed_s) + ls.after_flush_data_s;
+  out.pipeline_s = messages_s + ls.tied_s;
+  out.bubble_s = makespan - messages_s - m * (cs.forward.total() + cs.backward.total());
+  out.step_s = makespan + ls.after_flush();
+  out.tokens_per_s = static_cast<double>(g.dp) * m * g.tokens() / out.step_s;
+  out.memory_bytes = memory;
+  out.fits = memory <= k.device_memory_bytes;
+  out.deepspeed_refuses =
+      g.pp > 1 && !pipeline_engine_accepts_zero_stage(kNewestVerifiedRelease, r.zero_stage);
+  return out;
+}
+
+}  // namespace zt
