@@ -33,7 +33,6 @@ uint64_t grid_model_states_bytes(int zero_stage, const GridShape& g, const GPTCo
 // tp and sequence_parallel from g (T = 1: the first row whatever it says).
 double block_activation_bytes(const GridShape& g, const GPTConfig& c);
 
-enum class PipelineSchedule { GPipe, OneFOneB };
 // Micro-batches whose activations `stage` holds at once.
 int micro_batches_in_flight(PipelineSchedule schedule, const GridShape& g, int stage);
 

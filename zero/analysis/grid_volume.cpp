@@ -68,11 +68,7 @@ void check_grid(const GridShape& g, const GPTConfig& c) {
 StageBlocks stage_blocks(int L, int P, int stage) {
   need(P >= 1 && P <= L, "parallel.pipeline: " + n(P) + " must be in [1, " + n(L) + "]");
   need(stage >= 0 && stage < P, "pipeline stage " + n(stage) + " is outside [0, " + n(P) + ")");
-  const int base = L / P, extra = L % P;
-  StageBlocks b;
-  b.count = base + (stage < extra ? 1 : 0);
-  b.first = stage * base + (stage < extra ? stage : extra);
-  return b;
+  return split_blocks(L, P)[static_cast<size_t>(stage)];
 }
 
 uint64_t GridVolume::calls() const {

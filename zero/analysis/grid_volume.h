@@ -52,6 +52,7 @@
 #include "zero/analysis/paper_volume.h"
 #include "zero/comm/communicator.h"
 #include "zero/grid/grid.h"
+#include "zero/grid/pipeline_schedule.h"
 
 namespace zt {
 
@@ -70,12 +71,10 @@ struct GridShape {
 // layer count, a size or m below 1, a sequence above the model's.
 void check_grid(const GridShape& g, const GPTConfig& c);
 
-// The blocks of pipeline stage `stage`: contiguous, L/P each and one more on
-// each of the first L mod P stages (DeepSpeed's partition_uniform in
-// deepspeed/runtime/utils.py splits this way; Megatron requires P | L).
-struct StageBlocks {
-  int first = 0, count = 0;
-};
+// The blocks of pipeline stage `stage`: split_blocks' split
+// (zero/grid/pipeline_schedule.h: L/P each and one more on each of the first
+// L mod P stages, as DeepSpeed's partition_uniform in deepspeed/runtime/utils.py;
+// Megatron requires P | L).
 StageBlocks stage_blocks(int n_layer, int pp, int stage);
 
 // What a volume term moves by: a collective over a group, or point-to-point

@@ -1,8 +1,6 @@
 // The makespan of a flushed 1F1B step with uniform stage times, from the
-// simulator (pipeline_simulator.h), behind a header that names no schedule
-// type: zero/analysis's grid headers declare their own StageBlocks and
-// PipelineSchedule, which cannot share a translation unit with
-// pipeline_schedule.h's.
+// simulator (pipeline_simulator.h): what the grid's step-time model needs of
+// the pipeline schedules.
 #pragma once
 
 namespace zt {
