@@ -67,6 +67,10 @@ TEST_CASE("a tensor-parallel model matches the whole model", "[mpi][tensor_paral
   const ParamTable whole(c), shard(c, TensorSplit{W, comm.rank()});
   std::vector<float> w(whole.total());
   init_gpt2_weights(whole, 5, w.data());
+  // GPT-2 starts its biases at zero, and LayerNorms at one and zero: give
+  // every tensor a pattern of its own, so that a bias added on every shard, or
+  // a LayerNorm's parameters mixed up, changes the result.
+  for (size_t i = 0; i < w.size(); i++) w[i] += 0.02f * static_cast<float>((i * 7) % 11) - 0.1f;
 
   for (Recompute recompute : {Recompute::None, Recompute::Block}) {
     FlatHooks whole_hooks(whole, *ops);

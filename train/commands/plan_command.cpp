@@ -107,14 +107,17 @@ bool same_variant(const StepPlan& a, const ZeroConfig& za, const StepPlan& b,
          qw(za) == qw(zb) && qg(za) == qg(zb) && mics(za) == mics(zb);
 }
 
-// group: the ranks a call runs over, "SIZE/STRIDE" (comm_stats.h's RankGroup), or "world".
-void print_calls(const char* title, const std::vector<PlannedCall>& calls) {
+// group: the ranks a call runs over, "SIZE/STRIDE" (comm_stats.h's RankGroup), or
+// `whole` when it runs over all the ranks the step was planned for ("world";
+// with tensor parallelism "data" or "tensor", the rank's group).
+void print_calls(const char* title, const std::vector<PlannedCall>& calls,
+                 const char* whole = "world") {
   std::printf("\n%s:\n  %-6s %-5s %-14s %-5s %12s %5s %-7s  %s\n", title, "phase", "micro",
               "primitive", "dtype", "count", "root", "group", "what");
   for (const PlannedCall& c : calls) {
     const std::string group =
         c.group.size > 0 ? std::to_string(c.group.size) + "/" + std::to_string(c.group.stride)
-                         : "world";
+                         : whole;
     std::printf("  %-6s %-5d %-14s %-5s %12zu %5d %-7s  %s\n", phase_name(c.phase), c.micro,
                 primitive_name(c.primitive), dtype_name(c.dtype), c.count, c.root, group.c_str(),
                 c.what.c_str());
@@ -394,16 +397,16 @@ int run_plan_command(const std::vector<std::string>& args) {
   if (p.calls) {
     if (p.grid.tensor > 1)
       print_calls("the tensor group's calls of a step, in order (each micro-step alike)",
-                  p.tensor_step);
+                  p.tensor_step, "tensor");
     print_calls(p.grid.tensor > 1 ? "every ZeRO collective of a steady step over the "
                                     "data-parallel group, in order (the configured variant)"
                                   : "every collective of a steady step, in order (the "
                                     "configured variant)",
-                p.mine.steady_step);
+                p.mine.steady_step, p.grid.tensor > 1 ? "data" : "world");
     print_startup_calls(p.mine.startup);
     print_calls(p.mine.stage == 3 ? "the first step (stage 3 records its trace)"
                                   : "the first step (the same as a steady one)",
-                p.mine.first_step_calls());
+                p.mine.first_step_calls(), p.grid.tensor > 1 ? "data" : "world");
   }
   return 0;
 }
