@@ -24,12 +24,16 @@ CommStats with_job_mean_inter_node(CommStats c, int world) {
   for (auto& p : c.by_primitive) v.push_back(p.inter_node_bus_bytes);
   for (auto& u : c.by_purpose)
     for (auto& p : u) v.push_back(p.inter_node_bus_bytes);
+  for (auto& u : c.by_dimension)
+    for (auto& p : u) v.push_back(p.inter_node_bus_bytes);
   std::vector<double> sum(v.size());
   MPI_Allreduce(v.data(), sum.data(), static_cast<int>(v.size()), MPI_DOUBLE, MPI_SUM,
                 MPI_COMM_WORLD);
   size_t i = 0;
   for (auto& p : c.by_primitive) p.inter_node_bus_bytes = sum[i++] / world;
   for (auto& u : c.by_purpose)
+    for (auto& p : u) p.inter_node_bus_bytes = sum[i++] / world;
+  for (auto& u : c.by_dimension)
     for (auto& p : u) p.inter_node_bus_bytes = sum[i++] / world;
   return c;
 }

@@ -1,0 +1,52 @@
+"""The table of scripts/grid_rank_order.sh: per system and case, the median
+step over the sittings' step medians (ms, measured), the spread of the
+sittings, and the bytes per rank per step by dimension (tensor, data; bus
+bytes and their inter-node part, counted by the run), with the step relative
+to no tensor parallelism on the same system."""
+import glob
+import json
+import os
+import statistics
+import sys
+
+
+def main(out, link):
+    rows = []
+    for system in sorted(os.listdir(out)):
+        base = None
+        cases = sorted(os.listdir(os.path.join(out, system)), key=lambda c: (c != "t1", c))
+        for case in cases:
+            if not os.path.isdir(os.path.join(out, system, case)):
+                continue
+            sums = [json.load(open(p)) for p in
+                    sorted(glob.glob(os.path.join(out, system, case, "sitting*", "summary.json")))]
+            if not sums:
+                continue
+            steps = [s["step_ms_median"] for s in sums]
+            dims = sums[0]["comm"]["per_step_by_dimension"]
+
+            def total(dim, key):
+                return sum(v[key] for v in dims[dim].values()) / 1e6
+
+            median = statistics.median(steps)
+            if case == "t1":
+                base = median
+            rows.append((system, case, median, min(steps), max(steps), len(steps),
+                         total("tensor", "bus_bytes"), total("tensor", "inter_node_bus_bytes"),
+                         total("data", "bus_bytes"), total("data", "inter_node_bus_bytes"),
+                         median / base if base else float("nan")))
+    print(f"Measured on emulated clusters, {link} between nodes, shared memory inside "
+          "(scripts/grid_rank_order.sh); step = median over sittings of each sitting's median "
+          "step; bytes per rank per step as the runs counted them (MB)\n")
+    print("| system | case | step ms | sittings (min-max) | tensor bus MB | of it inter-node "
+          "| data bus MB | of it inter-node | step / no TP |")
+    print("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[5]} ({r[3]:.1f}-{r[4]:.1f}) | {r[6]:.2f} | "
+              f"{r[7]:.2f} | {r[8]:.2f} | {r[9]:.2f} | {r[10]:.2f}x |")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: grid_rank_order_table.py OUT_DIR LINK")
+    main(sys.argv[1], sys.argv[2])
