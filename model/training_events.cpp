@@ -71,27 +71,39 @@ int index_in(const ParamTable& table, const std::string& name, bool param) {
                          " is not in the model's table");
 }
 
+// The narrowest model with `layers` blocks: `width` heads, channels and
+// vocabulary rows, one position.
+GPTConfig narrow_config(int layers, int width) {
+  GPTConfig c;
+  c.n_layer = layers;
+  c.n_head = width;
+  c.n_embd = width;
+  c.vocab_size = width;
+  c.seq_len = 1;
+  return c;
+}
+
+// One forward_backward of a one-token micro-batch on `table`, recorded.
+EventRecorder record_pass(const ParamTable& table, Recompute recompute) {
+  const std::unique_ptr<Ops> ops = make_cpu_ops();
+  EventRecorder recorder(table);
+  GPT model(table, *ops, 1, 1, recompute);
+  const int token = 0;
+  model.forward_backward(&token, &token, 1.0f, recorder);
+  return recorder;
+}
+
 }  // namespace
 
 // The narrowest split model: two shards of one head and one vocabulary row
 // each, a two-channel residual stream, one token; a combine over n elements
 // is then per token either the width (2) or one.
 std::vector<CombinePoint> GPT::combine_points(const ParamTable& table, Recompute recompute) {
-  GPTConfig narrow;
-  narrow.n_layer = table.config().n_layer;
-  narrow.n_head = 2;
-  narrow.n_embd = 2;
-  narrow.vocab_size = 2;
-  narrow.seq_len = 1;
-  const ParamTable whole(narrow), shard(narrow, TensorSplit{2, 0});
-  const std::unique_ptr<Ops> ops = make_cpu_ops();
-  EventRecorder recorder(shard);
-  GPT model(shard, *ops, 1, 1, recompute);
-  const int token = 0;
-  model.forward_backward(&token, &token, 1.0f, recorder);
+  const int width = 2;
+  const ParamTable shard(narrow_config(table.config().n_layer, width), TensorSplit{2, 0});
   std::vector<CombinePoint> points;
-  for (const EventRecorder::Recorded& r : recorder.combines) {
-    if (r.count != 1 && r.count != static_cast<size_t>(narrow.n_embd))
+  for (const EventRecorder::Recorded& r : record_pass(shard, recompute).combines) {
+    if (r.count != 1 && r.count != static_cast<size_t>(width))
       throw std::logic_error("combine_points: a combine of " + std::to_string(r.count) +
                              " elements per token");
     points.push_back(
@@ -101,25 +113,15 @@ std::vector<CombinePoint> GPT::combine_points(const ParamTable& table, Recompute
 }
 
 std::vector<ModuleEvent> GPT::training_events(const ParamTable& table, Recompute recompute) {
-  GPTConfig narrow;
-  narrow.n_layer = table.config().n_layer;
-  narrow.n_head = 1;
-  narrow.n_embd = 1;
-  narrow.vocab_size = 1;
-  narrow.seq_len = 1;
-  const ParamTable narrow_table(narrow);
-  const std::unique_ptr<Ops> ops = make_cpu_ops();
-  EventRecorder recorder(narrow_table);
-  GPT model(narrow_table, *ops, 1, 1, recompute);
-  const int token = 0;
-  model.forward_backward(&token, &token, 1.0f, recorder);
-  for (ModuleEvent& e : recorder.events) {
+  const ParamTable narrow_table(narrow_config(table.config().n_layer, 1));
+  std::vector<ModuleEvent> events = record_pass(narrow_table, recompute).events;
+  for (ModuleEvent& e : events) {
     const bool param = e.kind == ModuleEvent::GradReady;
     const std::string& name =
         param ? narrow_table.params()[e.index].name : narrow_table.modules()[e.index].name;
     e.index = index_in(table, name, param);
   }
-  return recorder.events;
+  return events;
 }
 
 }  // namespace zt
