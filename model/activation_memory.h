@@ -31,4 +31,20 @@ namespace zt {
 uint64_t activation_bytes(const GPTConfig& c, int B, int T, Recompute r, DType model,
                           int tensor = 1);
 
+// One pipeline stage's (model/gpt.h), with `blocks` blocks, keeping `slots`
+// micro-batches' activations at once (the schedule's peak in flight,
+// zero/grid/pipeline_schedule.h). The sets above are per block per slot, or
+// once when recomputed; besides them,
+//   per slot  blocks NC e                (block inputs: the first is the
+//                                         embedding, or the stage's input)
+//             NC e                       (the residual after the last block:
+//                                         ln_f's input, or the stage's output)
+//             last stage: (NC + NV) e + 4N f, and 2N f when split
+//                         (ln_f out, logits; ln_f mean/rstd, losses, targets)
+//             first stage: N f (tokens); any other: NC e (the input's gradient)
+//   once      (3NC + NA + NF) e          (projection scratch, backward scratch)
+// The whole model is the one stage with every block, first and last, one slot.
+uint64_t stage_activation_bytes(const GPTConfig& c, int B, int T, Recompute r, DType model,
+                                int tensor, int blocks, bool first, bool last, int slots);
+
 }  // namespace zt

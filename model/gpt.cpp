@@ -3,71 +3,76 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <stdexcept>
+
+#include "model/device_services.h"
 
 namespace zt {
 
-GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute)
+GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute, int slots)
     : table_(table), ops_(ops), B_(B), T_(T), recompute_(recompute), es_(dtype_size(ops.dtype())) {
   const GPTConfig& c = table.config();
   const size_t N = static_cast<size_t>(B) * T, C = c.n_embd, NH = table.heads();
-  const size_t A = table.attn_width(), F = table.mlp_width();
+  const size_t A = table.attn_width(), F = table.mlp_width(), V = table.vocab_rows();
+  const bool first = table.has_embeddings(), last = table.has_head();
+  auto attention_set = [&](Block& b) {
+    b.ln1 = act(N * C);
+    b.qkv = act(N * 3 * A);
+    b.atty = act(N * A);
+    b.ln1_mean = stat(N);
+    b.ln1_rstd = stat(N);
+    b.lse = stat(N * NH);
+  };
+  auto residual_set = [&](Block& b) {
+    b.r_mid = act(N * C);
+    b.ln2 = act(N * C);
+    b.ln2_mean = stat(N);
+    b.ln2_rstd = stat(N);
+  };
+  auto mlp_set = [&](Block& b) {
+    b.fch = act(N * F);
+    b.fcg = act(N * F);
+  };
+  // A set the level recomputes is allocated once, for every block and slot.
   const bool share_attention = recompute == Recompute::Attn || recompute == Recompute::Block;
   const bool share_residual = recompute == Recompute::Block;
   const bool share_mlp = recompute == Recompute::Mlp || recompute == Recompute::Block;
-  embed_ = act(N * C);
-  blocks_.resize(c.n_layer);
-  for (int l = 0; l < c.n_layer; l++) {
-    Block& b = blocks_[l];
-    b.r_in = l == 0 ? embed_ : act(N * C);
-    if (l == 0 || !share_attention) {
-      b.ln1 = act(N * C);
-      b.qkv = act(N * 3 * A);
-      b.atty = act(N * A);
-      b.ln1_mean = stat(N);
-      b.ln1_rstd = stat(N);
-      b.lse = stat(N * NH);
-    } else {
-      b.ln1 = blocks_[0].ln1;
-      b.qkv = blocks_[0].qkv;
-      b.atty = blocks_[0].atty;
-      b.ln1_mean = blocks_[0].ln1_mean;
-      b.ln1_rstd = blocks_[0].ln1_rstd;
-      b.lse = blocks_[0].lse;
+  Block shared{};
+  if (share_attention) attention_set(shared);
+  if (share_residual) residual_set(shared);
+  if (share_mlp) mlp_set(shared);
+  slots_.resize(static_cast<size_t>(slots));
+  for (Slot& s : slots_) {
+    s.blocks.assign(static_cast<size_t>(table.blocks()), shared);
+    for (Block& b : s.blocks) {
+      b.r_in = act(N * C);  // the first block's: the embedding, or the stage's input
+      if (!share_attention) attention_set(b);
+      if (!share_residual) residual_set(b);
+      if (!share_mlp) mlp_set(b);
     }
-    if (l == 0 || !share_residual) {
-      b.r_mid = act(N * C);
-      b.ln2 = act(N * C);
-      b.ln2_mean = stat(N);
-      b.ln2_rstd = stat(N);
-    } else {
-      b.r_mid = blocks_[0].r_mid;
-      b.ln2 = blocks_[0].ln2;
-      b.ln2_mean = blocks_[0].ln2_mean;
-      b.ln2_rstd = blocks_[0].ln2_rstd;
+    s.r_out = act(N * C);
+    if (last) {
+      s.lnf = act(N * C);
+      s.logits = act(N * V);
+      s.lnf_mean = stat(N);
+      s.lnf_rstd = stat(N);
+      s.losses = stat(N);
+      if (vocab_split()) {
+        s.lse = stat(N);
+        s.picked = stat(N);
+      }
+      s.targets = static_cast<int*>(ops_.alloc(N * sizeof(int), MemCategory::Activations));
+      allocations_.push_back(s.targets);
     }
-    if (l == 0 || !share_mlp) {
-      b.fch = act(N * F);
-      b.fcg = act(N * F);
+    if (first) {
+      s.tokens = static_cast<int*>(ops_.alloc(N * sizeof(int), MemCategory::Activations));
+      allocations_.push_back(s.tokens);
     } else {
-      b.fch = blocks_[0].fch;
-      b.fcg = blocks_[0].fcg;
+      s.dinput = act(N * C);
     }
   }
+  slot_ = &slots_.front();
   fcproj_ = act(N * C);
-  r_fin_ = act(N * C);
-  lnf_ = act(N * C);
-  logits_ = act(N * table.vocab_rows());
-  lnf_mean_ = stat(N);
-  lnf_rstd_ = stat(N);
-  losses_ = stat(N);
-  if (vocab_split()) {
-    lse_ = stat(N);
-    picked_ = stat(N);
-  }
-  tokens_ = static_cast<int*>(ops_.alloc(N * sizeof(int), MemCategory::Activations));
-  targets_ = static_cast<int*>(ops_.alloc(N * sizeof(int), MemCategory::Activations));
-  allocations_.push_back(tokens_);
-  allocations_.push_back(targets_);
   dres_ = act(N * C);
   dln_ = act(N * C);
   datty_ = act(N * A);
@@ -79,7 +84,7 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute)
   wpe_ = m("wpe");
   ln_f_ = m("ln_f");
   lm_head_ = m("lm_head");
-  for (int l = 0; l < c.n_layer; l++) {
+  for (int l = table.first_block(); l <= last_block(); l++) {
     const std::string h = "h." + std::to_string(l);
     block_modules_.push_back({m(h), m(h + ".ln_1"), m(h + ".attn"), m(h + ".attn.c_attn"),
                               m(h + ".attn.c_proj"), m(h + ".ln_2"), m(h + ".mlp"),
@@ -104,43 +109,54 @@ float* GPT::stat(size_t elems) {
 }
 
 void GPT::upload_tokens(const int* inputs, const int* targets, int n) {
-  ops_.from_host(tokens_, inputs, n * sizeof(int));
-  if (targets) ops_.from_host(targets_, targets, n * sizeof(int));
+  if (table_.has_embeddings()) ops_.from_host(slot_->tokens, inputs, n * sizeof(int));
+  if (targets && table_.has_head()) ops_.from_host(slot_->targets, targets, n * sizeof(int));
 }
 
-// The forward of b x t tokens, the root module open throughout.
-void GPT::forward(int b, int t, Head head, float dloss, ModuleHooks& hooks) {
+// The forward of b x t tokens into slot `slot`, the root module open throughout.
+void GPT::stage_forward(int slot, const int* inputs, const int* targets, Head head, float dloss,
+                        ModuleHooks& hooks) {
+  slot_ = &slots_[static_cast<size_t>(slot)];
+  upload_tokens(inputs, targets, B_ * T_);
   const ModuleScope root(hooks, root_, false);
-  forward_to_lnf(b, t, hooks);
-  forward_head(b * t, head, dloss, hooks);
+  forward_to_lnf(B_, T_, hooks);
+  if (table_.has_head()) forward_head(B_ * T_, head, dloss, hooks);
 }
 
-// The forward from the embeddings to the final LayerNorm, leaving lnf_ ready
-// for the head; every module's parameters are fetched just before it runs and
-// released after.
+// The forward from the embeddings (or the stage's input) to the final
+// LayerNorm, leaving lnf ready for the head (or the stage's output); every
+// module's parameters are fetched just before it runs and released after.
 void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
   const int N = b * t, C = c.n_embd;
+  void* embed = slot_->blocks.front().r_in;
   // The two embeddings are separate modules, as in PyTorch: lookup, then the
   // position add in place (bit-identical to one fused add).
-  {
-    const ModuleScope wte(hooks, wte_, false);
-    if (vocab_split()) {
-      ops_.embedding_rows_forward(embed_, tokens_, wte[0], table_.vocab_begin(),
-                                  table_.vocab_rows(), N, C);
-      hooks.combine(wte_, false, Combine::Sum, embed_, static_cast<size_t>(N) * C);
-    } else {
-      ops_.encoder_forward(embed_, tokens_, wte[0], nullptr, b, t, C);
+  if (table_.has_embeddings()) {
+    {
+      const ModuleScope wte(hooks, wte_, false);
+      if (vocab_split()) {
+        ops_.embedding_rows_forward(embed, slot_->tokens, wte[0], table_.vocab_begin(),
+                                    table_.vocab_rows(), N, C);
+        hooks.combine(wte_, false, Combine::Sum, embed, static_cast<size_t>(N) * C);
+      } else {
+        ops_.encoder_forward(embed, slot_->tokens, wte[0], nullptr, b, t, C);
+      }
     }
-  }
-  {
     const ModuleScope wpe(hooks, wpe_, false);
-    ops_.encoder_forward(embed_, tokens_, nullptr, wpe[0], b, t, C);
+    ops_.encoder_forward(embed, slot_->tokens, nullptr, wpe[0], b, t, C);
   }
-  for (int l = 0; l < c.n_layer; l++) block_forward(l, b, t, false, hooks);
+  for (int l = table_.first_block(); l <= last_block(); l++) block_forward(l, b, t, false, hooks);
+  const void* r_mid = block(last_block()).r_mid;
+  if (!table_.has_head()) {
+    // The residual stream leaves the stage whole: r_mid + the MLP's projection.
+    ops_.copy(slot_->r_out, r_mid, static_cast<size_t>(N) * C * es_);
+    ops_.services().add_inplace(slot_->r_out, fcproj_, static_cast<size_t>(N) * C);
+    return;
+  }
   const ModuleScope lnf(hooks, ln_f_, false);
-  ops_.residual_layernorm_forward(r_fin_, lnf_, lnf_mean_, lnf_rstd_, blocks_.back().r_mid, fcproj_,
-                                  lnf[0], lnf[1], N, C);
+  ops_.residual_layernorm_forward(slot_->r_out, slot_->lnf, slot_->lnf_mean, slot_->lnf_rstd, r_mid,
+                                  fcproj_, lnf[0], lnf[1], N, C);
 }
 
 // A recompute runs the whole block but the MLP's projection, from the kept
@@ -148,8 +164,8 @@ void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
 // backward does not read.
 void GPT::block_forward(int l, int b, int t, bool recompute, ModuleHooks& hooks) {
   const int N = b * t;
-  const ModuleScope block(hooks, block_modules_[l].block, false);
-  ln1_forward(l, N, !recompute && l > 0, hooks);
+  const ModuleScope scope(hooks, modules_of(l).block, false);
+  ln1_forward(l, N, !recompute && l > table_.first_block(), hooks);
   attn_forward(l, b, t, true, hooks);
   ln2_forward(l, N, hooks);
   mlp_forward(l, N, !recompute, hooks);
@@ -157,18 +173,18 @@ void GPT::block_forward(int l, int b, int t, bool recompute, ModuleHooks& hooks)
 
 void GPT::ln1_forward(int l, int n, bool add_residual, ModuleHooks& hooks) {
   const int C = table_.config().n_embd;
-  Block& k = blocks_[l];
-  const ModuleScope w(hooks, block_modules_[l].ln_1, false);
+  Block& k = block(l);
+  const ModuleScope w(hooks, modules_of(l).ln_1, false);
   if (add_residual)
-    ops_.residual_layernorm_forward(k.r_in, k.ln1, k.ln1_mean, k.ln1_rstd, blocks_[l - 1].r_mid,
+    ops_.residual_layernorm_forward(k.r_in, k.ln1, k.ln1_mean, k.ln1_rstd, block(l - 1).r_mid,
                                     fcproj_, w[0], w[1], n, C);
   else ops_.layernorm_forward(k.ln1, k.ln1_mean, k.ln1_rstd, k.r_in, w[0], w[1], n, C);
 }
 
 void GPT::attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks) {
   const int N = b * t, C = table_.config().n_embd, NH = table_.heads(), A = table_.attn_width();
-  Block& k = blocks_[l];
-  const BlockModules& m = block_modules_[l];
+  Block& k = block(l);
+  const BlockModules& m = modules_of(l);
   const ModuleScope attn(hooks, m.attn, false);
   {
     const ModuleScope qkv(hooks, m.c_attn, false);
@@ -176,7 +192,6 @@ void GPT::attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks) {
   }
   ops_.attention_forward(k.atty, k.lse, k.qkv, b, t, A, NH);
   if (project) {
-    // fcproj_ doubles as scratch for the attention projection: it is consumed at once.
     const ModuleScope proj(hooks, m.attn_proj, false);
     ops_.matmul_forward(fcproj_, nullptr, k.atty, proj[0], proj[1], N, A, C);
     hooks.combine(m.attn_proj, false, Combine::Sum, fcproj_, static_cast<size_t>(N) * C);
@@ -185,16 +200,16 @@ void GPT::attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks) {
 
 void GPT::ln2_forward(int l, int n, ModuleHooks& hooks) {
   const int C = table_.config().n_embd;
-  Block& k = blocks_[l];
-  const ModuleScope w(hooks, block_modules_[l].ln_2, false);
+  Block& k = block(l);
+  const ModuleScope w(hooks, modules_of(l).ln_2, false);
   ops_.residual_layernorm_forward(k.r_mid, k.ln2, k.ln2_mean, k.ln2_rstd, k.r_in, fcproj_, w[0],
                                   w[1], n, C);
 }
 
 void GPT::mlp_forward(int l, int n, bool project, ModuleHooks& hooks) {
   const int C = table_.config().n_embd, F = table_.mlp_width();
-  Block& k = blocks_[l];
-  const BlockModules& m = block_modules_[l];
+  Block& k = block(l);
+  const BlockModules& m = modules_of(l);
   const ModuleScope mlp(hooks, m.mlp, false);
   {
     const ModuleScope fc(hooks, m.c_fc, false);
@@ -209,9 +224,11 @@ void GPT::mlp_forward(int l, int n, bool project, ModuleHooks& hooks) {
 
 void GPT::forward_head(int n, Head head, float dloss, ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
+  Slot& s = *slot_;
   {
     const ModuleScope wte(hooks, lm_head_, false);
-    ops_.matmul_forward(logits_, nullptr, lnf_, wte[0], nullptr, n, c.n_embd, table_.vocab_rows());
+    ops_.matmul_forward(s.logits, nullptr, s.lnf, wte[0], nullptr, n, c.n_embd,
+                        table_.vocab_rows());
   }
   if (head == Head::Logits) return;
   if (vocab_split()) {
@@ -219,9 +236,9 @@ void GPT::forward_head(int n, Head head, float dloss, ModuleHooks& hooks) {
     return;
   }
   if (head == Head::TrainLoss)
-    ops_.cross_entropy_forward_backward(losses_, logits_, targets_, n, c.vocab_size, dloss);
+    ops_.cross_entropy_forward_backward(s.losses, s.logits, s.targets, n, c.vocab_size, dloss);
   else if (head == Head::EvalLoss)
-    ops_.cross_entropy_forward(losses_, logits_, targets_, n, c.vocab_size);
+    ops_.cross_entropy_forward(s.losses, s.logits, s.targets, n, c.vocab_size);
 }
 
 // The loss over a vocabulary split across shards: each shard's log-sum-exp
@@ -229,28 +246,26 @@ void GPT::forward_head(int n, Head head, float dloss, ModuleHooks& hooks) {
 // across shards; no shard ever holds the whole logits.
 void GPT::split_cross_entropy(int n, bool with_gradient, float dloss, ModuleHooks& hooks) {
   const int V = table_.vocab_rows(), begin = table_.vocab_begin();
-  ops_.logits_logsumexp(lse_, logits_, n, V);
-  hooks.combine(lm_head_, false, Combine::LogSumExp, lse_, n);
-  ops_.logits_pick(picked_, logits_, targets_, begin, n, V);
-  hooks.combine(lm_head_, false, Combine::SumFloats, picked_, n);
-  ops_.losses_from_lse(losses_, lse_, picked_, n);
+  Slot& s = *slot_;
+  ops_.logits_logsumexp(s.lse, s.logits, n, V);
+  hooks.combine(lm_head_, false, Combine::LogSumExp, s.lse, n);
+  ops_.logits_pick(s.picked, s.logits, s.targets, begin, n, V);
+  hooks.combine(lm_head_, false, Combine::SumFloats, s.picked, n);
+  ops_.losses_from_lse(s.losses, s.lse, s.picked, n);
   if (with_gradient)
-    ops_.cross_entropy_backward_from_lse(logits_, lse_, targets_, begin, n, V, dloss);
+    ops_.cross_entropy_backward_from_lse(s.logits, s.lse, s.targets, begin, n, V, dloss);
 }
 
-void GPT::backward(ModuleHooks& hooks) {
+void GPT::stage_backward(int slot, ModuleHooks& hooks) {
+  slot_ = &slots_[static_cast<size_t>(slot)];
+  Slot& s = *slot_;
   const GPTConfig& c = table_.config();
   const int N = B_ * T_, C = c.n_embd, NH = table_.heads(), V = table_.vocab_rows();
   const int A = table_.attn_width(), F = table_.mlp_width();
   const ModuleScope root(hooks, root_, true);
-  {
-    // The LM head adds into wte's gradient, which completes only at the embedding.
-    const ModuleScope head(hooks, lm_head_, true);
-    ops_.matmul_backward(dln_, hooks.grad(0), nullptr, logits_, lnf_, head[0], nullptr, N, C, V);
-    hooks.combine(lm_head_, true, Combine::Sum, dln_, static_cast<size_t>(N) * C);
-  }
 
-  // dres_ carries the gradient of the residual stream backwards through the blocks.
+  // dres_ carries the gradient of the residual stream backwards through the
+  // blocks; a stage without the head starts from the one received (output_grad).
   auto layernorm = [&](int module, void* dout_in, void* inp, const float* mean, const float* rstd) {
     const ModuleScope w(hooks, module, true);
     const std::vector<int>& p = table_.modules()[module].params;
@@ -273,13 +288,22 @@ void GPT::backward(ModuleHooks& hooks) {
     hooks.grad_ready(p[1]);
     hooks.grad_ready(p[0]);
   };
-  ops_.memzero(dres_, static_cast<size_t>(N) * C * es_);
-  layernorm(ln_f_, dln_, r_fin_, lnf_mean_, lnf_rstd_);
-  for (int l = c.n_layer - 1; l >= 0; l--) {
-    Block& k = blocks_[l];
-    const BlockModules& m = block_modules_[l];
+  if (table_.has_head()) {
+    {
+      // The LM head adds into wte's gradient, which completes only at the embedding.
+      const ModuleScope head(hooks, lm_head_, true);
+      ops_.matmul_backward(dln_, hooks.grad(0), nullptr, s.logits, s.lnf, head[0], nullptr, N, C,
+                           V);
+      hooks.combine(lm_head_, true, Combine::Sum, dln_, static_cast<size_t>(N) * C);
+    }
+    ops_.memzero(dres_, static_cast<size_t>(N) * C * es_);
+    layernorm(ln_f_, dln_, s.r_out, s.lnf_mean, s.lnf_rstd);
+  }
+  for (int l = last_block(); l >= table_.first_block(); l--) {
+    Block& k = block(l);
+    const BlockModules& m = modules_of(l);
     if (recompute_ == Recompute::Block) block_forward(l, B_, T_, true, hooks);
-    const ModuleScope block(hooks, m.block, true);
+    const ModuleScope scope(hooks, m.block, true);
     if (recompute_ == Recompute::Mlp) mlp_forward(l, N, false, hooks);
     {
       const ModuleScope mlp(hooks, m.mlp, true);
@@ -299,53 +323,68 @@ void GPT::backward(ModuleHooks& hooks) {
     }
     layernorm(m.ln_1, dln_, k.r_in, k.ln1_mean, k.ln1_rstd);
   }
+  if (!table_.has_embeddings()) {
+    ops_.copy(s.dinput, dres_, static_cast<size_t>(N) * C * es_);
+    // The head's copy of wte: its gradient is complete with the stage's backward.
+    if (table_.has_head()) hooks.grad_ready(0);
+    return;
+  }
   {
     const ModuleScope wpe(hooks, wpe_, true);
-    ops_.encoder_backward(nullptr, hooks.grad(1), dres_, tokens_, B_, T_, C);
+    ops_.encoder_backward(nullptr, hooks.grad(1), dres_, s.tokens, B_, T_, C);
     hooks.grad_ready(1);
   }
   const ModuleScope wte(hooks, wte_, true);
   if (vocab_split())
-    ops_.embedding_rows_backward(hooks.grad(0), dres_, tokens_, table_.vocab_begin(),
+    ops_.embedding_rows_backward(hooks.grad(0), dres_, s.tokens, table_.vocab_begin(),
                                  table_.vocab_rows(), N, C);
-  else ops_.encoder_backward(hooks.grad(0), nullptr, dres_, tokens_, B_, T_, C);
+  else ops_.encoder_backward(hooks.grad(0), nullptr, dres_, s.tokens, B_, T_, C);
   hooks.grad_ready(0);
 }
 
 double GPT::loss_sum(int n) {
-  ops_.to_host(host_losses_.data(), losses_, n * sizeof(float));
+  if (!table_.has_head()) return 0;
+  ops_.to_host(host_losses_.data(), slot_->losses, n * sizeof(float));
   double sum = 0;
   for (int i = 0; i < n; i++) sum += host_losses_[i];
   return sum;
 }
 
+double GPT::stage_loss_sum(int slot) {
+  slot_ = &slots_[static_cast<size_t>(slot)];
+  return loss_sum(B_ * T_);
+}
+
 double GPT::forward_backward(const int* inputs, const int* targets, float dloss,
                              ModuleHooks& hooks) {
-  const int N = B_ * T_;
-  upload_tokens(inputs, targets, N);
-  forward(B_, T_, Head::TrainLoss, dloss, hooks);
-  backward(hooks);
-  return loss_sum(N);
+  stage_forward(0, inputs, targets, Head::TrainLoss, dloss, hooks);
+  stage_backward(0, hooks);
+  return loss_sum(B_ * T_);
 }
 
 double GPT::forward_loss(const int* inputs, const int* targets, ModuleHooks& hooks) {
-  const int N = B_ * T_;
-  upload_tokens(inputs, targets, N);
-  forward(B_, T_, Head::EvalLoss, 0.0f, hooks);
-  return loss_sum(N);
+  stage_forward(0, inputs, targets, Head::EvalLoss, 0.0f, hooks);
+  return loss_sum(B_ * T_);
 }
 
 std::vector<float> GPT::forward_logits(const int* inputs, int b, int t, int pos,
                                        ModuleHooks& hooks) {
+  if (!table_.has_embeddings() || !table_.has_head())
+    throw std::logic_error("GPT::forward_logits: the whole model only, not a pipeline stage");
   const int V = table_.config().vocab_size;
+  slot_ = &slots_.front();
   upload_tokens(inputs, nullptr, b * t);
-  forward(b, t, Head::Logits, 0.0f, hooks);
+  {
+    const ModuleScope root(hooks, root_, false);
+    forward_to_lnf(b, t, hooks);
+    forward_head(b * t, Head::Logits, 0.0f, hooks);
+  }
   std::vector<float> out(static_cast<size_t>(b) * V);
   float* scratch = static_cast<float*>(
       ops_.alloc(static_cast<size_t>(V) * sizeof(float), MemCategory::Activations));
   for (int r = 0; r < b; r++) {
     const char* row =
-        static_cast<const char*>(logits_) + (static_cast<size_t>(r) * t + pos) * V * es_;
+        static_cast<const char*>(slot_->logits) + (static_cast<size_t>(r) * t + pos) * V * es_;
     ops_.to_f32(scratch, row, V);
     ops_.to_host(out.data() + static_cast<size_t>(r) * V, scratch, V * sizeof(float));
   }

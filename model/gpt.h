@@ -39,20 +39,49 @@ namespace zt {
 
 class GPT {
  public:
-  GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute = Recompute::None);
+  // slots: micro-batches whose activations a pipeline stage keeps at once (1
+  // without a pipeline). Activations the recompute level recomputes, and the
+  // forward and backward scratch, are shared by all slots.
+  GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute = Recompute::None,
+      int slots = 1);
   ~GPT();
   GPT(const GPT&) = delete;
   GPT& operator=(const GPT&) = delete;
 
   // Forward, fused loss and backward of one micro-batch of B x T tokens (host int).
   // Each token's loss gradient is scaled by dloss (1 / tokens in the global batch).
-  // Returns the SUM of the B*T token losses.
+  // Returns the SUM of the B*T token losses (0 on a stage without the head).
   double forward_backward(const int* inputs, const int* targets, float dloss, ModuleHooks& hooks);
-  // Forward and loss only; returns the sum of the B*T token losses.
+  // Forward and loss only; returns the sum of the B*T token losses (0 without the head).
   double forward_loss(const int* inputs, const int* targets, ModuleHooks& hooks);
   // Forward of b x t tokens (b <= B, t <= T); returns on the host the logits of
-  // position pos of each row, [b, vocab_size].
+  // position pos of each row, [b, vocab_size]. The whole model only.
   std::vector<float> forward_logits(const int* inputs, int b, int t, int pos, ModuleHooks& hooks);
+
+  // ---- one pipeline stage (model/param_table.h: the table's blocks and ends) ----
+  // What the head's forward leaves: the training loss and the logits'
+  // gradient in place of the logits (fused cross-entropy, scaled by dloss),
+  // the evaluation loss, or only the logits.
+  enum class Head { TrainLoss, EvalLoss, Logits };
+  // The forward of one micro-batch into slot `slot`: from the tokens (inputs,
+  // first stage) or from stage_input(slot) (received from the stage before),
+  // through the stage's blocks, to the loss (last stage; targets) or
+  // stage_output(slot) (for the stage after).
+  void stage_forward(int slot, const int* inputs, const int* targets, Head head, float dloss,
+                     ModuleHooks& hooks);
+  // The backward of slot's micro-batch: from its loss (last stage) or from
+  // output_grad() (received from the stage after), to the embeddings (first
+  // stage) or input_grad(slot) (for the stage before).
+  void stage_backward(int slot, ModuleHooks& hooks);
+  // The sum of slot's token losses after its forward (last stage), copied to token_losses().
+  double stage_loss_sum(int slot);
+  // The residual stream at the stage's boundaries, [B*T, n_embd] each.
+  size_t boundary_elems() const { return static_cast<size_t>(B_) * T_ * table_.config().n_embd; }
+  void* stage_input(int slot) { return slots_[slot].blocks.front().r_in; }
+  const void* stage_output(int slot) const { return slots_[slot].r_out; }
+  void* output_grad() { return dres_; }
+  const void* input_grad(int slot) const { return slots_[slot].dinput; }
+  int slots() const { return static_cast<int>(slots_.size()); }
 
   // Every hook event of one forward_backward, in order, as this model's own
   // forward and backward emit them (model/training_events.cpp records them).
@@ -62,11 +91,12 @@ class GPT {
   // and wte; inside a module's backward its gradients become ready in
   // PyTorch's order (a Linear's bias before its weight, a LayerNorm's weight
   // before its bias), wte's only at the embedding's backward, since the LM head
-  // shares it. A recompute level adds forward events inside the backward:
+  // shares it (on a last stage without the embeddings: at the end of its
+  // backward). A recompute level adds forward events inside the backward:
   // block, before the block's backward, h.i's forward without mlp.c_proj
   // (whose output the backward does not need); mlp, after h.i's backward
   // fetch, mlp and mlp.c_fc; attn, after ln_2's backward, ln_1 and attn
-  // without attn.c_proj.
+  // without attn.c_proj. A stage's table gives its own modules' events.
   static std::vector<ModuleEvent> training_events(const ParamTable& table,
                                                   Recompute recompute = Recompute::None);
   // Every combine of one forward_backward of a split model, in order, as this
@@ -74,28 +104,36 @@ class GPT {
   static std::vector<CombinePoint> combine_points(const ParamTable& table,
                                                   Recompute recompute = Recompute::None);
 
-  // Each token's loss from the last forward_loss or forward_backward, [B*T], host.
+  // Each token's loss from the last loss read (forward_loss, forward_backward,
+  // stage_loss_sum), [B*T], host.
   const std::vector<float>& token_losses() const { return host_losses_; }
 
   int B() const { return B_; }
   int T() const { return T_; }
+  const ParamTable& table() const { return table_; }
 
  private:
   struct Block {
     void *r_in, *ln1, *qkv, *atty, *r_mid, *ln2, *fch, *fcg;
     float *ln1_mean, *ln1_rstd, *ln2_mean, *ln2_rstd, *lse;
   };
+  // One micro-batch's activations: its blocks' (local index), the residual
+  // after the last block (ln_f's input, or the stage's output), and the head's
+  // (last stage) or the input's gradient (a stage after the first).
+  struct Slot {
+    std::vector<Block> blocks;
+    void *r_out = nullptr, *lnf = nullptr, *logits = nullptr, *dinput = nullptr;
+    float *lnf_mean = nullptr, *lnf_rstd = nullptr, *losses = nullptr;
+    float *lse = nullptr, *picked = nullptr;  // the split loss's per-row parts
+    int *tokens = nullptr, *targets = nullptr;
+  };
   struct BlockModules {
     int block, ln_1, attn, c_attn, attn_proj, ln_2, mlp, c_fc, mlp_proj;
   };
-  // What the LM head's forward leaves: the training loss and the logits'
-  // gradient in place of the logits (fused cross-entropy, scaled by dloss), the
-  // evaluation loss, or only the logits.
-  enum class Head { TrainLoss, EvalLoss, Logits };
-  void forward(int b, int t, Head head, float dloss, ModuleHooks& hooks);
   void forward_to_lnf(int b, int t, ModuleHooks& hooks);
   void forward_head(int n, Head head, float dloss, ModuleHooks& hooks);
-  // Block l's forward on b x t tokens, or its recompute inside the backward.
+  // Block l's forward on b x t tokens, or its recompute inside the backward
+  // (l: the whole model's index).
   void block_forward(int l, int b, int t, bool recompute, ModuleHooks& hooks);
   // Block l's forward in its parts; the recompute runs them again. ln_1 adds
   // the residual (r_in = r_mid[l-1] + fcproj) when asked, else normalises r_in
@@ -108,9 +146,11 @@ class GPT {
   // The loss (and with_gradient the logits' gradient) over a split vocabulary.
   void split_cross_entropy(int n, bool with_gradient, float dloss, ModuleHooks& hooks);
   bool vocab_split() const { return table_.vocab_rows() < table_.config().vocab_size; }
-  // The backward of the last forward (Head::TrainLoss), with its recomputes.
-  void backward(ModuleHooks& hooks);
-  // The sum of the last forward's n token losses, copied to token_losses().
+  Block& block(int l) { return slot_->blocks[static_cast<size_t>(l - table_.first_block())]; }
+  const BlockModules& modules_of(int l) const {
+    return block_modules_[static_cast<size_t>(l - table_.first_block())];
+  }
+  int last_block() const { return table_.first_block() + table_.blocks() - 1; }
   double loss_sum(int n);
 
   void upload_tokens(const int* inputs, const int* targets, int n);
@@ -121,15 +161,13 @@ class GPT {
   Ops& ops_;
   int B_, T_;
   Recompute recompute_;
-  int root_, wte_, wpe_, ln_f_, lm_head_;
+  int root_, wte_, wpe_, ln_f_, lm_head_;  // -1 where the stage has no such module
   std::vector<BlockModules> block_modules_;
   size_t es_;  // bytes per model-dtype element
   std::vector<void*> allocations_;
-  std::vector<Block> blocks_;
-  void *embed_, *fcproj_, *r_fin_, *lnf_, *logits_;
-  float *lnf_mean_, *lnf_rstd_, *losses_;
-  float *lse_ = nullptr, *picked_ = nullptr;  // the split loss's per-row parts
-  int *tokens_, *targets_;
+  std::vector<Slot> slots_;
+  Slot* slot_;    // the micro-batch's activations the running pass uses
+  void* fcproj_;  // forward scratch: a projection's output, consumed at once
   // backward scratch
   void *dres_, *dln_, *datty_, *dwide_;
   std::vector<float> host_losses_;

@@ -18,9 +18,24 @@ void check_split(const GPTConfig& c, const TensorSplit& s) {
         " is not a multiple of it (each shard holds equal vocabulary rows)");
 }
 
+// Fills in blocks (0: all) and checks the stage's blocks lie in the model.
+PipelineSplit checked_stage(const GPTConfig& c, PipelineSplit s) {
+  if (s.stages == 1 && s.blocks == 0) s.blocks = c.n_layer;
+  const std::string where =
+      "pipeline stage " + std::to_string(s.index) + " of " + std::to_string(s.stages) + ": ";
+  if (s.stages < 1 || s.index < 0 || s.index >= s.stages)
+    throw std::invalid_argument(where + "the stage does not exist");
+  if (s.blocks < 1 || s.first_block < 0 || s.first_block + s.blocks > c.n_layer)
+    throw std::invalid_argument(where + "blocks " + std::to_string(s.first_block) + ".." +
+                                std::to_string(s.first_block + s.blocks - 1) +
+                                " are not among the model's " + std::to_string(c.n_layer));
+  return s;
+}
+
 }  // namespace
 
-ParamTable::ParamTable(const GPTConfig& c, TensorSplit split) : cfg_(c), split_(split) {
+ParamTable::ParamTable(const GPTConfig& c, TensorSplit split, PipelineSplit stage)
+    : cfg_(c), split_(split), stage_(checked_stage(c, stage)) {
   check_split(c, split);
   const int C = c.n_embd, T = c.seq_len;
   const int V = vocab_rows(), A = attn_width(), F = mlp_width();
@@ -45,11 +60,13 @@ ParamTable::ParamTable(const GPTConfig& c, TensorSplit split) : cfg_(c), split_(
     units_[unit].n_params++;
     params_.push_back(p);
   };
-  add(0, "wte.weight", {V, C}, true, ShardCut::Rows);
-  add(0, "wpe.weight", {T, C}, true);
-  for (int l = 0; l < c.n_layer; l++) {
+  const int first = stage_.first_block, end = first + stage_.blocks;
+  if (has_embeddings() || has_head()) add(0, "wte.weight", {V, C}, true, ShardCut::Rows);
+  if (has_embeddings()) add(0, "wpe.weight", {T, C}, true);
+  first_block_unit_ = static_cast<int>(units_.size());
+  for (int l = first; l < end; l++) {
     const std::string h = "h." + std::to_string(l) + ".";
-    const int u = 1 + l;
+    const int u = first_block_unit_ + l - first;
     add(u, h + "ln_1.weight", {C}, false);
     add(u, h + "ln_1.bias", {C}, false);
     add(u, h + "attn.c_attn.weight", {3 * A, C}, true, ShardCut::QkvRows);
@@ -63,8 +80,10 @@ ParamTable::ParamTable(const GPTConfig& c, TensorSplit split) : cfg_(c), split_(
     add(u, h + "mlp.c_proj.weight", {C, F}, true, ShardCut::Columns);
     add(u, h + "mlp.c_proj.bias", {C}, false);
   }
-  add(c.n_layer + 1, "ln_f.weight", {C}, false);
-  add(c.n_layer + 1, "ln_f.bias", {C}, false);
+  if (has_head()) {
+    add(first_block_unit_ + stage_.blocks, "ln_f.weight", {C}, false);
+    add(first_block_unit_ + stage_.blocks, "ln_f.bias", {C}, false);
+  }
 
   auto module = [&](const std::string& name, int parent, std::vector<int> params,
                     bool inputs_need_grad = true) {
@@ -77,9 +96,11 @@ ParamTable::ParamTable(const GPTConfig& c, TensorSplit split) : cfg_(c), split_(
     return static_cast<int>(modules_.size()) - 1;
   };
   const int root = module("", -1, {}, false);
-  module("wte", root, {0}, false);
-  module("wpe", root, {1}, false);
-  for (int l = 0; l < c.n_layer; l++) {
+  if (has_embeddings()) {
+    module("wte", root, {0}, false);
+    module("wpe", root, {1}, false);
+  }
+  for (int l = first; l < end; l++) {
     const std::string h = "h." + std::to_string(l);
     auto p = [&](BlockParam k) { return block_param(l, k); };
     const int block = module(h, root, {});
@@ -92,9 +113,11 @@ ParamTable::ParamTable(const GPTConfig& c, TensorSplit split) : cfg_(c), split_(
     module(h + ".mlp.c_fc", mlp, {p(kFcW), p(kFcB)});
     module(h + ".mlp.c_proj", mlp, {p(kFcProjW), p(kFcProjB)});
   }
-  const int lnf = units_[c.n_layer + 1].first_param;
-  module("ln_f", root, {lnf, lnf + 1});
-  module("lm_head", root, {0});
+  if (has_head()) {
+    const int lnf = units_.back().first_param;
+    module("ln_f", root, {lnf, lnf + 1});
+    module("lm_head", root, {0});
+  }
   for (size_t i = 0; i < params_.size(); i++) param_by_name_.emplace(params_[i].name, int(i));
   for (size_t i = 0; i < modules_.size(); i++) module_by_name_.emplace(modules_[i].name, int(i));
 }

@@ -13,6 +13,13 @@
 // Unit order: 0 = embeddings (wte, wpe), 1..L = blocks, L+1 = final layernorm.
 // The token embedding wte (unit 0) is tied to the LM head, which runs in unit L+1.
 //
+// Pipeline parallelism makes a table of one stage: its contiguous blocks
+// (named as in the whole model, h.first..), the embeddings on the first stage,
+// ln_f and the LM head on the last, which holds its own copy of wte for the
+// head (Megatron's tied word embeddings: the copies' gradients are summed
+// between the two stages). Units are the stage's: the embedding unit (wte,
+// wpe; on a last stage that is not the first, wte alone), its blocks, ln_f.
+//
 // Modules, in the order their forwards start: the root (""), wte, wpe, then per
 // block h.i, h.i.ln_1, h.i.attn, h.i.attn.c_attn, h.i.attn.c_proj, h.i.ln_2,
 // h.i.mlp, h.i.mlp.c_fc, h.i.mlp.c_proj; then ln_f and lm_head (whose one
@@ -36,6 +43,16 @@ enum class ShardCut { Whole, Rows, QkvRows, Columns };
 struct TensorSplit {
   int degree = 1;
   int index = 0;
+};
+
+// Which pipeline stage a table holds: stage `index` of `stages`, with blocks
+// [first_block, first_block + blocks) (zero/grid/pipeline_schedule.h cuts
+// them; blocks 0 with one stage: all of them).
+struct PipelineSplit {
+  int stages = 1;
+  int index = 0;
+  int first_block = 0;
+  int blocks = 0;
 };
 
 struct ParamInfo {
@@ -83,10 +100,16 @@ enum BlockParam {
 class ParamTable {
  public:
   // Throws std::invalid_argument (one line) when the split does not divide
-  // the heads and the vocabulary.
-  explicit ParamTable(const GPTConfig& c, TensorSplit split = {});
+  // the heads and the vocabulary, or the stage's blocks are not the model's.
+  explicit ParamTable(const GPTConfig& c, TensorSplit split = {}, PipelineSplit stage = {});
   const GPTConfig& config() const { return cfg_; }
   const TensorSplit& split() const { return split_; }
+  const PipelineSplit& stage() const { return stage_; }
+  // The stage's blocks [first_block(), first_block() + blocks()) and ends.
+  int first_block() const { return stage_.first_block; }
+  int blocks() const { return stage_.blocks; }
+  bool has_embeddings() const { return stage_.index == 0; }
+  bool has_head() const { return stage_.index == stage_.stages - 1; }
   // The shard's widths: attention heads and channels, MLP hidden units, and
   // the vocabulary rows [vocab_begin, vocab_begin + vocab_rows).
   int heads() const { return cfg_.n_head / split_.degree; }
@@ -102,12 +125,17 @@ class ParamTable {
   int final_unit() const { return num_units() - 1; }
   size_t total() const { return total_; }
   const ParamInfo* find(const std::string& name) const;
-  // parameter index of block b's tensor k
-  int block_param(int b, BlockParam k) const { return units_[1 + b].first_param + k; }
+  // parameter index of block b's tensor k (b: the whole model's block index,
+  // one of the stage's)
+  int block_param(int b, BlockParam k) const {
+    return units_[first_block_unit_ + b - stage_.first_block].first_param + k;
+  }
 
  private:
   GPTConfig cfg_;
   TensorSplit split_;
+  PipelineSplit stage_;
+  int first_block_unit_ = 1;
   std::vector<ParamInfo> params_;
   std::vector<UnitRange> units_;
   std::vector<ModuleInfo> modules_;

@@ -32,19 +32,26 @@ void for_each_run(const ParamInfo& whole, const ParamInfo& shard, int index, Run
   }
 }
 
-void check_tables(const ParamTable& whole, const ParamTable& shard) {
-  if (whole.split().degree != 1 || whole.params().size() != shard.params().size())
+void check_whole(const ParamTable& whole) {
+  if (whole.split().degree != 1 || whole.stage().stages != 1)
     throw std::invalid_argument("take_shard/put_shard: the first table must be the whole model's");
+}
+
+// The whole model's tensor of the same name as the part's.
+const ParamInfo& whole_of(const ParamTable& whole, const ParamInfo& part) {
+  const ParamInfo* p = whole.find(part.name);
+  if (!p) throw std::invalid_argument("take_shard/put_shard: " + part.name + " is not the model's");
+  return *p;
 }
 
 }  // namespace
 
 std::vector<float> take_shard(const ParamTable& whole, const ParamTable& shard,
                               const float* whole_weights) {
-  check_tables(whole, shard);
+  check_whole(whole);
   std::vector<float> out(shard.total());
-  for (size_t i = 0; i < shard.params().size(); i++)
-    for_each_run(whole.params()[i], shard.params()[i], shard.split().index,
+  for (const ParamInfo& part : shard.params())
+    for_each_run(whole_of(whole, part), part, shard.split().index,
                  [&](size_t w, size_t s, size_t n) {
                    std::copy(whole_weights + w, whole_weights + w + n, out.data() + s);
                  });
@@ -53,9 +60,9 @@ std::vector<float> take_shard(const ParamTable& whole, const ParamTable& shard,
 
 void put_shard(const ParamTable& whole, const ParamTable& shard, const float* shard_weights,
                float* whole_weights) {
-  check_tables(whole, shard);
-  for (size_t i = 0; i < shard.params().size(); i++)
-    for_each_run(whole.params()[i], shard.params()[i], shard.split().index,
+  check_whole(whole);
+  for (const ParamInfo& part : shard.params())
+    for_each_run(whole_of(whole, part), part, shard.split().index,
                  [&](size_t w, size_t s, size_t n) {
                    std::copy(shard_weights + s, shard_weights + s + n, whole_weights + w);
                  });

@@ -1,5 +1,6 @@
 // Weights between the whole model's flat layout and one tensor-parallel
-// shard's (model/param_table.h: what each ShardCut keeps). Initialisation cuts
+// shard's (model/param_table.h: what each ShardCut keeps), or one pipeline
+// stage's, or both: each of the part's tensors is found by name. Initialisation cuts
 // every shard from the same whole model, so a split run starts from the
 // weights an unsplit one does; gathering the shards back gives the whole.
 #pragma once

@@ -100,7 +100,8 @@ EventRecorder record_pass(const ParamTable& table, Recompute recompute) {
 // is then per token either the width (2) or one.
 std::vector<CombinePoint> GPT::combine_points(const ParamTable& table, Recompute recompute) {
   const int width = 2;
-  const ParamTable shard(narrow_config(table.config().n_layer, width), TensorSplit{2, 0});
+  const ParamTable shard(narrow_config(table.config().n_layer, width), TensorSplit{2, 0},
+                         table.stage());
   std::vector<CombinePoint> points;
   for (const EventRecorder::Recorded& r : record_pass(shard, recompute).combines) {
     if (r.count != 1 && r.count != static_cast<size_t>(width))
@@ -113,7 +114,8 @@ std::vector<CombinePoint> GPT::combine_points(const ParamTable& table, Recompute
 }
 
 std::vector<ModuleEvent> GPT::training_events(const ParamTable& table, Recompute recompute) {
-  const ParamTable narrow_table(narrow_config(table.config().n_layer, 1));
+  const ParamTable narrow_table(narrow_config(table.config().n_layer, 1), TensorSplit{},
+                                table.stage());
   std::vector<ModuleEvent> events = record_pass(narrow_table, recompute).events;
   for (ModuleEvent& e : events) {
     const bool param = e.kind == ModuleEvent::GradReady;

@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
-# Tensor groups inside a node against across nodes, measured: on emulated
-# clusters (scripts/cluster.sh), trains the same model with parallel.tensor
-# T in tensor-inner and data-inner rank order, and without tensor
-# parallelism, K sittings interleaved; then prints the table of
-# docs/parallel_grid.md ("Measured: the rank order") from the summaries.
+# The grid's placement, measured: on emulated clusters (scripts/cluster.sh),
+# trains the same model over the same ranks in several grids, K sittings
+# interleaved; then prints a table of docs/parallel_grid.md from the
+# summaries.
+#   --study tensor (default): parallel.tensor T in tensor-inner and
+#     data-inner rank order against no tensor parallelism ("Measured: the
+#     tensor group inside a node or across nodes").
+#   --study pipeline: parallel.pipeline P (stages across nodes: the pipeline
+#     is the outermost dimension), alone, under GPipe, and with T = 2 inside
+#     a node, against data parallelism alone (docs/pipeline.md, "Measured").
 #
-#   scripts/grid_rank_order.sh OUT_DIR [--repeat K] [--link RATE] [--steps S] [--zt BIN]
+#   scripts/grid_rank_order.sh OUT_DIR [--study tensor|pipeline] [--repeat K] [--link RATE]
+#                              [--steps S] [--zt BIN]
 #
-# Systems: 2 x 2 (T = 2) and 2 x 4 (T = 2 and 4), ZeRO stage 1, configs/tiny.yaml
-# with 8192 tokens per step (16 micro-batches of 4 x 128),
-# on the byte-level corpus (make data), real compute.
+# Systems: 2 x 2 and 2 x 4, ZeRO stage 1, configs/tiny.yaml with 8192 tokens
+# per step (16 micro-batches of 4 x 128), on the byte-level corpus (make
+# data), real compute.
 set -euo pipefail
-out=${1:?usage: scripts/grid_rank_order.sh OUT_DIR [--repeat K] [--link RATE] [--steps S] [--zt BIN]}
+out=${1:?usage: scripts/grid_rank_order.sh OUT_DIR [--study tensor|pipeline] [--repeat K] [--link RATE] [--steps S] [--zt BIN]}
 shift
-repeat=2 link=200mbit steps=8 zt=build/zerotrain
+study=tensor repeat=2 link=200mbit steps=8 zt=build/zerotrain
 while [ $# -gt 0 ]; do
   case $1 in
+    --study) study=$2 ;;
     --repeat) repeat=$2 ;;
     --link) link=$2 ;;
     --steps) steps=$2 ;;
@@ -24,6 +31,7 @@ while [ $# -gt 0 ]; do
   esac
   shift 2
 done
+case $study in tensor | pipeline) ;; *) echo "grid_rank_order.sh: --study: expected tensor or pipeline, got '$study'" >&2; exit 2 ;; esac
 data=${ZT_DATA_DIR:-build/data/kjv}
 [ -e "$data/train_000.bin" ] || ls "$data"/train_*.bin >/dev/null 2>&1 ||
   { echo "grid_rank_order.sh: no corpus in $data (make data, or set ZT_DATA_DIR)" >&2; exit 2; }
@@ -35,18 +43,27 @@ mkdir -p "$out"
 for rep in $(seq 1 "$repeat"); do
   for system in 2x2 2x4; do
     nodes=${system%x*} per=${system#*x}
-    cases=("t1 1 tensor-inner" "t2-tensor-inner 2 tensor-inner" "t2-data-inner 2 data-inner")
-    [ "$per" -ge 4 ] && cases+=("t4-tensor-inner 4 tensor-inner" "t4-data-inner 4 data-inner")
+    # name, tensor, rank order, pipeline, schedule
+    if [ "$study" = pipeline ]; then
+      cases=("t1 1 tensor-inner 1 1f1b" "p2 1 tensor-inner 2 1f1b" "p2-gpipe 1 tensor-inner 2 gpipe"
+        "t2p2 2 tensor-inner 2 1f1b")
+      [ "$per" -ge 4 ] && cases+=("p4 1 tensor-inner 4 1f1b")
+    else
+      cases=("t1 1 tensor-inner 1 1f1b" "t2-tensor-inner 2 tensor-inner 1 1f1b"
+        "t2-data-inner 2 data-inner 1 1f1b")
+      [ "$per" -ge 4 ] && cases+=("t4-tensor-inner 4 tensor-inner 1 1f1b" "t4-data-inner 4 data-inner 1 1f1b")
+    fi
     for c in "${cases[@]}"; do
-      read -r name tensor order <<<"$c"
+      read -r name tensor order pipeline schedule <<<"$c"
       dir=$out/$system/$name/sitting$rep
       mkdir -p "$(dirname "$dir")"
       scripts/cluster.sh --prefix ztg- run --timeout 900 --nodes "$nodes" --ranks-per-node "$per" \
         --link "$link" -- "$zt" train configs/tiny.yaml --run-dir "$dir" "${common[@]}" \
-        --set parallel.tensor="$tensor" --set parallel.rank_order="$order" >"$dir.log" 2>&1 ||
+        --set parallel.tensor="$tensor" --set parallel.rank_order="$order" \
+        --set parallel.pipeline="$pipeline" --set parallel.pipeline_schedule="$schedule" >"$dir.log" 2>&1 ||
         { echo "grid_rank_order.sh: $system $name sitting $rep failed: $dir.log" >&2; exit 1; }
       echo "$system $name sitting $rep done"
     done
   done
 done
-/usr/bin/python3 scripts/grid_rank_order_table.py "$out" "$link"
+/usr/bin/python3 scripts/grid_rank_order_table.py "$out" "$link" "$study"

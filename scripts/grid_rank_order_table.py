@@ -1,8 +1,10 @@
 """The table of scripts/grid_rank_order.sh: per system and case, the median
 step over the sittings' step medians (ms, measured), the spread of the
-sittings, and the bytes per rank per step by dimension (tensor, data; bus
-bytes and their inter-node part, counted by the run), with the step relative
-to no tensor parallelism on the same system."""
+sittings, and rank 0's bytes per step by dimension (tensor or pipeline, and
+data; bus bytes and their inter-node part, counted by the run), with the
+step relative to data parallelism alone on the same system; for a pipeline
+also the bubble by formula and stage 0's measured wait in receives over its
+step."""
 import glob
 import json
 import os
@@ -10,7 +12,8 @@ import statistics
 import sys
 
 
-def main(out, link):
+def main(out, link, study):
+    other = "tensor" if study == "tensor" else "pipeline"
     rows = []
     for system in sorted(os.listdir(out)):
         base = None
@@ -31,22 +34,29 @@ def main(out, link):
             median = statistics.median(steps)
             if case == "t1":
                 base = median
+            pipe = sums[0].get("pipeline")
+            bubble = (f"{pipe['bubble_formula']:.3f} / "
+                      f"{statistics.median(s['pipeline']['recv_wait_fraction_by_stage'][0] for s in sums):.3f}"
+                      if pipe else "-")
             rows.append((system, case, median, min(steps), max(steps), len(steps),
-                         total("tensor", "bus_bytes"), total("tensor", "inter_node_bus_bytes"),
+                         total(other, "bus_bytes"), total(other, "inter_node_bus_bytes"),
                          total("data", "bus_bytes"), total("data", "inter_node_bus_bytes"),
-                         median / base if base else float("nan")))
+                         median / base if base else float("nan"), bubble))
     print(f"Measured on emulated clusters, {link} between nodes, shared memory inside "
           "(scripts/grid_rank_order.sh); step = median over sittings of each sitting's median "
           "step; bytes per rank per step as the runs counted them (MB)\n")
-    print("| system | case | step ms | sittings (min-max) | tensor bus MB | of it inter-node "
-          "| data bus MB | of it inter-node | step / no TP |")
-    print("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    extra = " | bubble formula / stage 0 wait" if study == "pipeline" else ""
+    print(f"| system | case | step ms | sittings (min-max) | {other} bus MB | of it inter-node "
+          f"| data bus MB | of it inter-node | step / t1{extra} |")
+    print("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---:" +
+          (" | ---: |" if study == "pipeline" else " |"))
     for r in rows:
         print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[5]} ({r[3]:.1f}-{r[4]:.1f}) | {r[6]:.2f} | "
-              f"{r[7]:.2f} | {r[8]:.2f} | {r[9]:.2f} | {r[10]:.2f}x |")
+              f"{r[7]:.2f} | {r[8]:.2f} | {r[9]:.2f} | {r[10]:.2f}x |" +
+              (f" {r[11]} |" if study == "pipeline" else ""))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: grid_rank_order_table.py OUT_DIR LINK")
-    main(sys.argv[1], sys.argv[2])
+    if len(sys.argv) != 4 or sys.argv[3] not in ("tensor", "pipeline"):
+        sys.exit("usage: grid_rank_order_table.py OUT_DIR LINK tensor|pipeline")
+    main(sys.argv[1], sys.argv[2], sys.argv[3])

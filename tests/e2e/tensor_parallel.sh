@@ -30,7 +30,7 @@ for stage in 0 1 2 3; do
   run "s${stage}_d2" 2 "$stage" 1
   run "s${stage}_d2t2" 4 "$stage" 2
   same_losses "s${stage}_d2t2" "s${stage}_d2"
-  grep -q "^grid: 2 data-parallel x 2 tensor-parallel ranks (tensor-inner)" "$WORK/s${stage}_d2t2.txt" ||
+  grep -q "^grid: 2 data-parallel x 2 tensor-parallel x 1 pipeline ranks (tensor-inner)" "$WORK/s${stage}_d2t2.txt" ||
     fail "stage $stage: no grid line"
 done
 # 2 layers, 12 micro-steps at 1 data rank (6 at 2): per micro-step the forward
@@ -53,7 +53,7 @@ done
 # plan lists the same tensor calls per step as the run counted.
 "$ZT_BIN" plan configs/tiny.yaml --world 4 "${SMALL[@]}" "${TP[@]}" --set zero.stage=3 \
   --set parallel.tensor=2 >"$WORK/plan.txt" 2>&1 || { cat "$WORK/plan.txt"; fail "plan exited $?"; }
-grep -q "^grid: 2 data-parallel x 2 tensor-parallel ranks" "$WORK/plan.txt" || fail "plan: no grid line"
+grep -q "^grid: 2 data-parallel x 2 tensor-parallel x 1 pipeline ranks" "$WORK/plan.txt" || fail "plan: no grid line"
 grep -qE "^  all_reduce +66 " "$WORK/plan.txt" || fail "plan: tensor all_reduce calls: $(grep -A4 '^tensor parallelism' "$WORK/plan.txt")"
 grep -qE "^  all_gather +6 " "$WORK/plan.txt" || fail "plan: tensor all_gather calls"
 bad() {  # EXPECTED-TEXT RANKS ARGS...

@@ -264,17 +264,22 @@ void print_plan_header(const Planned& p) {
       p.path.c_str(), p.table->total(), p.world, p.A, dtype_name(p.model),
       static_cast<long long>(cfg.zero.reduce_bucket_size),
       cfg.zero.allgather_bucketed ? "bucketed" : "one call per partition group");
-  if (p.grid.tensor > 1)
+  if (p.grid.tensor > 1 || p.grid.pipeline > 1)
     std::printf(
-        "grid: %d data-parallel x %d tensor-parallel ranks (%s): the parameters above are one "
-        "tensor shard's, and ZeRO's rows below run over a data-parallel group of %d\n",
-        p.grid.data, p.grid.tensor, cfg.parallel.rank_order.c_str(), p.grid.data);
+        "grid: %d data-parallel x %d tensor-parallel x %d pipeline ranks (%s): the parameters "
+        "above are rank 0's part (tensor shard 0 of stage 0), and ZeRO's rows below run over its "
+        "data-parallel group of %d\n",
+        p.grid.data, p.grid.tensor, p.grid.pipeline, cfg.parallel.rank_order.c_str(), p.grid.data);
   for (const std::string& w : p.warnings) std::printf("deepspeed: %s\n", w.c_str());
-  std::printf("activations: %llu bytes per micro-batch of %d x %d per rank (train.recompute: %s)\n",
-              static_cast<unsigned long long>(
-                  activation_bytes(cfg.model, cfg.train.micro_batch, cfg.model.seq_len,
-                                   recompute_level(cfg), p.model, p.grid.tensor)),
-              cfg.train.micro_batch, cfg.model.seq_len, cfg.train.recompute.c_str());
+  if (p.grid.pipeline > 1)
+    std::printf("activations: per stage, with its slots, in the pipeline table below\n");
+  else
+    std::printf(
+        "activations: %llu bytes per micro-batch of %d x %d per rank (train.recompute: %s)\n",
+        static_cast<unsigned long long>(activation_bytes(cfg.model, cfg.train.micro_batch,
+                                                         cfg.model.seq_len, recompute_level(cfg),
+                                                         p.model, p.grid.tensor)),
+        cfg.train.micro_batch, cfg.model.seq_len, cfg.train.recompute.c_str());
   std::printf(
       "bytes are per rank per optimizer step; payload as nccl-tests counts it, bus = "
       "payload x bus factor; inter-node = the bus bytes a ring in rank order sends to another "
@@ -324,6 +329,50 @@ void print_tensor_calls(const Planned& p) {
                   static_cast<unsigned long long>(t[i].calls),
                   static_cast<unsigned long long>(t[i].bytes), t[i].bus_bytes,
                   t[i].inter_node_bus_bytes);
+}
+
+// The pipeline's messages per step, stage by stage, from the same schedule
+// the run executes; a message crosses nodes when the peer stage's rank with
+// the same data and tensor index is on another node (rank 0's coordinate here).
+void print_pipeline_calls(const Planned& p) {
+  const int P = p.grid.pipeline, stride = p.grid.data * p.grid.tensor;
+  const Config& cfg = p.cfg;
+  std::printf(
+      "\npipeline over %d stages (%s, %d micro-batches; bubble (P-1)/(m+P-1) = %.4f by "
+      "formula), per rank per step: the residual stream's activation and gradient, %d x %d x %d "
+      "elements each, and the tied wte's gradient between the first and the last stage; "
+      "--calls lists them\n  %-5s %-8s %5s %16s %6s %6s %14s %14s %14s\n",
+      P, cfg.parallel.pipeline_schedule.c_str(), p.A, static_cast<double>(P - 1) / (p.A + P - 1),
+      cfg.train.micro_batch, cfg.model.seq_len, cfg.model.n_embd, "stage", "blocks", "slots",
+      "activations B", "sends", "recvs", "sent B", "received B", "inter-node B");
+  for (int s = 0; s < P; s++) {
+    const ParamTable& t = *p.stage_tables[static_cast<size_t>(s)];
+    uint64_t sends = 0, recvs = 0, sent = 0, received = 0, across = 0;
+    for (const PlannedCall& c : p.pipeline_step[static_cast<size_t>(s)]) {
+      const uint64_t bytes = c.count * dtype_size(c.dtype);
+      if (c.primitive == Primitive::Send) {
+        sends++;
+        sent += bytes;
+        if (p.nodes.node_of[static_cast<size_t>(s * stride)] !=
+            p.nodes.node_of[static_cast<size_t>(c.root * stride)])
+          across += bytes;
+      } else {
+        recvs++;
+        received += bytes;
+      }
+    }
+    const std::string blocks =
+        std::to_string(t.first_block()) + ".." + std::to_string(t.first_block() + t.blocks() - 1);
+    std::printf("  %-5d %-8s %5d %16llu %6llu %6llu %14llu %14llu %14llu\n", s, blocks.c_str(),
+                p.stage_slots[static_cast<size_t>(s)],
+                static_cast<unsigned long long>(stage_activation_bytes(
+                    cfg.model, cfg.train.micro_batch, cfg.model.seq_len, recompute_level(cfg),
+                    p.model, p.grid.tensor, t.blocks(), t.has_embeddings(), t.has_head(),
+                    p.stage_slots[static_cast<size_t>(s)])),
+                static_cast<unsigned long long>(sends), static_cast<unsigned long long>(recvs),
+                static_cast<unsigned long long>(sent), static_cast<unsigned long long>(received),
+                static_cast<unsigned long long>(across));
+  }
 }
 
 // One block of rows per variant: its bytes, then a line per primitive.
@@ -376,6 +425,7 @@ int run_plan_command(const std::vector<std::string>& args) {
   print_variant_table(p);
   print_zeropp(p.mine, p.unquantized, p.cfg.zero, p.grid.data, p.data_nodes);
   if (p.grid.tensor > 1) print_tensor_calls(p);
+  if (p.grid.pipeline > 1) print_pipeline_calls(p);
   if (p.cfg.zero.offload_optimizer.enabled() || p.cfg.zero.offload_param.enabled())
     print_offload_memory(p.mine, p.cfg.zero, p.per_node);
   if (p.predict) print_predictions(p.variants, p.net, p.compute, p.A, p.configured_label);
@@ -395,18 +445,25 @@ int run_plan_command(const std::vector<std::string>& args) {
     print_recovery_report(r);
   }
   if (p.calls) {
+    for (size_t s = 0; s < p.pipeline_step.size(); s++)
+      print_calls(("stage " + std::to_string(s) +
+                   "'s pipeline messages of a step, in order (root: "
+                   "the peer stage)")
+                      .c_str(),
+                  p.pipeline_step[s]);
     if (p.grid.tensor > 1)
       print_calls("the tensor group's calls of a step, in order (each micro-step alike)",
                   p.tensor_step, "tensor");
-    print_calls(p.grid.tensor > 1 ? "every ZeRO collective of a steady step over the "
-                                    "data-parallel group, in order (the configured variant)"
-                                  : "every collective of a steady step, in order (the "
-                                    "configured variant)",
-                p.mine.steady_step, p.grid.tensor > 1 ? "data" : "world");
+    print_calls(p.grid.tensor * p.grid.pipeline > 1
+                    ? "every ZeRO collective of a steady step over the "
+                      "data-parallel group, in order (the configured variant)"
+                    : "every collective of a steady step, in order (the "
+                      "configured variant)",
+                p.mine.steady_step, p.grid.tensor * p.grid.pipeline > 1 ? "data" : "world");
     print_startup_calls(p.mine.startup);
     print_calls(p.mine.stage == 3 ? "the first step (stage 3 records its trace)"
                                   : "the first step (the same as a steady one)",
-                p.mine.first_step_calls(), p.grid.tensor > 1 ? "data" : "world");
+                p.mine.first_step_calls(), p.grid.tensor * p.grid.pipeline > 1 ? "data" : "world");
   }
   return 0;
 }

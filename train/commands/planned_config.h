@@ -24,13 +24,19 @@ struct PlannedConfig {
   // DeepSpeed's training dtype with a ds_config; else bf16 on cuda, fp32 on the CPU.
   DType model = DType::F32;
   // The grid (parallel.*); ZeRO's steps below are planned over its
-  // data-parallel group, on tensor shard 0's table (every shard's shapes).
+  // data-parallel group, on rank 0's table: tensor shard 0 (every shard's
+  // shapes) of pipeline stage 0.
   Grid grid;
   NodeMap data_nodes, tensor_nodes;  // rank 0's groups, placed as `nodes` says
   std::unique_ptr<ParamTable> table;
   ZeroSetup s;
   std::vector<PlannedCall> tensor_step;  // the tensor group's calls of one step
-  StepPlan mine;                         // the configured step
+  // With parallel.pipeline > 1, per stage: its table (ZeRO's rows are stage
+  // 0's), the activation slots its schedule holds, and its messages of one step.
+  std::vector<std::unique_ptr<ParamTable>> stage_tables;
+  std::vector<int> stage_slots;
+  std::vector<std::vector<PlannedCall>> pipeline_step;
+  StepPlan mine;  // the configured step
   // The same without ZeRO++'s quantization: what qwZ and qgZ save is told against it.
   StepPlan unquantized;
 };

@@ -295,7 +295,9 @@ void validate_with_origins(const Config& config, const KeyOrigins& origins) {
          format_double(t.min_lr) + " > lr " + format_double(t.lr));
   require_one_of("system.device", c.system.device, {"auto", "cpu", "cuda"});
   require_one_of("parallel.rank_order", c.parallel.rank_order, {"tensor-inner", "data-inner"});
-  if (const ParallelProblem p = tensor_parallel_problem(c); !p.keys.empty()) {
+  require_one_of("parallel.pipeline_schedule", c.parallel.pipeline_schedule, {"1f1b", "gpipe"});
+  for (const ParallelProblem& p : {tensor_parallel_problem(c), pipeline_parallel_problem(c)}) {
+    if (p.keys.empty()) continue;
     KeyOrigin latest = origin(p.keys[0]);
     for (const char* key : p.keys)
       if (origin(key).order > latest.order) latest = origin(key);
@@ -449,7 +451,11 @@ int data_parallel_size(const Config& c, int world_size) {
   if (world_size % c.parallel.tensor != 0)
     fail(c.source + ": key 'parallel.tensor': expected a size dividing the world size " +
          std::to_string(world_size) + ", got " + std::to_string(c.parallel.tensor));
-  return world_size / c.parallel.tensor;
+  if (world_size / c.parallel.tensor % c.parallel.pipeline != 0)
+    fail(c.source + ": key 'parallel.pipeline': expected a size dividing the world size " +
+         std::to_string(world_size) + " over parallel.tensor " + std::to_string(c.parallel.tensor) +
+         ", got " + std::to_string(c.parallel.pipeline));
+  return world_size / c.parallel.tensor / c.parallel.pipeline;
 }
 
 // world_size counts the data-parallel ranks below: every rank of a tensor
@@ -463,7 +469,8 @@ void validate_for_world(const Config& c, int job_ranks) {
          ": key 'train.global_batch_tokens': expected a multiple of micro_batch*seq_len*world = " +
          std::to_string(c.train.micro_batch) + "*" + std::to_string(c.model.seq_len) + "*" +
          std::to_string(world_size) + " = " + std::to_string(tokens_per_round) +
-         (c.parallel.tensor > 1 ? " at data-parallel size " : " at world size ") +
+         (c.parallel.tensor * c.parallel.pipeline > 1 ? " at data-parallel size "
+                                                      : " at world size ") +
          std::to_string(world_size) + ", got " + std::to_string(tokens) +
          (tokens_per_round > 0 ? nearest_multiples(tokens, tokens_per_round) : ""));
   // DeepSpeed's _create_zero_param_parallel_group takes min(size, W), which must divide W;

@@ -87,9 +87,11 @@ struct SystemConfig {
   double emulate_time_scale = 1;                // every duration multiplied by it
 };
 
-// The parallel grid (docs/parallel_grid.md): W = data x tensor ranks.
+// The parallel grid (docs/parallel_grid.md): W = data x tensor x pipeline ranks.
 struct ParallelConfig {
-  int tensor = 1;  // Megatron-LM tensor parallelism over this many ranks
+  int tensor = 1;                          // Megatron-LM tensor parallelism over this many ranks
+  int pipeline = 1;                        // pipeline stages (contiguous blocks; docs/pipeline.md)
+  std::string pipeline_schedule = "1f1b";  // or "gpipe"
   // "tensor-inner": a tensor group is `tensor` consecutive ranks (inside a
   // node when its ranks are a multiple); "data-inner": a data group is.
   std::string rank_order = "tensor-inner";
@@ -122,7 +124,7 @@ std::string config_to_yaml(const Config& c);
 // The same as a JSON object, scalars typed (summary.json, checkpoint metadata).
 std::string config_to_json(const Config& c);
 // The data-parallel ranks of a job of world_size ranks: world_size over
-// parallel.tensor (ConfigError when that does not divide it).
+// parallel.tensor x parallel.pipeline (ConfigError when that does not divide it).
 int data_parallel_size(const Config& c, int world_size);
 // Micro-steps per optimizer step for a world size.
 int grad_accum_steps(const Config& c, int world_size);

@@ -207,6 +207,12 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(parallel, tensor, between(1, 1024, true),
              "tensor parallelism (Megatron-LM's split) over this many ranks; ZeRO runs over the "
              "world divided by it (docs/parallel_grid.md)"),
+      ZT_KEY(parallel, pipeline, between(1, 1024, true),
+             "pipeline stages, each a contiguous run of blocks (embedding on the first, head on "
+             "the last); the accumulation steps are its micro-batches (docs/pipeline.md)"),
+      ZT_KEY(parallel, pipeline_schedule, any_value(),
+             "1f1b (PipeDream-Flush, Megatron-LM's) or gpipe (every forward, then every "
+             "backward)"),
       ZT_KEY(parallel, rank_order, any_value(),
              "tensor-inner (a tensor group is consecutive ranks, inside a node) or data-inner"),
   };

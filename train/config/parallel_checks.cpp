@@ -1,5 +1,7 @@
 #include "train/config/parallel_checks.h"
 
+#include "zero/schedule/deepspeed_behaviours.h"
+
 namespace zt {
 
 ParallelProblem tensor_parallel_problem(const Config& c) {
@@ -38,6 +40,42 @@ ParallelProblem tensor_parallel_problem(const Config& c) {
     return {{"train.sample_every", "train.hellaswag_every", "parallel.tensor"},
             "expected train.sample_every: 0 and train.hellaswag_every: 0" + with +
                 " (each rank holds only its vocabulary rows of the logits)"};
+  return {};
+}
+
+ParallelProblem pipeline_parallel_problem(const Config& c) {
+  const int P = c.parallel.pipeline;
+  if (P == 1) return {};
+  const std::string with = " with parallel.pipeline " + std::to_string(P);
+  if (c.model.n_layer < P)
+    return {{"parallel.pipeline", "model.n_layer"},
+            "expected parallel.pipeline <= model.n_layer " + std::to_string(c.model.n_layer) +
+                " (each stage holds at least one block), got " + std::to_string(P)};
+  const ZeroConfig& z = c.zero;
+  const DeepSpeedRelease& release = z.deepspeed_version;
+  if (!pipeline_engine_accepts_zero_stage(release, z.stage))
+    return {{"zero.stage", "parallel.pipeline"},
+            "expected zero.stage 0 or 1" + with + ": DeepSpeed " + release.str() +
+                "'s PipelineEngine.__init__ asserts that the ZeRO stage is below 2 "
+                "(deepspeed/runtime/pipe/engine.py, since 0.3.16), got " +
+                std::to_string(z.stage)};
+  if (c.train.grad_clip > 0)
+    return {{"train.grad_clip", "parallel.pipeline"},
+            "expected train.grad_clip: 0" + with +
+                " (the global norm across stages, counting the tied wte once, is not computed "
+                "yet)"};
+  if (c.system.compute != "real")
+    return {{"system.compute", "parallel.pipeline"},
+            "expected system.compute: real" + with + " (emulation models data parallelism only)"};
+  if (c.train.checkpoint_every > 0 || c.train.recovery != "none" || c.train.snapshot_every > 0)
+    return {
+        {"train.checkpoint_every", "train.recovery", "train.snapshot_every", "parallel.pipeline"},
+        "expected no checkpoints or snapshots" + with +
+            " (saving a pipeline's stages is not written yet)"};
+  if (c.train.sample_every > 0 || c.train.hellaswag_every > 0)
+    return {{"train.sample_every", "train.hellaswag_every", "parallel.pipeline"},
+            "expected train.sample_every: 0 and train.hellaswag_every: 0" + with +
+                " (generation through the stages is not written yet)"};
   return {};
 }
 

@@ -22,6 +22,7 @@ ZeroSetup zero_setup(const Config& cfg, const ParamTable& table, int ranks_per_n
 Grid parallel_grid(const Config& cfg, int world_size) {
   Grid g;
   g.tensor = cfg.parallel.tensor;
+  g.pipeline = cfg.parallel.pipeline;
   g.data = data_parallel_size(cfg, world_size);
   g.order = cfg.parallel.rank_order == "tensor-inner" ? RankOrder::TensorInnermost
                                                       : RankOrder::DataInnermost;

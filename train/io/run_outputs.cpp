@@ -151,6 +151,22 @@ double median_of(std::vector<double> v) {
 
 // summary.json's "snapshots": sizes from the layout, times measured per
 // joined copy (slowest rank); the overhead is the median wait over the median step.
+std::string json_numbers(const std::vector<double>& xs) {
+  std::string out = "[";
+  for (size_t i = 0; i < xs.size(); i++) out += (i ? "," : "") + json_number(xs[i]);
+  return out + "]";
+}
+
+JsonObject pipeline_json(const PipelineFigures& f) {
+  return JsonObject()
+      .add("stages", f.stages)
+      .add("schedule", f.schedule)
+      .add("micro_batches", f.micro_batches)
+      .add("bubble_formula", f.bubble_formula)
+      .raw("recv_wait_ms_median_by_stage", json_numbers(f.recv_wait_ms_median))
+      .raw("recv_wait_fraction_by_stage", json_numbers(f.recv_wait_fraction));
+}
+
 JsonObject snapshots_json(const SnapshotFigures& f, double step_ms_median) {
   const double wait = median_of(f.wait_ms);
   return JsonObject()
@@ -348,6 +364,8 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("timing", timing_json(s));
   if (s.snapshots) o.add("snapshots", snapshots_json(*s.snapshots, median));
   else o.raw("snapshots", "null");
+  if (s.pipeline) o.add("pipeline", pipeline_json(*s.pipeline));
+  else o.raw("pipeline", "null");
   if (s.cluster_text.empty()) o.raw("cluster", "null");
   else o.raw("cluster", s.cluster_text);
   o.add("host", host_identity_json());

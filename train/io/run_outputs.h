@@ -54,6 +54,16 @@ struct StartupCounts {
   int barriers = 0;
 };
 
+// A pipeline's step, per stage: the bubble by formula beside what each
+// stage's ranks measured (the median over steps of the time blocked in the
+// pipeline's receives, alone and over the median step).
+struct PipelineFigures {
+  int stages = 1, micro_batches = 1;
+  std::string schedule;
+  double bubble_formula = 0;                                    // (P - 1) / (m + P - 1)
+  std::vector<double> recv_wait_ms_median, recv_wait_fraction;  // per stage
+};
+
 struct RunSummary {
   int world = 1;
   int64_t steps_done = 0, steps_this_run = 0;
@@ -89,6 +99,7 @@ struct RunSummary {
   // (no loss exists); nullptr for a real run.
   const EmulatedDurations* emulated = nullptr;
   const SnapshotFigures* snapshots = nullptr;  // nullptr: no in-memory snapshots
+  const PipelineFigures* pipeline = nullptr;   // nullptr: no pipeline
 };
 
 // A resumed run keeps the records of a metrics log up to this size.

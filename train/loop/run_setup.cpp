@@ -68,14 +68,24 @@ RunData load_run_data(const RunSettings& r, int rank, int world) {
 
 RunModels::RunModels(const RunSettings& r, const RunData& d)
     : rt(make_runtime(r.cfg.system)), grid(parallel_grid(r.cfg, rt.comm->world())),
-      table(r.cfg.model, TensorSplit{grid.tensor, grid.tensor_index(rt.comm->rank())}) {
+      table(r.cfg.model, TensorSplit{grid.tensor, grid.tensor_index(rt.comm->rank())},
+            stage_split(r.cfg.model.n_layer, grid.pipeline, grid.pipeline_index(rt.comm->rank()))) {
   const Config& cfg = r.cfg;
   Ops& ops = *rt.ops;
   check_offload_paths(cfg.zero);
-  if (grid.tensor > 1) {
-    // Collective over the world, in this order on every rank.
+  // Collective over the world, in this order on every rank.
+  if (grid.tensor > 1)
     tensor_comm = rt.comm->counted_subgroup(grid.tensor_group(), Dimension::Tensor);
+  if (grid.tensor > 1 || grid.pipeline > 1)
     data_comm = rt.comm->counted_subgroup(grid.data_group(), Dimension::Data);
+  if (grid.pipeline > 1) {
+    if (rt.comm->name() == "nccl")
+      throw ConfigError(
+          "parallel.pipeline: the pipeline's messages need grouped NCCL send/recv, not written "
+          "yet; expected system.communicator: mpi");
+    pipeline_comm = rt.comm->counted_subgroup(grid.pipeline_group(), Dimension::Pipeline);
+    pipeline.reset(new PipelineStage(parse_pipeline_schedule(cfg.parallel.pipeline_schedule),
+                                     r.accum, *pipeline_comm, ops));
   }
   Communicator& zc = zero_comm();
   const int ranks_per_node =
@@ -96,8 +106,12 @@ RunModels::RunModels(const RunSettings& r, const RunData& d)
   // The training model's activations, measured: it allocates them all here,
   // and its passes allocate nothing more (tests/unit/test_recompute.cpp).
   const uint64_t activations_before = ops.ledger().current(MemCategory::Activations);
-  model.reset(new GPT(table, ops, r.B, r.T, recompute));
+  const int slots = pipeline ? pipeline->slots() : 1;
+  model.reset(new GPT(table, ops, r.B, r.T, recompute, slots));
   model_activations = ops.ledger().current(MemCategory::Activations) - activations_before;
+  activations_formula =
+      stage_activation_bytes(cfg.model, r.B, r.T, recompute, ops.dtype(), grid.tensor,
+                             table.blocks(), table.has_embeddings(), table.has_head(), slots);
   // Forward-only models keep nothing for a backward: block's layout is the smallest.
   if (cfg.train.sample_every > 0) sampler.reset(new GPT(table, ops, 1, r.T, Recompute::Block));
   if (cfg.train.hellaswag_every > 0)
@@ -125,25 +139,32 @@ void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels&
         "are real; no loss is computed\n",
         r.emulated->micro_step_ms, r.emulated->forward_fraction, r.emulated->optimizer_ms,
         r.emulated->time_scale, r.emulated->source.c_str());
-  if (m.grid.tensor > 1)
+  if (m.grid.tensor > 1 || m.grid.pipeline > 1)
     std::printf(
-        "grid: %d data-parallel x %d tensor-parallel ranks (%s); each tensor shard holds %zu of "
-        "the model's %zu parameters, and ZeRO runs over the data-parallel group\n",
-        m.grid.data, m.grid.tensor, cfg.parallel.rank_order.c_str(), m.table.total(),
-        ParamTable(cfg.model).total());
+        "grid: %d data-parallel x %d tensor-parallel x %d pipeline ranks (%s); rank 0's part "
+        "holds %zu of the model's %zu parameters, and ZeRO runs over the data-parallel group\n",
+        m.grid.data, m.grid.tensor, m.grid.pipeline, cfg.parallel.rank_order.c_str(),
+        m.table.total(), ParamTable(cfg.model).total());
+  if (m.pipeline) {
+    const int P = m.grid.pipeline, mb = r.accum;
+    std::printf(
+        "pipeline: %d stages, schedule %s, %d micro-batches per step; bubble (P-1)/(m+P-1) = "
+        "%.4f by formula; stage 0 holds blocks 0..%d and %d micro-batches' activations\n",
+        P, cfg.parallel.pipeline_schedule.c_str(), mb, static_cast<double>(P - 1) / (mb + P - 1),
+        m.table.blocks() - 1, m.pipeline->slots());
+  }
   std::printf(
       "model: %zu parameters (%zu padded for %d ranks), %s on %s, %d ranks, %d micro-steps "
       "of %d x %d per rank per step\n",
       m.table.total(), m.engine->padded_params(), shard_ranks(cfg.zero, m.grid.data),
       dtype_name(ops.dtype()), ops.name().c_str(), world, r.accum, r.B, r.T);
   if (!r.emulated)
-    std::printf(
-        "activations: %llu bytes per micro-batch measured, %llu by activation_bytes() "
-        "(train.recompute: %s)\n",
-        static_cast<unsigned long long>(m.model_activations),
-        static_cast<unsigned long long>(
-            activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype(), m.grid.tensor)),
-        recompute_name(m.recompute));
+    std::printf("activations: %llu bytes %s measured, %llu by %s (train.recompute: %s)\n",
+                static_cast<unsigned long long>(m.model_activations),
+                m.pipeline ? "on stage 0 (its slots)" : "per micro-batch",
+                static_cast<unsigned long long>(m.activations_formula),
+                m.pipeline ? "stage_activation_bytes()" : "activation_bytes()",
+                recompute_name(m.recompute));
   std::fflush(stdout);
 }
 

@@ -15,6 +15,7 @@
 #include "train/loop/emulated_compute.h"
 #include "train/loop/fault_inject.h"
 #include "train/loop/hellaswag.h"
+#include "train/loop/pipeline_step.h"
 #include "train/loop/recovery.h"
 #include "train/loop/runtime.h"
 #include "train/loop/trainer.h"
@@ -52,18 +53,23 @@ struct RunModels {
   RunModels(const RunSettings& r, const RunData& d);
   Runtime rt;
   Grid grid;
-  ParamTable table;  // this rank's tensor shard (the whole model without tensor parallelism)
-  // With parallel.tensor > 1: the tensor group's and the data-parallel group's
-  // communicators (counted into rt.comm's stats by dimension), and the hooks
-  // that apply the split between the model and ZeRO.
-  std::unique_ptr<CountingCommunicator> tensor_comm, data_comm;
+  // This rank's tensor shard of its pipeline stage (the whole model without either).
+  ParamTable table;
+  // With parallel.tensor > 1 or parallel.pipeline > 1: the tensor group's,
+  // the data-parallel group's and the pipeline's communicators (counted into
+  // rt.comm's stats by dimension), the hooks that apply the tensor split
+  // between the model and ZeRO, and the stage's schedule.
+  std::unique_ptr<CountingCommunicator> tensor_comm, data_comm, pipeline_comm;
   std::unique_ptr<ZeroEngine> engine;
   std::unique_ptr<TensorParallelHooks> tensor_hooks;
   // What ZeRO runs over, and what the model calls.
   Communicator& zero_comm() { return data_comm ? *data_comm : *rt.comm; }
   ModuleHooks& hooks() { return tensor_hooks ? static_cast<ModuleHooks&>(*tensor_hooks) : *engine; }
+  std::unique_ptr<PipelineStage> pipeline;
   Recompute recompute = Recompute::None;
-  uint64_t model_activations = 0;
+  // The training model's activations, measured and by the formula
+  // (model/activation_memory.h; a stage's, with its slots).
+  uint64_t model_activations = 0, activations_formula = 0;
   std::unique_ptr<GPT> model, sampler, hellaswag;
   std::unique_ptr<EmulatedGPT> emulated;   // instead of model, with system.compute: emulate
   std::unique_ptr<Snapshotter> snapshots;  // train.recovery: memory (train/loop/recovery.h)

@@ -7,12 +7,12 @@
 #include <mpi.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
 
-#include "model/activation_memory.h"
 #include "model/tensor_split.h"
 #include "train/cli/command_registry.h"
 #include "train/config/zero_setup.h"
@@ -51,16 +51,19 @@ void make_dirs(const std::string& path) {
   }
 }
 
-// Mean loss over the first `batches` validation batches, in file order.
-double evaluate(GPT& model, ModuleHooks& hooks, DataLoader& val, int batches, int B, int T,
-                int world) {
+// Mean loss over the first `batches` validation batches, in file order. Every
+// rank of a tensor group holds the same losses; with a pipeline only the last
+// stage's ranks hold them.
+double evaluate(RunModels& m, DataLoader& val, int batches, int B, int T, int world) {
   std::vector<int> in(static_cast<size_t>(B) * T), tgt(in.size());
   double sum = 0;
   for (int j = 0; j < batches; j++) {
     val.micro_batch(j, 0, in.data(), tgt.data());
-    sum += model.forward_loss(in.data(), tgt.data(), hooks);
+    sum += m.pipeline ? m.pipeline->evaluate(*m.model, m.hooks(), in.data(), tgt.data())
+                      : m.model->forward_loss(in.data(), tgt.data(), m.hooks());
   }
-  return sum_over_ranks(sum) / (static_cast<double>(batches) * B * T * world);
+  const int holding = world / m.grid.pipeline;
+  return sum_over_ranks(sum) / (static_cast<double>(batches) * B * T * holding);
 }
 
 }  // namespace
@@ -114,9 +117,10 @@ StartupCounts issue_deepspeed_startup(const RunSettings& r, RunModels& m, float*
 int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
                            const TokenizerIdentity& tokenizer, RunModels& m, int rank,
                            StartupCounts& startup) {
-  if ((a.recover || a.resume) && m.grid.tensor > 1)
+  if ((a.recover || a.resume) && (m.grid.tensor > 1 || m.grid.pipeline > 1))
     throw ConfigError(std::string(a.recover ? "--recover" : "--resume") +
-                      ": a run with parallel.tensor > 1 writes no checkpoints or snapshots yet");
+                      ": a run with parallel.tensor > 1 or parallel.pipeline > 1 writes no "
+                      "checkpoints or snapshots yet");
   // The model a script builds before deepspeed.initialize; a checkpoint replaces it.
   std::vector<float> w;
   const ParamTable whole(r.cfg.model);
@@ -125,8 +129,8 @@ int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
     w.resize(whole.total());
     init_gpt2_weights(whole, r.cfg.train.seed, w.data());
   }
-  // A tensor shard starts from its part of the whole model's weights.
-  if (m.grid.tensor > 1) w = take_shard(whole, m.table, w.data());
+  // A tensor shard or pipeline stage starts from its part of the whole model's weights.
+  if (m.grid.tensor > 1 || m.grid.pipeline > 1) w = take_shard(whole, m.table, w.data());
   startup = issue_deepspeed_startup(r, m, w.data());
   if (a.recover)
     return recover_initial_state(a.run_dir, r.cfg.model, tokenizer, m.table.total(), *m.engine,
@@ -182,6 +186,7 @@ struct LoopTotals {
   int64_t start_step = 0, step = 0;  // step: optimizer steps completed
   std::vector<double> step_ms;
   std::vector<ComputeSample> compute_ms;
+  std::vector<double> pipeline_wait_ms;
   double last_loss = 0, last_val = -1, initial_val = -1, timed_seconds = 0;
   int64_t timed_tokens = 0;
   CommStats comm_at_start;  // before the first training step: the summary counts steps only
@@ -192,6 +197,7 @@ struct LoopTotals {
 struct StepResult {
   double loss = 0, norm = 0, ms = 0;
   ComputeSample compute{};
+  double pipeline_wait_ms = 0;  // blocked in the pipeline's receives
 };
 
 // One optimizer step: the micro-steps' forward/backward into ZeRO, then its
@@ -203,9 +209,18 @@ StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data
   Ops& ops = *m.rt.ops;
   const double global_tokens = static_cast<double>(cfg.train.global_batch_tokens);
   const auto t0 = Clock::now();
-  double loss_sum = 0;
+  double loss_sum = 0, pipeline_wait_s = 0;
   const double exposed_at_start = m.rt.comm->stats().exposed_seconds;
-  for (int micro = 0; micro < r.accum; micro++) {
+  if (m.pipeline) {
+    watch_position(step, "pipeline");
+    const PipelineStepResult p = m.pipeline->train(
+        *m.model, *m.engine, m.hooks(),
+        [&](int micro, int* in_k, int* tgt_k) { train_data.micro_batch(step, micro, in_k, tgt_k); },
+        static_cast<float>(1.0 / global_tokens));
+    loss_sum = p.loss_sum;
+    pipeline_wait_s = p.recv_wait_s;
+  }
+  for (int micro = 0; !m.pipeline && micro < r.accum; micro++) {
     watch_position(step, "data");
     train_data.micro_batch(step, micro, in.data(), tgt.data());
     watch_position(step, "forward_backward");
@@ -236,8 +251,9 @@ StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data
       (std::chrono::duration<double>(t_opt - t0).count() - (exposed_at_opt - exposed_at_start)) *
           1e3 / r.accum,
       (seconds_since(t_opt) - (exposed_now - exposed_at_opt)) * 1e3};
-  // Every rank of a tensor group holds the same losses.
+  // Every rank of a tensor group holds the same losses (the last stage's only).
   res.loss = sum_over_ranks(loss_sum) / (global_tokens * m.grid.tensor);
+  res.pipeline_wait_ms = pipeline_wait_s * 1e3;
   res.ms = seconds_since(t0) * 1e3;
   return res;
 }
@@ -252,8 +268,7 @@ void finish_step(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out
   const bool last = step + 1 == cfg.train.steps;
   watch_position(step, "eval");
   if (d.val && ((step + 1) % cfg.train.eval_every == 0 || last))
-    rec.val_loss = t.last_val =
-        evaluate(*m.model, m.hooks(), *d.val, cfg.train.eval_batches, r.B, r.T, world);
+    rec.val_loss = t.last_val = evaluate(m, *d.val, cfg.train.eval_batches, r.B, r.T, world);
   const bool score = m.hellaswag && ((step + 1) % cfg.train.hellaswag_every == 0 || last);
   HellaswagResult h;
   if (score) {
@@ -291,7 +306,7 @@ void run_steps(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
   // Like llm.c, evaluate the untrained model too: the curve starts at step 0.
   if (d.val && t.start_step == 0) {
     watch_position(0, "eval");
-    t.initial_val = evaluate(*m.model, m.hooks(), *d.val, cfg.train.eval_batches, r.B, r.T, world);
+    t.initial_val = evaluate(m, *d.val, cfg.train.eval_batches, r.B, r.T, world);
     if (rank == 0)
       std::printf("step     0/%d | val %.4f (before training)\n", cfg.train.steps, t.initial_val);
   }
@@ -304,6 +319,7 @@ void run_steps(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
     const int adam_t = static_cast<int>(t.step) + 1;
     const StepResult s = train_step(r, m, *d.train, t.step, adam_t, lr, in, tgt);
     t.compute_ms.push_back(s.compute);
+    if (m.pipeline) t.pipeline_wait_ms.push_back(s.pipeline_wait_ms);
     t.last_loss = s.loss;
     t.step_ms.push_back(s.ms);
     if (t.step > t.start_step || cfg.train.steps - t.start_step == 1) {
@@ -317,6 +333,36 @@ void run_steps(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out,
     }
     finish_step(r, m, d, out, ckpt, t, rec, seconds_since(run_t0), rank, world);
   }
+}
+
+// Collective: per stage, the mean over its ranks of each rank's median wait in
+// the pipeline's receives and of that wait over its median step.
+PipelineFigures pipeline_figures(const RunSettings& r, const RunModels& m, const LoopTotals& t,
+                                 int world) {
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  // Microseconds, to travel as integers.
+  const std::vector<uint64_t> all =
+      allgather_u64({static_cast<uint64_t>(median(t.pipeline_wait_ms) * 1e3),
+                     static_cast<uint64_t>(median(t.step_ms) * 1e3)});
+  PipelineFigures f;
+  f.stages = m.grid.pipeline;
+  f.micro_batches = r.accum;
+  f.schedule = r.cfg.parallel.pipeline_schedule;
+  f.bubble_formula = static_cast<double>(f.stages - 1) / (f.micro_batches + f.stages - 1);
+  f.recv_wait_ms_median.assign(static_cast<size_t>(f.stages), 0.0);
+  f.recv_wait_fraction.assign(static_cast<size_t>(f.stages), 0.0);
+  const double ranks_per_stage = static_cast<double>(world) / f.stages;
+  for (int rank = 0; rank < world; rank++) {
+    const size_t s = static_cast<size_t>(m.grid.pipeline_index(rank));
+    const double wait = all[2 * rank] / 1e3, step = all[2 * rank + 1] / 1e3;
+    f.recv_wait_ms_median[s] += wait / ranks_per_stage;
+    f.recv_wait_fraction[s] += (step > 0 ? wait / step : 0.0) / ranks_per_stage;
+  }
+  return f;
 }
 
 // 7. The summary's figures; `comm` holds the training steps' counts only.
@@ -355,8 +401,7 @@ RunSummary run_summary(const RunSettings& r, const RunModels& m, const LoopTotal
   s.live_params_peak_bytes = engine.live_params_peak_bytes();
   s.recompute = recompute_name(m.recompute);
   s.activations_per_micro_batch = m.model_activations;
-  s.activations_per_micro_batch_formula =
-      activation_bytes(cfg.model, r.B, r.T, m.recompute, ops.dtype(), m.grid.tensor);
+  s.activations_per_micro_batch_formula = m.activations_formula;
   s.nodes = m.rt.comm->nodes().nodes();
   s.ranks_per_node = m.rt.comm->nodes().ranks_per_node();
   s.cluster_text = r.cluster;
@@ -392,7 +437,13 @@ int run_train(const TrainArgs& a) {
   watch_position(totals.step, "finish");
   const CommStats comm =
       with_job_mean_inter_node(models.rt.comm->stats().minus(totals.comm_at_start), world);
-  out.summary(run_summary(settings, models, totals, comm, ckpt.config_json, world));
+  RunSummary summary = run_summary(settings, models, totals, comm, ckpt.config_json, world);
+  PipelineFigures pipeline;
+  if (models.pipeline) {
+    pipeline = pipeline_figures(settings, models, totals, world);
+    summary.pipeline = &pipeline;
+  }
+  out.summary(summary);
   if (g_stop_signal != 0) {
     if (rank == 0)
       std::fprintf(stderr, "zerotrain: stopped by signal %d after step %lld\n",

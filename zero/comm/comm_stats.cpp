@@ -7,8 +7,8 @@
 namespace zt {
 
 const char* primitive_name(Primitive p) {
-  static const char* names[] = {"all_reduce", "reduce_scatter", "all_gather",
-                                "reduce",     "broadcast",      "all_to_all"};
+  static const char* names[] = {"all_reduce", "reduce_scatter", "all_gather", "reduce",
+                                "broadcast",  "all_to_all",     "send",       "recv"};
   return names[static_cast<int>(p)];
 }
 
@@ -33,6 +33,7 @@ double bus_factor(Primitive p, int W) {
     case Primitive::ReduceScatter:
     case Primitive::AllGather:
     case Primitive::AllToAll: return static_cast<double>(W - 1) / W;
+    case Primitive::Recv: return 0.0;  // the sender counts the message's bus bytes
     default: return 1.0;
   }
 }
@@ -232,13 +233,18 @@ void CountingCommunicator::open_trace(const std::string& path) {
 }
 
 Handle CountingCommunicator::record(Primitive p, size_t count, DType t, int root, Handle h) {
-  CountingCommunicator& r = *root_;
-  const uint64_t bytes = payload_bytes(p, count, t, world());
-  const double bus = bytes * bus_factor(p, world());
   const double across =
       static_cast<int>(nodes_.node_of.size()) == world() ? nodes_.inter_node_share(p, rank()) : 0.0;
   // Tensor and pipeline calls move activations whatever ZeRO last announced.
-  const Purpose purpose = dimension_ == Dimension::Data ? r.purpose_ : Purpose::Activations;
+  const Purpose purpose = dimension_ == Dimension::Data ? root_->purpose_ : Purpose::Activations;
+  return account(p, count, t, root, purpose, across, std::move(h));
+}
+
+Handle CountingCommunicator::account(Primitive p, size_t count, DType t, int root, Purpose purpose,
+                                     double across, Handle h) {
+  CountingCommunicator& r = *root_;
+  const uint64_t bytes = payload_bytes(p, count, t, world());
+  const double bus = bytes * bus_factor(p, world());
   for (PrimitiveStats* s :
        {&r.stats_[p], &r.stats_.by_purpose[static_cast<int>(purpose)][static_cast<int>(p)],
         &r.stats_.by_dimension[static_cast<int>(dimension_)][static_cast<int>(p)]}) {
@@ -291,6 +297,27 @@ Handle CountingCommunicator::broadcast(void* buf, size_t n, DType t, int root) {
 }
 Handle CountingCommunicator::all_to_all(const void* send, void* recv, size_t n, DType t) {
   ZT_TIMED(Primitive::AllToAll, n, t, -1, inner_->all_to_all(send, recv, n, t));
+}
+
+// The message crosses nodes when the peer is on another node than this rank.
+Handle CountingCommunicator::send_counted(const void* buf, size_t n, DType t, int peer, int tag,
+                                          Purpose purpose) {
+  const auto t0 = Clock::now();
+  Handle h(new TimedHandle(inner_->send(buf, n, t, peer, tag), t0,
+                           &root_->stats_[Primitive::Send].seconds,
+                           &root_->stats_.exposed_seconds));
+  const bool across = static_cast<int>(nodes_.node_of.size()) == world() &&
+                      nodes_.node_of[rank()] != nodes_.node_of[peer];
+  return account(Primitive::Send, n, t, peer, purpose, across ? 1.0 : 0.0, std::move(h));
+}
+
+Handle CountingCommunicator::recv_counted(void* buf, size_t n, DType t, int peer, int tag,
+                                          Purpose purpose) {
+  const auto t0 = Clock::now();
+  Handle h(new TimedHandle(inner_->recv(buf, n, t, peer, tag), t0,
+                           &root_->stats_[Primitive::Recv].seconds,
+                           &root_->stats_.exposed_seconds));
+  return account(Primitive::Recv, n, t, peer, purpose, 0.0, std::move(h));
 }
 
 }  // namespace zt

@@ -114,6 +114,12 @@ class CountingCommunicator : public Communicator {
   std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override;
   std::unique_ptr<CountingCommunicator> counted_subgroup(const RankGroup& g,
                                                          Dimension d = Dimension::Data);
+  // Counted point-to-point, a pipeline's messages: buf[n] to or from rank
+  // `peer` of this communicator, recorded with `peer` as the root; the sender
+  // counts the bus bytes (crossing nodes when the peer is on another node),
+  // the receiver the call and its payload.
+  Handle send_counted(const void* buf, size_t n, DType t, int peer, int tag, Purpose purpose);
+  Handle recv_counted(void* buf, size_t n, DType t, int peer, int tag, Purpose purpose);
   // Not counted: point-to-point messages move recovered state, outside any step.
   Handle send(const void* buf, size_t n, DType t, int peer, int tag) override {
     return inner_->send(buf, n, t, peer, tag);
@@ -152,6 +158,8 @@ class CountingCommunicator : public Communicator {
 
  private:
   Handle record(Primitive p, size_t count, DType t, int root, Handle h);
+  Handle account(Primitive p, size_t count, DType t, int root, Purpose purpose, double across,
+                 Handle h);
   CountingCommunicator(std::unique_ptr<Communicator> inner, CountingCommunicator* root,
                        const RankGroup& g, Dimension d);
   std::unique_ptr<Communicator> inner_;

@@ -23,8 +23,20 @@ class CommHandle {
 };
 using Handle = std::unique_ptr<CommHandle>;
 
-enum class Primitive { AllReduce, ReduceScatter, AllGather, Reduce, Broadcast, AllToAll, kCount };
-const char* primitive_name(Primitive p);  // "all_reduce", "reduce_scatter", ...
+// Send and Recv: a pipeline's point-to-point messages, counted on each side
+// (CountingCommunicator::send_counted); the collectives' interface is below.
+enum class Primitive {
+  AllReduce,
+  ReduceScatter,
+  AllGather,
+  Reduce,
+  Broadcast,
+  AllToAll,
+  Send,
+  Recv,
+  kCount
+};
+const char* primitive_name(Primitive p);  // "all_reduce", "reduce_scatter", ..., "send", "recv"
 
 // Where in a step a collective is issued, and what it moves (for traces, plans
 // and the summary's split of the bytes). Init: before the first step (the

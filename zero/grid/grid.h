@@ -27,6 +27,7 @@ struct Grid {
   RankGroup pipeline_group() const { return {pipeline, data * tensor}; }
   int tensor_index(int rank) const { return tensor_group().index_of(rank); }
   int data_index(int rank) const { return data_group().index_of(rank); }
+  int pipeline_index(int rank) const { return pipeline_group().index_of(rank); }
 };
 
 }  // namespace zt

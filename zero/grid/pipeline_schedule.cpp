@@ -104,6 +104,15 @@ std::vector<PipeAction> stage_actions(PipelineSchedule schedule, int stages, int
   return b.actions;
 }
 
+int peak_in_flight(const std::vector<PipeAction>& actions) {
+  int held = 0, peak = 0;
+  for (const PipeAction& a : actions) {
+    held += a.op == PipeOp::Forward ? 1 : a.op == PipeOp::Backward ? -1 : 0;
+    peak = std::max(peak, held);
+  }
+  return peak;
+}
+
 std::vector<std::vector<PipeAction>> pipeline_actions(PipelineSchedule schedule, int stages,
                                                       int micro_batches) {
   check_shape(stages, micro_batches);
@@ -129,6 +138,11 @@ std::vector<StageBlocks> split_blocks(int blocks, int stages) {
     first += split[s].count;
   }
   return split;
+}
+
+PipelineSplit stage_split(int blocks, int stages, int stage) {
+  const StageBlocks b = split_blocks(blocks, stages).at(static_cast<size_t>(stage));
+  return PipelineSplit{stages, stage, b.first, b.count};
 }
 
 }  // namespace zt

@@ -26,6 +26,8 @@
 #include <string>
 #include <vector>
 
+#include "model/param_table.h"
+
 namespace zt {
 
 enum class PipelineSchedule { GPipe, OneFOneB };
@@ -58,6 +60,9 @@ int peer_stage(PipeOp op, int stage);
 // stages >= 1, 0 <= stage < stages and micro_batches >= 1.
 std::vector<PipeAction> stage_actions(PipelineSchedule schedule, int stages, int stage,
                                       int micro_batches);
+// The most micro-batches whose activations a stage's list holds at once
+// (forward done, backward not yet): the activation slots it needs.
+int peak_in_flight(const std::vector<PipeAction>& actions);
 // Every stage's list, indexed by stage.
 std::vector<std::vector<PipeAction>> pipeline_actions(PipelineSchedule schedule, int stages,
                                                       int micro_batches);
@@ -75,5 +80,7 @@ struct StageBlocks {
 // std::invalid_argument (one line) when L < 1, P < 1 or P > L (a stage
 // without a block).
 std::vector<StageBlocks> split_blocks(int blocks, int stages);
+// Stage `stage` of `stages` as its parameter table takes it (split_blocks' cut).
+PipelineSplit stage_split(int blocks, int stages, int stage);
 
 }  // namespace zt

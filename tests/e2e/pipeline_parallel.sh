@@ -1,0 +1,101 @@
+# Pipeline parallelism end to end: with parallel.pipeline, ZeRO stages 0 and 1
+# train to the losses (and validation losses) of the same run without it,
+# within fp32 rounding, under both schedules, alone and with data and tensor
+# parallelism beside it; summary.json counts the pipeline's messages apart
+# from ZeRO's, as many as `plan` lists, reports the bubble beside its formula,
+# and the stage's activations equal the formula; what a pipeline does not run
+# with yet, and DeepSpeed's refusal of ZeRO-2 and -3 under a pipeline, are
+# refused in one line.
+. "$(dirname "$0")/../support/e2e_lib.sh"
+PP=(--set train.grad_clip=0 --set train.steps=3 --set train.eval_every=3 --set train.eval_batches=2)
+run() {  # NAME RANKS ARGS...
+  local name=$1 ranks=$2
+  shift 2
+  mpirun -np "$ranks" "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/$name" "${SMALL[@]}" \
+    "${PP[@]}" "$@" >"$WORK/$name.txt" 2>&1 || { cat "$WORK/$name.txt"; fail "$name: train exited $?"; }
+}
+same_losses() {  # A B: the training and the validation losses
+  /usr/bin/python3 - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" <<'PY' || fail "$1 against $2: losses differ"
+import json, sys
+def losses(p):
+    recs = [json.loads(l) for l in open(p)]
+    return [r["loss"] for r in recs if "loss" in r], [r["val_loss"] for r in recs if r.get("val_loss") is not None]
+(a, va), (b, vb) = (losses(p) for p in sys.argv[1:])
+print("  losses", a, va, "against", b, vb)
+close = lambda x, y: len(x) == len(y) and all(abs(p - q) <= 2e-5 * abs(q) for p, q in zip(x, y))
+sys.exit(0 if len(a) == 3 and len(va) >= 1 and close(a, b) and close(va, vb) else 1)
+PY
+}
+summary() {  # RUN PYTHON-EXPRESSION-OF-s
+  /usr/bin/python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print($2)" "$WORK/$1/summary.json"
+}
+L4=(--set model.n_layer=4)
+for stage in 0 1; do
+  run "s${stage}_w1" 1 --set zero.stage="$stage"
+  run "s${stage}_p2" 2 --set zero.stage="$stage" --set parallel.pipeline=2
+  same_losses "s${stage}_p2" "s${stage}_w1"
+  run "s${stage}_p2_gpipe" 2 --set zero.stage="$stage" --set parallel.pipeline=2 \
+    --set parallel.pipeline_schedule=gpipe
+  same_losses "s${stage}_p2_gpipe" "s${stage}_w1"
+  run "s${stage}_d2" 2 --set zero.stage="$stage"
+  run "s${stage}_d2p2" 4 --set zero.stage="$stage" --set parallel.pipeline=2
+  same_losses "s${stage}_d2p2" "s${stage}_d2"
+  grep -q "^grid: 2 data-parallel x 1 tensor-parallel x 2 pipeline ranks" "$WORK/s${stage}_d2p2.txt" ||
+    fail "stage $stage: no grid line"
+done
+run l4_w1 1 "${L4[@]}" --set zero.stage=1 --set zero.overlap_comm=true
+run l4_p4 4 "${L4[@]}" --set zero.stage=1 --set zero.overlap_comm=true --set parallel.pipeline=4
+same_losses l4_p4 l4_w1
+run l4_t2p2 4 "${L4[@]}" --set zero.stage=1 --set zero.overlap_comm=true --set parallel.pipeline=2 \
+  --set parallel.tensor=2 --set train.recompute=block
+same_losses l4_t2p2 l4_w1
+
+# summary.json counts rank 0's calls: stage 0 sends each micro-batch's
+# activation forward (12 at one data rank, 6 at two) and receives its
+# gradient back, and exchanges wte's gradient with the last stage once per
+# step; the validation at the last of the 3 steps sends its 2 batches.
+for case in "s0_p2 12 2" "l4_p4 12 4" "s1_d2p2 6 2"; do
+  set -- $case
+  /usr/bin/python3 - "$WORK/$1/summary.json" "$2" "$3" <<'PY' || fail "$1: pipeline messages or bubble"
+import json, sys
+s = json.load(open(sys.argv[1]))
+m, P = int(sys.argv[2]), int(sys.argv[3])
+sends, recvs = m + 1 + 2 / 3, m + 1
+got = s["comm"]["per_step_by_dimension"]["pipeline"]["send"]["calls"]
+recv = s["comm"]["per_step_by_dimension"]["pipeline"]["recv"]["calls"]
+bubble = s["pipeline"]["bubble_formula"]
+print("  %s: rank 0 %.4f sends, %.4f receives per step (expected %.4f, %d); bubble %.4f by formula, waits %s"
+      % (sys.argv[1].split("/")[-2], got, recv, sends, recvs, bubble, s["pipeline"]["recv_wait_fraction_by_stage"]))
+ok = abs(got - sends) < 1e-9 and abs(recv - recvs) < 1e-9
+ok = ok and abs(bubble - (P - 1) / (m + P - 1)) < 1e-12 and len(s["pipeline"]["recv_wait_fraction_by_stage"]) == P
+sys.exit(0 if ok else 1)
+PY
+done
+# Stage 0's activations (its slots): the ledger equals the formula.
+for run in s0_p2 l4_p4 l4_t2p2; do
+  summary "$run" "s['memory']['activations_per_micro_batch'] == s['memory']['activations_per_micro_batch_formula'] > 0" |
+    grep -q True || fail "$run: activations measured against the formula"
+done
+# plan: the same messages per stage as the run counted.
+"$ZT_BIN" plan configs/tiny.yaml --world 4 --calls "${SMALL[@]}" "${PP[@]}" "${L4[@]}" \
+  --set parallel.pipeline=4 >"$WORK/plan.txt" 2>&1 || { cat "$WORK/plan.txt"; fail "plan exited $?"; }
+grep -q "^grid: 1 data-parallel x 1 tensor-parallel x 4 pipeline ranks" "$WORK/plan.txt" ||
+  fail "plan: no grid line"
+grep -qE "^  0 +0\.\.0 +4 +[0-9]+ +13 +13 " "$WORK/plan.txt" || fail "plan: stage 0's row: $(grep -A6 '^pipeline over' "$WORK/plan.txt")"
+grep -qE "^  2 +2\.\.2 +2 +[0-9]+ +24 +24 " "$WORK/plan.txt" || fail "plan: stage 2's row"
+grep -q "tied wte gradient" "$WORK/plan.txt" || fail "plan --calls: no tied wte gradient"
+bad() {  # EXPECTED-TEXT RANKS ARGS...
+  local want=$1 ranks=$2
+  shift 2
+  mpirun -np "$ranks" "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/bad" "${SMALL[@]}" "$@" \
+    >"$WORK/bad.txt" 2>&1 && fail "accepted: $*"
+  grep -q -- "$want" "$WORK/bad.txt" || { cat "$WORK/bad.txt"; fail "$*: expected '$want'"; }
+  [ ! -e "$WORK/bad/summary.json" ] || fail "$*: a summary was written"
+}
+bad "expected zero.stage 0 or 1 with parallel.pipeline 2: DeepSpeed .*PipelineEngine" 2 "${PP[@]}" \
+  --set zero.stage=2 --set parallel.pipeline=2
+bad "expected parallel.pipeline <= model.n_layer 2" 3 "${PP[@]}" --set parallel.pipeline=3
+bad "key 'parallel.pipeline': expected a size dividing the world size 3" 3 "${PP[@]}" --set parallel.pipeline=2
+bad "expected train.grad_clip: 0 with parallel.pipeline 2" 2 --set parallel.pipeline=2
+bad "parallel.pipeline_schedule.*expected one of 1f1b, gpipe, got 'zigzag'" 1 --set parallel.pipeline_schedule=zigzag
+echo "PASS pipeline_parallel"

@@ -1,0 +1,141 @@
+// Pipeline parallelism against the whole model: every rank of the world is
+// one stage (P = W), runs its stage's schedule through PipelineStage with a
+// ZeRO stage 0 or 1 engine of its own (a data-parallel group of one), and
+// must end the step with the whole model's loss and, for every tensor it
+// holds (wte on both ends), the whole model's gradient summed over the
+// micro-batches, within fp32 rounding; for both schedules, several
+// micro-batch counts, with and without recompute. Its messages are the ones
+// `plan` lists (plan_pipeline_calls), call for call.
+#include <mpi.h>
+
+#include <cmath>
+#include <vector>
+
+#include "model/gpt.h"
+#include "model/tensor_split.h"
+#include "tests/support/catch.h"
+#include "tests/support/flat_hooks.h"
+#include "tests/support/support_zero.h"
+#include "train/loop/init_weights.h"
+#include "train/loop/pipeline_step.h"
+#include "zero/analysis/pipeline_plan.h"
+#include "zero/comm/comm_stats.h"
+#include "zero/comm/communicators.h"
+
+namespace zt {
+namespace {
+
+GPTConfig four_blocks() {
+  GPTConfig c;
+  c.n_layer = 4;  // up to 4 stages of the [mpi] runs
+  c.n_head = 2;
+  c.n_embd = 16;
+  c.vocab_size = 29;
+  c.seq_len = 6;
+  return c;
+}
+
+void micro_batch(int k, int* in, int* tgt, int n, int V) {
+  for (int i = 0; i < n; i++) {
+    in[i] = (7 * i + 3 + 11 * k) % V;
+    tgt[i] = (5 * i + 1 + 13 * k) % V;
+  }
+}
+
+// The engine's gradient of every tensor of `table`, widened, in its layout.
+std::vector<float> engine_grads(ZeroEngine& engine, const ParamTable& table, Ops& ops) {
+  std::vector<float> out(table.total());
+  for (size_t p = 0; p < table.params().size(); p++) {
+    const ParamInfo& info = table.params()[p];
+    ops.to_f32(out.data() + info.offset, engine.grad(static_cast<int>(p)), info.numel);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
+          "[mpi][pipeline_parallel]") {
+  int W = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &W);
+  auto ops = make_cpu_ops();
+  CountingCommunicator world(W == 1 ? make_single_communicator(*ops) : make_mpi_communicator(*ops));
+  std::unique_ptr<CountingCommunicator> pipe =
+      world.counted_subgroup(RankGroup{W, 1}, Dimension::Pipeline);
+  world.keep_log();
+  const GPTConfig c = four_blocks();
+  const ParamTable whole(c);
+  const ParamTable stage(c, TensorSplit{}, stage_split(c.n_layer, W, world.rank()));
+  std::vector<float> w(whole.total());
+  init_gpt2_weights(whole, 9, w.data());
+  for (size_t i = 0; i < w.size(); i++) w[i] += 0.02f * static_cast<float>((i * 5) % 13) - 0.12f;
+  const int B = 2, T = c.seq_len, N = B * T;
+  std::unique_ptr<Communicator> alone = make_single_communicator(*ops);
+
+  for (PipelineSchedule schedule : {PipelineSchedule::OneFOneB, PipelineSchedule::GPipe})
+    for (int m : {1, 3, 5})
+      for (Recompute recompute : {Recompute::None, Recompute::Block})
+        for (int zero_stage : {0, 1}) {
+          INFO(pipeline_schedule_name(schedule)
+               << ", " << m << " micro-batches, recompute " << recompute_name(recompute)
+               << ", ZeRO stage " << zero_stage);
+          const float dloss = 1.0f / (m * N);
+          std::vector<int> in(N), tgt(N);
+          // The whole model over the same micro-batches, on every rank.
+          FlatHooks whole_hooks(whole, *ops);
+          whole_hooks.set_params(w);
+          double whole_loss = 0;
+          {
+            GPT model(whole, *ops, B, T, recompute);
+            for (int k = 0; k < m; k++) {
+              micro_batch(k, in.data(), tgt.data(), N, c.vocab_size);
+              whole_loss += model.forward_backward(in.data(), tgt.data(), dloss, whole_hooks);
+            }
+          }
+          const std::vector<float> want = take_shard(whole, stage, whole_hooks.grads_f32().data());
+
+          ZeroConfig z;
+          z.stage = zero_stage;
+          std::unique_ptr<ZeroEngine> engine =
+              make_zero_engine(engine_setup(z, stage, 0.0, "two", recompute), stage, *ops, *alone);
+          const std::vector<float> mine = take_shard(whole, stage, w.data());
+          engine->init_weights(mine.data());
+          PipelineStage pipeline(schedule, m, *pipe, *ops);
+          GPT model(stage, *ops, B, T, recompute, pipeline.slots());
+          const size_t calls_before = world.log().size();
+          const PipelineStepResult got = pipeline.train(
+              model, *engine, *engine,
+              [&](int k, int* in_k, int* tgt_k) { micro_batch(k, in_k, tgt_k, N, c.vocab_size); },
+              dloss);
+
+          if (pipeline.last()) CHECK(got.loss_sum == Approx(whole_loss).epsilon(1e-5));
+          else CHECK(got.loss_sum == 0.0);
+          const std::vector<float> grads = engine_grads(*engine, stage, *ops);
+          double worst = 0, scale = 0;
+          for (size_t i = 0; i < want.size(); i++) {
+            worst = std::max(worst, static_cast<double>(std::fabs(grads[i] - want[i])));
+            scale = std::max(scale, static_cast<double>(std::fabs(want[i])));
+          }
+          CHECK(worst <= 1e-5 * scale);
+
+          // The messages, as `plan` lists them.
+          const std::vector<PlannedCall> planned = plan_pipeline_calls(
+              pipeline.actions(), pipeline.stage(), W, m, model.boundary_elems(),
+              stage.params().front().numel, ops->dtype());
+          REQUIRE(world.log().size() - calls_before == planned.size());
+          for (size_t i = 0; i < planned.size(); i++) {
+            const CallRecord& r = world.log()[calls_before + i];
+            INFO("message " << i << ": " << planned[i].what);
+            CHECK(r.primitive == planned[i].primitive);
+            CHECK(r.count == planned[i].count);
+            CHECK(r.root == planned[i].root);
+            CHECK(r.micro == planned[i].micro);
+            CHECK(r.phase == planned[i].phase);
+            CHECK(r.purpose == planned[i].purpose);
+            CHECK(r.dimension == Dimension::Pipeline);
+          }
+          MPI_Barrier(MPI_COMM_WORLD);
+        }
+}
+
+}  // namespace zt

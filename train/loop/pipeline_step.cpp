@@ -1,0 +1,193 @@
+#include "train/loop/pipeline_step.h"
+
+#include <chrono>
+
+#include "model/device_services.h"
+
+namespace zt {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Message tags: micro-batch k's activation 2k, its gradient 2k + 1; the tied
+// embedding's gradient after them.
+int activation_tag(int k) { return 2 * k; }
+int gradient_tag(int k) { return 2 * k + 1; }
+int tied_embedding_tag(int micro_batches) { return 2 * micro_batches; }
+
+// The stage's hooks for one micro-batch: every call goes to ZeRO's hooks, but
+// the root's fetch names the micro-batch in the comm trace (the forwards of a
+// pipeline run outside ZeRO's micro-step brackets), and in the last
+// micro-batch's backward wte's gradient-ready is held back until the tied
+// copies' gradients are summed.
+class StageHooks : public ModuleHooks {
+ public:
+  StageHooks(ModuleHooks& zero, const ParamTable& table, Communicator& comm)
+      : zero_(zero), table_(table), comm_(comm) {}
+  void set(int micro, bool hold_tied_grad) {
+    micro_ = micro;
+    hold_ = hold_tied_grad;
+  }
+  bool holding() const { return held_; }
+  void release_held() {
+    held_ = false;
+    zero_.grad_ready(0);
+  }
+
+  const void* const* fetch(int module, bool backward) override {
+    const void* const* p = zero_.fetch(module, backward);
+    if (table_.modules()[static_cast<size_t>(module)].is_root())
+      comm_.annotate(backward ? Phase::Backward : Phase::Forward, micro_);
+    return p;
+  }
+  void release(int module, bool backward) override { zero_.release(module, backward); }
+  void* grad(int param) override { return zero_.grad(param); }
+  void grad_ready(int param) override {
+    if (param == 0 && hold_) held_ = true;
+    else zero_.grad_ready(param);
+  }
+  void combine(int module, bool backward, Combine what, void* buf, size_t count) override {
+    zero_.combine(module, backward, what, buf, count);
+  }
+
+ private:
+  ModuleHooks& zero_;
+  const ParamTable& table_;
+  Communicator& comm_;
+  int micro_ = 0;
+  bool hold_ = false, held_ = false;
+};
+
+double wait_timed(Handle& h) {
+  const auto t0 = Clock::now();
+  h->wait();
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void wait_if_pending(Handle& h) {
+  if (h) h->wait();
+  h.reset();
+}
+
+}  // namespace
+
+PipelineStage::PipelineStage(PipelineSchedule schedule, int micro_batches,
+                             CountingCommunicator& pipeline, Ops& ops)
+    : micro_batches_(micro_batches), pipe_(pipeline), ops_(ops), stage_(pipeline.rank()),
+      stages_(pipeline.world()), actions_(stage_actions(schedule, stages_, stage_, micro_batches)) {
+  activation_sends_.resize(static_cast<size_t>(slots()));
+  gradient_sends_.resize(static_cast<size_t>(slots()));
+}
+
+PipelineStage::~PipelineStage() = default;
+
+void PipelineStage::wait_all_sends() {
+  for (Handle& h : activation_sends_) wait_if_pending(h);
+  for (Handle& h : gradient_sends_) wait_if_pending(h);
+}
+
+Handle PipelineStage::recv_activation(void* buf, size_t n, int micro) {
+  return pipe_.recv_counted(buf, n, ops_.dtype(), stage_ - 1, activation_tag(micro),
+                            Purpose::Activations);
+}
+
+PipelineStepResult PipelineStage::train(GPT& model, ZeroEngine& engine, ModuleHooks& hooks,
+                                        const std::function<void(int, int*, int*)>& load,
+                                        float dloss) {
+  const size_t n = model.boundary_elems();
+  const DType t = ops_.dtype();
+  const int S = slots();
+  StageHooks stage_hooks(hooks, model.table(), pipe_);
+  std::vector<int> in(static_cast<size_t>(model.B()) * model.T()), tgt(in.size());
+  PipelineStepResult result;
+  for (const PipeAction& a : actions_) {
+    const int k = a.micro_batch, slot = k % S;
+    switch (a.op) {
+      case PipeOp::RecvActivation: {
+        pipe_.annotate(Phase::Forward, k);
+        Handle h = recv_activation(model.stage_input(slot), n, k);
+        result.recv_wait_s += wait_timed(h);
+        break;
+      }
+      case PipeOp::Forward:
+        wait_if_pending(activation_sends_[static_cast<size_t>(slot)]);  // the slot's output
+        load(k, in.data(), tgt.data());
+        stage_hooks.set(k, false);
+        model.stage_forward(slot, in.data(), tgt.data(), GPT::Head::TrainLoss, dloss, stage_hooks);
+        if (last()) result.loss_sum += model.stage_loss_sum(slot);
+        break;
+      case PipeOp::SendActivation:
+        pipe_.annotate(Phase::Forward, k);
+        activation_sends_[static_cast<size_t>(slot)] = pipe_.send_counted(
+            model.stage_output(slot), n, t, stage_ + 1, activation_tag(k), Purpose::Activations);
+        break;
+      case PipeOp::RecvGradient: {
+        pipe_.annotate(Phase::Backward, k);
+        Handle h = pipe_.recv_counted(model.output_grad(), n, t, stage_ + 1, gradient_tag(k),
+                                      Purpose::Activations);
+        result.recv_wait_s += wait_timed(h);
+        break;
+      }
+      case PipeOp::Backward: {
+        wait_if_pending(gradient_sends_[static_cast<size_t>(slot)]);  // the slot's input gradient
+        const bool last_micro = k == micro_batches_ - 1;
+        engine.begin_micro_step(k, micro_batches_);
+        stage_hooks.set(k, last_micro && stages_ > 1 && (first() || last()));
+        model.stage_backward(slot, stage_hooks);
+        if (!last_micro) engine.end_micro_step();
+        break;
+      }
+      case PipeOp::SendGradient:
+        pipe_.annotate(Phase::Backward, k);
+        gradient_sends_[static_cast<size_t>(slot)] = pipe_.send_counted(
+            model.input_grad(slot), n, t, stage_ - 1, gradient_tag(k), Purpose::Activations);
+        break;
+    }
+  }
+  wait_all_sends();
+  if (stages_ > 1 && (first() || last())) {
+    sum_tied_embedding_grads(stage_hooks, model.table());
+    if (stage_hooks.holding()) stage_hooks.release_held();
+  }
+  engine.end_micro_step();
+  return result;
+}
+
+// Each end sends its copy's gradient to the other and adds the one it
+// receives: both then hold the sum (a + b and b + a round alike). The first
+// stage sends first and the last receives first, so that NCCL, which matches
+// in posting order, pairs them too.
+void PipelineStage::sum_tied_embedding_grads(ModuleHooks& hooks, const ParamTable& table) {
+  const size_t n = table.params().front().numel;
+  const DType t = ops_.dtype();
+  void* grad = hooks.grad(0);
+  void* other = ops_.alloc(n * dtype_size(t), MemCategory::Grads);
+  const int peer = first() ? stages_ - 1 : 0, tag = tied_embedding_tag(micro_batches_);
+  pipe_.annotate(Phase::Backward, micro_batches_ - 1);
+  Handle sent, received;
+  if (first()) {
+    sent = pipe_.send_counted(grad, n, t, peer, tag, Purpose::Gradients);
+    received = pipe_.recv_counted(other, n, t, peer, tag, Purpose::Gradients);
+  } else {
+    received = pipe_.recv_counted(other, n, t, peer, tag, Purpose::Gradients);
+    sent = pipe_.send_counted(grad, n, t, peer, tag, Purpose::Gradients);
+  }
+  sent->wait();
+  received->wait();
+  ops_.services().add_inplace(grad, other, n);
+  ops_.release(other);
+}
+
+double PipelineStage::evaluate(GPT& model, ModuleHooks& hooks, const int* in, const int* tgt) {
+  const size_t n = model.boundary_elems();
+  if (!first()) recv_activation(model.stage_input(0), n, 0)->wait();
+  model.stage_forward(0, in, tgt, GPT::Head::EvalLoss, 0.0f, hooks);
+  if (!last())
+    pipe_
+        .send_counted(model.stage_output(0), n, ops_.dtype(), stage_ + 1, activation_tag(0),
+                      Purpose::Activations)
+        ->wait();
+  return last() ? model.stage_loss_sum(0) : 0.0;
+}
+
+}  // namespace zt

@@ -1,0 +1,57 @@
+#include "zero/analysis/pipeline_plan.h"
+
+namespace zt {
+
+std::vector<PlannedCall> plan_pipeline_calls(const std::vector<PipeAction>& actions, int stage,
+                                             int stages, int micro_batches, size_t boundary,
+                                             size_t tied_embedding, DType model) {
+  std::vector<PlannedCall> calls;
+  auto message = [&](Phase phase, int micro, Purpose purpose, Primitive p, size_t count, int peer,
+                     const std::string& what) {
+    PlannedCall c{phase, micro, purpose, p, model, count, peer, what};
+    c.group = RankGroup{stages, 1};
+    calls.push_back(c);
+  };
+  for (const PipeAction& a : actions) {
+    const int peer = peer_stage(a.op, stage);
+    const std::string what = describe(a);
+    switch (a.op) {
+      case PipeOp::RecvActivation:
+        message(Phase::Forward, a.micro_batch, Purpose::Activations, Primitive::Recv, boundary,
+                peer, what);
+        break;
+      case PipeOp::SendActivation:
+        message(Phase::Forward, a.micro_batch, Purpose::Activations, Primitive::Send, boundary,
+                peer, what);
+        break;
+      case PipeOp::RecvGradient:
+        message(Phase::Backward, a.micro_batch, Purpose::Activations, Primitive::Recv, boundary,
+                peer, what);
+        break;
+      case PipeOp::SendGradient:
+        message(Phase::Backward, a.micro_batch, Purpose::Activations, Primitive::Send, boundary,
+                peer, what);
+        break;
+      case PipeOp::Forward:
+      case PipeOp::Backward: break;
+    }
+  }
+  if (stages > 1 && (stage == 0 || stage == stages - 1)) {
+    const int peer = stage == 0 ? stages - 1 : 0, last_micro = micro_batches - 1;
+    const char* what = "tied wte gradient";
+    if (stage == 0) {
+      message(Phase::Backward, last_micro, Purpose::Gradients, Primitive::Send, tied_embedding,
+              peer, what);
+      message(Phase::Backward, last_micro, Purpose::Gradients, Primitive::Recv, tied_embedding,
+              peer, what);
+    } else {
+      message(Phase::Backward, last_micro, Purpose::Gradients, Primitive::Recv, tied_embedding,
+              peer, what);
+      message(Phase::Backward, last_micro, Purpose::Gradients, Primitive::Send, tied_embedding,
+              peer, what);
+    }
+  }
+  return calls;
+}
+
+}  // namespace zt
