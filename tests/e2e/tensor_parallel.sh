@@ -1,22 +1,31 @@
 # Tensor parallelism end to end: with parallel.tensor: 2, every ZeRO stage
-# trains to the losses of the same run without it (2 tensor ranks against 1
-# rank; 2 data x 2 tensor against 2 data-parallel ranks), within fp32
-# rounding; summary.json counts the tensor group's calls apart from ZeRO's,
-# as many as the model's combine points make; what the grid does not run
-# with yet is refused in one line.
+# trains to the losses and gradient norms of the same run without it (2
+# tensor ranks against 1 rank; 2 data x 2 tensor against 2 data-parallel
+# ranks), within fp32 rounding, also when train.grad_clip clips; summary.json
+# counts the tensor group's calls apart from ZeRO's, as many as the model's
+# combine points and the norm's sum make; what the grid does not run with yet
+# is refused in one line.
 . "$(dirname "$0")/../support/e2e_lib.sh"
 TP=(--set train.grad_clip=0 --set train.steps=3)
-run() {  # NAME RANKS STAGE TENSOR
-  mpirun -np "$2" "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/$1" "${SMALL[@]}" "${TP[@]}" \
-    --set zero.stage="$3" --set parallel.tensor="$4" >"$WORK/$1.txt" 2>&1 ||
-    { cat "$WORK/$1.txt"; fail "$1: train exited $?"; }
+run() {  # NAME RANKS STAGE TENSOR [MORE-ARGS...]
+  local name=$1 ranks=$2 stage=$3 tensor=$4
+  shift 4
+  mpirun -np "$ranks" "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/$name" "${SMALL[@]}" \
+    "${TP[@]}" --set zero.stage="$stage" --set parallel.tensor="$tensor" "$@" >"$WORK/$name.txt" 2>&1 ||
+    { cat "$WORK/$name.txt"; fail "$name: train exited $?"; }
 }
-same_losses() {  # A B
-  /usr/bin/python3 - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" <<'PY' || fail "$1 against $2: losses differ"
+# The same losses and gradient norms (the whole model's, summed over the
+# tensor group); with CLIP, the reference's norms must pass it at some step.
+same_losses() {  # A B [CLIP]
+  /usr/bin/python3 - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" "${3:-0}" <<'PY' || fail "$1 against $2: losses or norms differ"
 import json, sys
-a, b = ([json.loads(l)["loss"] for l in open(p) if '"loss"' in l] for p in sys.argv[1:])
-print("  losses", a, "against", b)
-sys.exit(0 if len(a) == len(b) == 3 and all(abs(x - y) <= 2e-5 * abs(y) for x, y in zip(a, b)) else 1)
+a, b = ([json.loads(l) for l in open(p) if '"loss"' in l] for p in sys.argv[1:3])
+clip = float(sys.argv[3])
+print("  losses", [x["loss"] for x in a], "against", [y["loss"] for y in b])
+print("  norms", [x["grad_norm"] for x in a], "against", [y["grad_norm"] for y in b])
+close = lambda k, tol: all(abs(x[k] - y[k]) <= tol * abs(y[k]) for x, y in zip(a, b))
+clipped = clip == 0 or any(y["grad_norm"] > clip for y in b)
+sys.exit(0 if len(a) == len(b) == 3 and close("loss", 2e-5) and close("grad_norm", 1e-4) and clipped else 1)
 PY
 }
 per_step() {  # RUN DIMENSION PRIMITIVE -> calls per step
@@ -30,16 +39,20 @@ for stage in 0 1 2 3; do
   run "s${stage}_d2" 2 "$stage" 1
   run "s${stage}_d2t2" 4 "$stage" 2
   same_losses "s${stage}_d2t2" "s${stage}_d2"
+  # Clipping at 1.0: the norm is the whole model's, so the clipped steps match.
+  run "s${stage}_w1_clip" 1 "$stage" 1 --set train.grad_clip=1.0
+  run "s${stage}_t2_clip" 2 "$stage" 2 --set train.grad_clip=1.0
+  same_losses "s${stage}_t2_clip" "s${stage}_w1_clip" 1.0
   grep -q "^grid: 2 data-parallel x 2 tensor-parallel x 1 pipeline ranks (tensor-inner)" "$WORK/s${stage}_d2t2.txt" ||
     fail "stage $stage: no grid line"
 done
 # 2 layers, 12 micro-steps at 1 data rank (6 at 2): per micro-step the forward
 # sums the embedding and 2 projections per layer (5) plus the target logit,
 # the backward the LM head's and 2 input gradients per layer (5): 11 sums and
-# one gather of the log-sum-exp.
+# one gather of the log-sum-exp; once a step, the gradient norm's sum of squares.
 for case in "s0_t2 12" "s3_d2t2 6"; do
   set -- $case
-  [ "$(per_step "$1" tensor all_reduce)" -eq $((11 * $2)) ] || fail "$1: tensor all_reduce calls $(per_step "$1" tensor all_reduce), expected $((11 * $2))"
+  [ "$(per_step "$1" tensor all_reduce)" -eq $((11 * $2 + 1)) ] || fail "$1: tensor all_reduce calls $(per_step "$1" tensor all_reduce), expected $((11 * $2 + 1))"
   [ "$(per_step "$1" tensor all_gather)" -eq "$2" ] || fail "$1: tensor all_gather calls"
   [ "$(per_step "$1" data all_reduce)" -gt 0 ] || [ "$(per_step "$1" data reduce_scatter)" -gt 0 ] ||
     [ "$1" = s0_t2 ] || fail "$1: no data-parallel calls counted"
@@ -54,7 +67,7 @@ done
 "$ZT_BIN" plan configs/tiny.yaml --world 4 "${SMALL[@]}" "${TP[@]}" --set zero.stage=3 \
   --set parallel.tensor=2 >"$WORK/plan.txt" 2>&1 || { cat "$WORK/plan.txt"; fail "plan exited $?"; }
 grep -q "^grid: 2 data-parallel x 2 tensor-parallel x 1 pipeline ranks" "$WORK/plan.txt" || fail "plan: no grid line"
-grep -qE "^  all_reduce +66 " "$WORK/plan.txt" || fail "plan: tensor all_reduce calls: $(grep -A4 '^tensor parallelism' "$WORK/plan.txt")"
+grep -qE "^  all_reduce +67 " "$WORK/plan.txt" || fail "plan: tensor all_reduce calls: $(grep -A4 '^tensor parallelism' "$WORK/plan.txt")"
 grep -qE "^  all_gather +6 " "$WORK/plan.txt" || fail "plan: tensor all_gather calls"
 bad() {  # EXPECTED-TEXT RANKS ARGS...
   local want=$1 ranks=$2
@@ -64,7 +77,6 @@ bad() {  # EXPECTED-TEXT RANKS ARGS...
   grep -q -- "$want" "$WORK/bad.txt" || { cat "$WORK/bad.txt"; fail "$*: expected '$want'"; }
   [ ! -e "$WORK/bad/summary.json" ] || fail "$*: a summary was written"
 }
-bad "expected train.grad_clip: 0 with parallel.tensor 2" 1 --set parallel.tensor=2
 bad "expected model.n_head (4) to be a multiple of parallel.tensor" 1 "${TP[@]}" --set parallel.tensor=3
 bad "key 'parallel.tensor': expected a size dividing the world size 3" 3 "${TP[@]}" --set parallel.tensor=2
 bad "parallel.rank_order.*expected one of tensor-inner, data-inner, got 'diagonal'" 1 --set parallel.rank_order=diagonal

@@ -91,8 +91,10 @@ TEST_CASE("grid step time: tensor time of a micro-batch at T = 2", "[grid_projec
   // at 100 GB/s, 2 ring steps 2 us: 2.04096 us each; forward 1 + 2·4, backward
   // 1 + 2·4: 18 of them. Cross-entropy: an all-reduce of N fp32 (128 B: 2 us
   // + 1.28 ns) and an all-gather of N fp32 per rank (payload 256 B, bus 128 B,
-  // 1 ring step: 1 us + 1.28 ns).
-  const double expected = 18 * (2e-6 + 4096 / 100e9) + (2e-6 + 128 / 100e9) + (1e-6 + 128 / 100e9);
+  // 1 ring step: 1 us + 1.28 ns). After the flush, the gradient norm's one fp32
+  // sum (bus 4 B, 2 ring steps: 2 us + 0.04 ns).
+  const double expected =
+      18 * (2e-6 + 4096 / 100e9) + (2e-6 + 128 / 100e9) + (1e-6 + 128 / 100e9) + (2e-6 + 4 / 100e9);
   CHECK(p.tensor_s == Approx(expected));
 }
 

@@ -123,24 +123,26 @@ TEST_CASE("grid: tensor-parallel calls per step, no sequence parallelism", "[gri
   const GridShape g = grid(1, 2, 1, 2, 4, 1024);
   const GridVolume v = tensor_volume(g, c, DType::BF16, Recompute::None, 0);
   // Per micro-batch: forward 1 + 2 x 12 = 25, backward 1 + 24 = 25; two micro-batches: 100.
-  CHECK(calls_of(v, GridCall::AllReduce) == 100 + 2);  // + the cross-entropy's target logit
+  // + the cross-entropy's target logit (2) and the step's gradient-norm sum (1)
+  CHECK(calls_of(v, GridCall::AllReduce) == 100 + 2 + 1);
   CHECK(calls_of(v, GridCall::AllGather) == 2);
   // Payload: 100 x 6291456 = 629145600; the log-sum-exp all-gather's output 4096 x 4 x 2 =
-  // 32768 a call, 65536; the target-logit all-reduce 4096 x 4 = 16384 a call, 32768.
-  CHECK(v.payload_bytes() == 629145600.0 + 65536 + 32768);
-  // Bus at T 2: all-reduce x 2(1)/2 = 1, all-gather x 1/2: 629145600 + 32768 + 32768.
-  CHECK(v.bus_bytes(GridCall::AllReduce) == 629145600.0 + 32768);
+  // 32768 a call, 65536; the target-logit all-reduce 4096 x 4 = 16384 a call, 32768; the
+  // norm's one fp32, 4.
+  CHECK(v.payload_bytes() == 629145600.0 + 65536 + 32768 + 4);
+  // Bus at T 2: all-reduce x 2(1)/2 = 1, all-gather x 1/2: 629145600 + 32768 + 4 + 32768.
+  CHECK(v.bus_bytes(GridCall::AllReduce) == 629145600.0 + 32768 + 4);
   CHECK(v.bus_bytes(GridCall::AllGather) == 32768.0);
-  CHECK(v.bus_bytes() == 629211136.0);
-  CHECK(v.calls() == 104);
+  CHECK(v.bus_bytes() == 629211140.0);
+  CHECK(v.calls() == 105);
 
   // Recompute `block`: + one attention-projection all-reduce per block and micro-batch,
   // 12 x 2 = 24 calls, 24 x 6291456 = 150994944 bytes.
   const GridVolume block = tensor_volume(g, c, DType::BF16, Recompute::Block, 0);
-  CHECK(block.calls() == 128);
-  CHECK(block.bus_bytes() == 629211136.0 + 150994944);
-  CHECK(tensor_volume(g, c, DType::BF16, Recompute::Attn, 0).calls() == 104);
-  CHECK(tensor_volume(g, c, DType::BF16, Recompute::Mlp, 0).calls() == 104);
+  CHECK(block.calls() == 129);
+  CHECK(block.bus_bytes() == 629211140.0 + 150994944);
+  CHECK(tensor_volume(g, c, DType::BF16, Recompute::Attn, 0).calls() == 105);
+  CHECK(tensor_volume(g, c, DType::BF16, Recompute::Mlp, 0).calls() == 105);
 
   // T 1: nothing.
   CHECK(tensor_volume(grid(2, 1, 1, 2, 4, 1024), c, DType::BF16, Recompute::None, 0).calls() == 0);
@@ -151,18 +153,19 @@ TEST_CASE("grid: tensor-parallel calls per pipeline stage", "[grid]") {
   // T 4, P 2 (two blocks a stage), m 3, B 2, S 32: N = 64, N·C = 4096, fp32: 16384 bytes.
   const GridShape g = grid(1, 4, 2, 3, 2, 32);
   // Stage 0: forward 1 + 2 x 2 = 5, backward 2 x 2 = 4, 9 a micro-batch, 27 a step;
-  // payload 27 x 16384 = 442368, bus x 2(3)/4 = 1.5: 663552.
+  // payload 27 x 16384 = 442368, bus x 2(3)/4 = 1.5: 663552. Every stage adds the
+  // step's gradient-norm sum: 1 call of 4 bytes, bus 6.
   const GridVolume first = tensor_volume(g, c, DType::F32, Recompute::None, 0);
-  CHECK(first.calls() == 27);
-  CHECK(first.payload_bytes() == 442368.0);
-  CHECK(first.bus_bytes() == 663552.0);
+  CHECK(first.calls() == 27 + 1);
+  CHECK(first.payload_bytes() == 442368.0 + 4);
+  CHECK(first.bus_bytes() == 663552.0 + 6);
   // Stage 1: forward 4, backward 1 + 4, 27 all-reduces again (663552 bus); the
   // cross-entropy: all-gather 3 x (64 x 4 bytes x 4 ranks) = 3072, bus x 3/4 = 2304;
   // all-reduce 3 x 256 = 768, bus x 1.5 = 1152.
   const GridVolume last = tensor_volume(g, c, DType::F32, Recompute::None, 1);
-  CHECK(last.calls() == 33);
+  CHECK(last.calls() == 33 + 1);
   CHECK(last.bus_bytes(GridCall::AllGather) == 2304.0);
-  CHECK(last.bus_bytes() == 663552.0 + 2304 + 1152);
+  CHECK(last.bus_bytes() == 663552.0 + 2304 + 1152 + 6);
 }
 
 TEST_CASE("grid: sequence parallelism splits each all-reduce, same bus bytes", "[grid]") {
@@ -178,12 +181,12 @@ TEST_CASE("grid: sequence parallelism splits each all-reduce, same bus bytes", "
   CHECK(v.bus_bytes(GridCall::AllGather) == 314572800.0 + 32768);
   // Plus once a step the LayerNorm and replicated-bias gradients: 6C a block and ln_f's
   // 2C, 74 x 768 = 56832 bf16 elements, 113664 bytes, bus x 1.
-  // All-reduces: the target logit's 32768 + 113664.
-  CHECK(calls_of(v, GridCall::AllReduce) == 2 + 1);
-  CHECK(v.bus_bytes(GridCall::AllReduce) == 32768.0 + 113664);
-  CHECK(v.bus_bytes() == 629145600.0 + 65536 + 113664);
-  // Payload doubles: 200 x 6291456 = 1258291200, + 65536 + 32768 + 113664.
-  CHECK(v.payload_bytes() == 1258291200.0 + 65536 + 32768 + 113664);
+  // All-reduces: the target logit's 32768 + 113664, and the gradient norm's 4.
+  CHECK(calls_of(v, GridCall::AllReduce) == 2 + 1 + 1);
+  CHECK(v.bus_bytes(GridCall::AllReduce) == 32768.0 + 113664 + 4);
+  CHECK(v.bus_bytes() == 629145600.0 + 65536 + 113664 + 4);
+  // Payload doubles: 200 x 6291456 = 1258291200, + 65536 + 32768 + 113664 + 4.
+  CHECK(v.payload_bytes() == 1258291200.0 + 65536 + 32768 + 113664 + 4);
   // Recompute `block` adds 2 all-gathers and 1 reduce-scatter a block and micro-batch:
   // 48 and 24.
   const GridVolume block = tensor_volume(g, c, DType::BF16, Recompute::Block, 0);

@@ -29,7 +29,7 @@ TEST_CASE("plan's tensor calls move the closed form's volume", "[tensor_split][g
         g.seq = 16;
         const ParamTable shard(c, TensorSplit{T, 0});
         const std::vector<PlannedCall> planned = plan_tensor_calls(
-            GPT::combine_points(shard, r), shard, g.micro_batches, g.tokens(), model);
+            GPT::combine_points(shard, r), shard, g.micro_batches, g.tokens(), model, false);
         const PrimitiveTotals got = totals(planned, T, NodeMap::uniform(T, T));
         const GridVolume want = tensor_volume(g, c, model, r, 0);
         uint64_t reduces = 0, gathers = 0;

@@ -320,7 +320,8 @@ void print_tensor_calls(const Planned& p) {
   std::printf(
       "\ntensor parallelism over %d ranks per group (%s), per rank per step: activations and "
       "their gradients (Megatron-LM's conjugate sums, the vocabulary-parallel embedding and "
-      "loss); --calls lists them\n  %-14s %6s %16s %18s %16s\n",
+      "loss) and the gradient norm's sum of squares; --calls lists them\n  %-14s %6s %16s %18s "
+      "%16s\n",
       p.grid.tensor, p.cfg.parallel.rank_order.c_str(), "primitive", "calls", "payload B", "bus B",
       "inter-node B");
   for (int i = 0; i < static_cast<int>(Primitive::kCount); i++)
@@ -452,8 +453,10 @@ int run_plan_command(const std::vector<std::string>& args) {
                       .c_str(),
                   p.pipeline_step[s]);
     if (p.grid.tensor > 1)
-      print_calls("the tensor group's calls of a step, in order (each micro-step alike)",
-                  p.tensor_step, "tensor");
+      print_calls(
+          "the tensor group's calls of a step, in order (each micro-step alike, then the "
+          "step's gradient norm)",
+          p.tensor_step, "tensor");
     print_calls(p.grid.tensor * p.grid.pipeline > 1
                     ? "every ZeRO collective of a steady step over the "
                       "data-parallel group, in order (the configured variant)"

@@ -55,7 +55,8 @@ void plan_config(PlannedConfig& out, const std::string& config_path,
   if (out.grid.tensor > 1)
     out.tensor_step = plan_tensor_calls(
         GPT::combine_points(*out.table, recompute_level(out.cfg)), *out.table, out.A,
-        static_cast<size_t>(out.cfg.train.micro_batch) * out.cfg.model.seq_len, out.model);
+        static_cast<size_t>(out.cfg.train.micro_batch) * out.cfg.model.seq_len, out.model,
+        out.mine.overflow_check);
 }
 
 }  // namespace zt

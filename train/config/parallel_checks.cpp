@@ -19,11 +19,6 @@ ParallelProblem tensor_parallel_problem(const Config& c) {
                 ") to be a multiple of parallel.tensor (equal vocabulary rows per rank), got " +
                 std::to_string(T)};
   const ZeroConfig& z = c.zero;
-  if (c.train.grad_clip > 0)
-    return {{"train.grad_clip", "parallel.tensor"},
-            "expected train.grad_clip: 0" + with +
-                " (the global norm across tensor ranks, counting whole tensors once, is not "
-                "computed yet)"};
   if (z.zero_hpz_partition_size > 1 || z.zero_quantized_gradients || z.mics_shard_size > 0)
     return {{"parallel.tensor", "zero.zero_hpz_partition_size", "zero.zero_quantized_gradients",
              "zero.mics_shard_size"},

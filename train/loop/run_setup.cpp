@@ -90,7 +90,10 @@ RunModels::RunModels(const RunSettings& r, const RunData& d)
   Communicator& zc = zero_comm();
   const int ranks_per_node =
       data_comm ? data_comm->nodes().ranks_per_node() : rt.comm->nodes().ranks_per_node();
-  engine = make_zero_engine(zero_setup(cfg, table, ranks_per_node), table, ops, zc);
+  ZeroSetup setup = zero_setup(cfg, table, ranks_per_node);
+  // The gradient norm is the whole model's: summed over the tensor group too.
+  if (tensor_comm) setup.model_parallel = tensor_parallel_norm(table, *tensor_comm);
+  engine = make_zero_engine(setup, table, ops, zc);
   if (tensor_comm) tensor_hooks.reset(new TensorParallelHooks(*engine, table, ops, *tensor_comm));
   recompute = recompute_level(cfg);
   if (r.emulated) {

@@ -43,13 +43,17 @@ struct StageTimes {
   PassTimes forward, backward;
   double after_flush_data_s = 0;  // data-parallel calls after the flush, exposed
   double optimizer_s = 0;
-  double tied_s = 0;  // the tied embedding's all-reduce (first and last stage)
-  double after_flush() const { return after_flush_data_s + optimizer_s + tied_s; }
+  double tied_s = 0;                // the tied embedding's all-reduce (first and last stage)
+  double after_flush_tensor_s = 0;  // the tensor group's step calls (the gradient norm's sum)
+  double after_flush() const {
+    return after_flush_data_s + optimizer_s + tied_s + after_flush_tensor_s;
+  }
 };
 
 // Forward and backward tensor time per micro-batch of `stage`: each term of
-// tensor_volume timed per call; "forward:" terms gate the forward, the rest
-// (backward; recompute and per-step terms do not arise here) the backward.
+// tensor_volume timed per call; "forward:" terms gate the forward, "step:"
+// terms run once after the flush, the rest (backward; recompute does not
+// arise here) the backward.
 void add_tensor_times(const GridShape& g, const GPTConfig& c, const GridCluster& k, int stage,
                       StageTimes& st) {
   const GridVolume v = tensor_volume(g, c, kModelDType, Recompute::None, stage);
@@ -60,8 +64,12 @@ void add_tensor_times(const GridShape& g, const GPTConfig& c, const GridCluster&
     const double per_call_bytes = t.payload_bytes / static_cast<double>(t.calls);
     const double whole = per_call_bytes / dtype_size(t.dtype);
     const uint64_t count = static_cast<uint64_t>(p == Primitive::AllReduce ? whole : whole / g.tp);
-    const double seconds = static_cast<double>(t.calls) / g.micro_batches *
-                           grid_call_seconds(k, p, t.dtype, count, group);
+    const double call_s = grid_call_seconds(k, p, t.dtype, count, group);
+    if (t.what.rfind("step:", 0) == 0) {
+      st.after_flush_tensor_s += static_cast<double>(t.calls) * call_s;
+      continue;
+    }
+    const double seconds = static_cast<double>(t.calls) / g.micro_batches * call_s;
     const bool forward = t.what.rfind("forward:", 0) == 0;
     (forward ? st.forward : st.backward).tensor_s += seconds;
   }
@@ -186,7 +194,7 @@ GridStepPrediction predict_grid_step(const GPTConfig& c, const GridRun& r, const
   GridStepPrediction out;
   out.optimizer_s = ls.optimizer_s;
   out.compute_s = m * (cs.forward.compute_s + cs.backward.compute_s) + ls.optimizer_s;
-  out.tensor_s = m * (cs.forward.tensor_s + cs.backward.tensor_s);
+  out.tensor_s = m * (cs.forward.tensor_s + cs.backward.tensor_s) + ls.after_flush_tensor_s;
   out.data_exposed_s =
       m * (cs.forward.data_exposed_s + cs.backward.data_exposed_s) + ls.after_flush_data_s;
   out.pipeline_s = messages_s + ls.tied_s;

@@ -144,6 +144,9 @@ GridVolume tensor_volume(const GridShape& g, const GPTConfig& c, DType model, Re
       v.terms.push_back(term("recompute: after the attention projection (1 per block)",
                              GridCall::ReduceScatter, model, per_block, NC, T));
   }
+  // The gradient norm: each rank's fp32 sum of squares, once a step.
+  v.terms.push_back(term("step: gradient norm's sum of squares (fp32)", GridCall::AllReduce,
+                         DType::F32, 1, 1, T));
   if (g.sequence_parallel) {
     // LayerNorms (4C per block, 2C for ln_f) and the two replicated biases (2C per block).
     const uint64_t C = c.n_embd;

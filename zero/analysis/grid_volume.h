@@ -23,7 +23,12 @@
 //             MLP-up projections);
 //   recompute `block` re-runs each block's forward up to c_fc's GELU, so its
 //             attention projection's all-reduce again: +1 per block;
-//             `attn` and `mlp` re-run no row-parallel projection: +0.
+//             `attn` and `mlp` re-run no row-parallel projection: +0;
+//   step:     1 all-reduce of 1 fp32 element, each rank's sum of squares of
+//             the gradient norm (whole tensors counted on tensor rank 0;
+//             zero/stages/model_parallel_norm.h). DeepSpeed releases whose
+//             ZeRO step checks for overflow sync that uint8 flag over the
+//             group too (+1 call of 1 byte; not in this closed form).
 // Sequence parallelism (Korthikanti et al. 2022), the formula the
 // implementation will follow: each all-reduce of N·C above becomes one
 // all-gather and one reduce-scatter of N·C (same bus bytes, twice the

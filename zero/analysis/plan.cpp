@@ -152,6 +152,8 @@ class RecordingBackend : public GatherBackend {
 void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DType model,
                  StepPlan& plan) {
   const Stage3Schedule sched(s, table, W, model);
+  for (const StepCall& c : sched.before_norms)
+    plan.overflow_check |= c.kind == StepCall::OverflowCheck;
   const Stage3Layout& layout = sched.layout;
   const BucketSchedule& grads = sched.grads;
   const DType wire = sched.wire;
@@ -252,6 +254,7 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
   } else {
     Stage012Schedule sched = make_stage012_schedule(s, table, W, model);
     plan.steady_step = stage012_step(sched, table, A);
+    for (const StepCall& c : sched.step) plan.overflow_check |= c.kind == StepCall::OverflowCheck;
     plan.overlap_comm = sched.overlap;
     plan.double_buffered = sched.grads.buffers > 1;
     plan.path = sched.path_row;

@@ -64,6 +64,9 @@ struct StepPlan {
   const std::vector<PlannedCall>& first_step_calls() const {
     return stage == 3 ? first_step : steady_step;
   }
+  // The step opens with DeepSpeed's overflow check (the schedule's StepCall):
+  // with a model split, its flag is synced over the model-parallel group too.
+  bool overflow_check = false;
   PrimitiveTotals per_step{}, first{};
   std::array<PrimitiveTotals, static_cast<int>(Purpose::kCount)> per_step_by_purpose{};
   uint64_t padded_params = 0;

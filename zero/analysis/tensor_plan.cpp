@@ -1,6 +1,7 @@
 #include "zero/analysis/tensor_plan.h"
 
 #include "zero/grid/tensor_parallel_hooks.h"
+#include "zero/stages/model_parallel_norm.h"
 
 namespace zt {
 namespace {
@@ -18,7 +19,7 @@ const char* combine_name(Combine what) {
 
 std::vector<PlannedCall> plan_tensor_calls(const std::vector<CombinePoint>& points,
                                            const ParamTable& shard, int micro_steps, size_t tokens,
-                                           DType model) {
+                                           DType model, bool overflow_check) {
   std::vector<PlannedCall> calls;
   for (int micro = 0; micro < micro_steps; micro++)
     for (const CombinePoint& p : points) {
@@ -36,6 +37,18 @@ std::vector<PlannedCall> plan_tensor_calls(const std::vector<CombinePoint>& poin
                combine_name(p.what);
       calls.push_back(c);
     }
+  for (const StepCall& s : model_parallel_step_calls(overflow_check)) {
+    PlannedCall c;
+    c.phase = Phase::Step;
+    c.micro = micro_steps - 1;
+    c.purpose = Purpose::Scalars;
+    c.primitive = s.primitive;
+    c.dtype = s.dtype;
+    c.count = s.count;
+    c.root = -1;
+    c.what = "tensor: " + s.what;
+    calls.push_back(c);
+  }
   return calls;
 }
 

@@ -1,7 +1,9 @@
 // The tensor group's calls of one optimizer step, for `plan`: each
 // micro-step's combine points, as the model makes them (GPT::combine_points)
 // and as TensorParallelHooks issues them (tensor_call), over `tokens` tokens
-// of a micro-batch.
+// of a micro-batch; then the step's gradient-norm calls over the group
+// (zero/stages/model_parallel_norm.h), the overflow flag first where ZeRO's
+// step checks one (StepPlan::overflow_check).
 #pragma once
 #include <vector>
 
@@ -13,6 +15,6 @@ namespace zt {
 
 std::vector<PlannedCall> plan_tensor_calls(const std::vector<CombinePoint>& points,
                                            const ParamTable& shard, int micro_steps, size_t tokens,
-                                           DType model);
+                                           DType model, bool overflow_check);
 
 }  // namespace zt

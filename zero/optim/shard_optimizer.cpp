@@ -177,7 +177,8 @@ void ShardOptimizer::write_params_to(const ParamOut& out) {
 std::vector<double> ShardOptimizer::grad_sum_squares(const void* grads, Indexing where,
                                                      int n_groups) {
   std::vector<double> s(n_groups, 0.0);
-  for (const OptimPiece& p : pieces_) s[p.norm_group] += ops_.sum_squares(at(grads, where, p), p.n);
+  for (const OptimPiece& p : pieces_)
+    if (p.in_norm) s[p.norm_group] += ops_.sum_squares(at(grads, where, p), p.n);
   return s;
 }
 

@@ -33,6 +33,9 @@ struct OptimPiece {
   size_t n;
   bool decay;
   int norm_group;  // which gradient norm it counts toward (a parameter group, or a sub-group)
+  // False where its tensor is a copy of one another model-parallel rank counts
+  // (zero/stages/model_parallel_norm.h): left out of the sums of squares.
+  bool in_norm = true;
 };
 
 struct OptimSettings {
@@ -72,7 +75,8 @@ class ShardOptimizer {
   // Waits for gradient copies still in flight (reported, no step since): an
   // engine calls it before it frees the gradients they read.
   void settle_copies() noexcept;
-  // Sum of squares of the owned gradient pieces, per norm group (n_groups of them).
+  // Sum of squares of the owned gradient pieces that count toward the norm
+  // (in_norm), per norm group (n_groups of them).
   std::vector<double> grad_sum_squares(const void* grads, Indexing where, int n_groups);
   // One AdamW step (t from 1) with the gradient scaled by grad_scale.
   void step(const void* grads, Indexing grads_at, void* params, Indexing params_at,

@@ -13,6 +13,7 @@
 #include "zero/comm/communicator.h"
 #include "zero/layout/param_groups.h"
 #include "zero/optim/shard_optimizer.h"
+#include "zero/stages/model_parallel_norm.h"
 #include "zero/zero_config.h"
 
 namespace zt {
@@ -24,6 +25,10 @@ struct ZeroSetup {
   std::vector<ModuleEvent> events;  // one training micro-step's events (GPT::training_events)
   double grad_clip = 0;             // stage 0 takes a norm across ranks only when clipping
   int ranks_per_node = 1;           // qgZ's local world (DeepSpeed: the node's device count)
+  // With the model split across ranks (tensor parallelism): which tensors
+  // this rank counts toward the gradient norm, and the group its sum of
+  // squares is added over after ZeRO's own reduction. Default: none.
+  ModelParallelNorm model_parallel;
 };
 
 class ZeroEngine : public ModuleHooks {

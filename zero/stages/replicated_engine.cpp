@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace zt {
 
@@ -10,7 +11,8 @@ ReplicatedEngine::ReplicatedEngine(const ZeroSetup& s, const ParamTable& table, 
     : setup_(s), table_(table), ops_(ops), comm_(comm), es_(dtype_size(ops.dtype())),
       schedule_(make_stage012_schedule(s, table, comm.world(), ops.dtype())),
       params_(table, *schedule_.layout, ops, comm),
-      optimizer_(schedule_.layout->pieces(table, s.z.stage == 0 ? 0 : comm.rank()),
+      optimizer_(mark_norm_pieces(schedule_.layout->pieces(table, s.z.stage == 0 ? 0 : comm.rank()),
+                                  table, s.model_parallel),
                  s.z.stage == 0 ? schedule_.layout->padded_total()
                                 : schedule_.layout->partition().shard_size(),
                  ops, s.z, comm.rank()) {}
@@ -47,25 +49,29 @@ double ReplicatedEngine::step(const OptimSettings& s, int t) {
   comm_.annotate(Phase::Step, micro_);
   const std::vector<double> sums = optimizer_.grad_sum_squares(
       step_grads(), step_grads_indexing(), static_cast<int>(setup_.groups.size()));
-  // Stage 0 holds the whole reduced gradient: its norm is local (and, with
-  // clipping, DeepSpeed's clip_grad_norm_ still averages it over the ranks).
-  double local = 0;
-  for (double x : sums) local += x;
-  double norm = std::sqrt(local), group_total = 0;
+  const ModelParallelNorm& mp = setup_.model_parallel;
+  // Stage 0 holds the whole reduced gradient: its sum of squares is local.
+  // Stages 1/2 add up the shards' sums, one all-reduce per parameter group.
   bool per_group = false;
+  for (const StepCall& c : schedule_.step) per_group |= c.kind == StepCall::Norm && c.group >= 0;
+  double squares = 0;
+  if (!per_group)
+    for (double x : sums) squares += x;
+  std::optional<double> averaged;
   for (const StepCall& c : schedule_.step) {
     // DeepSpeed skips the step when any rank overflowed (no norm, no update).
-    if (c.kind == StepCall::OverflowCheck && any_rank_overflowed(sums, ops_, comm_))
+    if (c.kind == StepCall::OverflowCheck &&
+        model_parallel_overflow(any_rank_overflowed(sums, ops_, comm_), mp, ops_))
       return std::numeric_limits<double>::quiet_NaN();
     if (c.kind != StepCall::Norm) continue;
-    if (c.group < 0) {
-      norm = all_reduce_scalar(norm / comm_.world(), c.dtype, ops_, comm_);
-    } else {
-      group_total += all_reduce_scalar(sums[c.group], c.dtype, ops_, comm_);
-      per_group = true;
-    }
+    if (c.group >= 0) squares += all_reduce_scalar(sums[c.group], c.dtype, ops_, comm_);
+    // Stage 0 with clipping: DeepSpeed's clip_grad_norm_ averages the model's
+    // norm over the data-parallel ranks.
+    else
+      averaged = all_reduce_scalar(model_parallel_norm(squares, mp, ops_) / comm_.world(), c.dtype,
+                                   ops_, comm_);
   }
-  if (per_group) norm = std::sqrt(group_total);
+  const double norm = averaged ? *averaged : model_parallel_norm(squares, mp, ops_);
   optimizer_.step(step_grads(), step_grads_indexing(), params_.data(), Indexing::Flat, s,
                   clip_scale(norm, setup_.grad_clip), t);
   for (const StepCall& c : schedule_.step)

@@ -33,8 +33,10 @@ class Stage3 : public ZeroEngine {
       : setup_(s), table_(table), ops_(ops), comm_(comm), es_(dtype_size(ops.dtype())),
         W_(comm.world()), schedule_(s, table, comm.world(), ops.dtype()), layout_(schedule_.layout),
         mics_(schedule_.mics, comm),
-        optimizer_(layout_.pieces(table, schedule_.mics.shard.index_of(comm.rank())),
-                   layout_.shard_size(), ops, s.z, comm.rank()),
+        optimizer_(
+            mark_norm_pieces(layout_.pieces(table, schedule_.mics.shard.index_of(comm.rank())),
+                             table, s.model_parallel),
+            layout_.shard_size(), ops, s.z, comm.rank()),
         qgz_(layout_.quantized_gradients(s.z, s.ranks_per_node)
                  ? make_quantized_reduction(comm, s.ranks_per_node, ops)
                  : QuantizedReduction{}),
@@ -180,14 +182,16 @@ class Stage3 : public ZeroEngine {
           shard_grads_, Indexing::Shard, static_cast<int>(layout_.sub_groups().size()));
       // DeepSpeed skips the step when any rank overflowed (no norm, no update).
       for (const StepCall& c : schedule_.before_norms)
-        if (c.kind == StepCall::OverflowCheck && any_rank_overflowed(sums, ops_, mics_.shard())) {
+        if (c.kind == StepCall::OverflowCheck &&
+            model_parallel_overflow(any_rank_overflowed(sums, ops_, mics_.shard()),
+                                    setup_.model_parallel, ops_)) {
           norm = std::numeric_limits<double>::quiet_NaN();
           return;
         }
       double total = 0;
       for (const StepCall& c : layout_.norm_calls())
         total += all_reduce_scalar(sums[c.group], c.dtype, ops_, mics_.shard());
-      norm = std::sqrt(total);
+      norm = model_parallel_norm(total, setup_.model_parallel, ops_);
       gathers_.step_shard(optimizer_, shard_grads_, s, clip_scale(norm, setup_.grad_clip), t);
     });
     return norm;
