@@ -44,7 +44,7 @@ def main(out, link, study):
                          median / base if base else float("nan"), bubble))
     print(f"Measured on emulated clusters, {link} between nodes, shared memory inside "
           "(scripts/grid_rank_order.sh); step = median over sittings of each sitting's median "
-          "step; bytes per rank per step as the runs counted them (MB)\n")
+          "step; rank 0's bytes per step as the runs counted them (MB)\n")
     extra = " | bubble formula / stage 0 wait" if study == "pipeline" else ""
     print(f"| system | case | step ms | sittings (min-max) | {other} bus MB | of it inter-node "
           f"| data bus MB | of it inter-node | step / t1{extra} |")

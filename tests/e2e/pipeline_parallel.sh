@@ -1,7 +1,7 @@
 # Pipeline parallelism end to end: with parallel.pipeline, ZeRO stages 0 and 1
-# train to the losses (and validation losses) of the same run without it,
-# within fp32 rounding, under both schedules, alone and with data and tensor
-# parallelism beside it; summary.json counts the pipeline's messages apart
+# train to the losses (and validation losses, gradient norms and clipped
+# steps) of the same run without it, within fp32 rounding, under both
+# schedules, alone and with data and tensor parallelism beside it; summary.json counts the pipeline's messages apart
 # from ZeRO's, as many as `plan` lists, reports the bubble beside its formula,
 # and the stage's activations equal the formula; what a pipeline does not run
 # with yet, and DeepSpeed's refusal of ZeRO-2 and -3 under a pipeline, are
@@ -14,16 +14,21 @@ run() {  # NAME RANKS ARGS...
   mpirun -np "$ranks" "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/$name" "${SMALL[@]}" \
     "${PP[@]}" "$@" >"$WORK/$name.txt" 2>&1 || { cat "$WORK/$name.txt"; fail "$name: train exited $?"; }
 }
-same_losses() {  # A B: the training and the validation losses
-  /usr/bin/python3 - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" <<'PY' || fail "$1 against $2: losses differ"
+same_losses() {  # A B [CLIP]: the training and validation losses and the gradient norms
+  /usr/bin/python3 - "$WORK/$1/metrics.jsonl" "$WORK/$2/metrics.jsonl" "${3:-0}" <<'PY' || fail "$1 against $2: losses or norms differ"
 import json, sys
-def losses(p):
+def records(p):
     recs = [json.loads(l) for l in open(p)]
-    return [r["loss"] for r in recs if "loss" in r], [r["val_loss"] for r in recs if r.get("val_loss") is not None]
-(a, va), (b, vb) = (losses(p) for p in sys.argv[1:])
-print("  losses", a, va, "against", b, vb)
+    return [r for r in recs if "loss" in r], [r["val_loss"] for r in recs if r.get("val_loss") is not None]
+(a, va), (b, vb) = (records(p) for p in sys.argv[1:3])
+clip = float(sys.argv[3])
+print("  losses", [x["loss"] for x in a], va, "against", [y["loss"] for y in b], vb)
+print("  norms", [x["grad_norm"] for x in a], "against", [y["grad_norm"] for y in b])
 close = lambda x, y: len(x) == len(y) and all(abs(p - q) <= 2e-5 * abs(q) for p, q in zip(x, y))
-sys.exit(0 if len(a) == 3 and len(va) >= 1 and close(a, b) and close(va, vb) else 1)
+norms = all(abs(x["grad_norm"] - y["grad_norm"]) <= 1e-4 * y["grad_norm"] for x, y in zip(a, b))
+clipped = clip == 0 or any(y["grad_norm"] > clip for y in b)
+sys.exit(0 if len(a) == 3 and len(va) >= 1 and close([x["loss"] for x in a], [y["loss"] for y in b])
+         and close(va, vb) and norms and clipped else 1)
 PY
 }
 summary() {  # RUN PYTHON-EXPRESSION-OF-s
@@ -49,6 +54,12 @@ same_losses l4_p4 l4_w1
 run l4_t2p2 4 "${L4[@]}" --set zero.stage=1 --set zero.overlap_comm=true --set parallel.pipeline=2 \
   --set parallel.tensor=2 --set train.recompute=block
 same_losses l4_t2p2 l4_w1
+# Clipping at 1.0 (the norm is about 2.6): the norm is the whole model's,
+# summed over the stages with the last stage's wte copy left out.
+run l4_w1_clip 1 "${L4[@]}" --set zero.stage=1 --set train.grad_clip=1.0
+run l4_t2p2_clip 4 "${L4[@]}" --set zero.stage=1 --set train.grad_clip=1.0 --set parallel.pipeline=2 \
+  --set parallel.tensor=2
+same_losses l4_t2p2_clip l4_w1_clip 1.0
 
 # summary.json counts rank 0's calls: stage 0 sends each micro-batch's
 # activation forward (12 at one data rank, 6 at two) and receives its
@@ -96,6 +107,7 @@ bad "expected zero.stage 0 or 1 with parallel.pipeline 2: DeepSpeed .*PipelineEn
   --set zero.stage=2 --set parallel.pipeline=2
 bad "expected parallel.pipeline <= model.n_layer 2" 3 "${PP[@]}" --set parallel.pipeline=3
 bad "key 'parallel.pipeline': expected a size dividing the world size 3" 3 "${PP[@]}" --set parallel.pipeline=2
-bad "expected train.grad_clip: 0 with parallel.pipeline 2" 2 --set parallel.pipeline=2
+bad "expected no checkpoints or snapshots with parallel.pipeline 2" 2 "${PP[@]}" --set parallel.pipeline=2 \
+  --set train.checkpoint_every=1
 bad "parallel.pipeline_schedule.*expected one of 1f1b, gpipe, got 'zigzag'" 1 --set parallel.pipeline_schedule=zigzag
 echo "PASS pipeline_parallel"

@@ -4,7 +4,9 @@
 // must end the step with the whole model's loss and, for every tensor it
 // holds (wte on both ends), the whole model's gradient summed over the
 // micro-batches, within fp32 rounding; for both schedules, several
-// micro-batch counts, with and without recompute. Its messages are the ones
+// micro-batch counts, with and without recompute. The optimizer step's
+// gradient norm, summed over the stages with the last stage's wte copy left
+// out, is the whole model's. Its messages and the norm's sum are the calls
 // `plan` lists (plan_pipeline_calls), call for call.
 #include <mpi.h>
 
@@ -19,6 +21,7 @@
 #include "train/loop/init_weights.h"
 #include "train/loop/pipeline_step.h"
 #include "zero/analysis/pipeline_plan.h"
+#include "zero/analysis/plan.h"
 #include "zero/comm/comm_stats.h"
 #include "zero/comm/communicators.h"
 
@@ -70,7 +73,10 @@ TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
   init_gpt2_weights(whole, 9, w.data());
   for (size_t i = 0; i < w.size(); i++) w[i] += 0.02f * static_cast<float>((i * 5) % 13) - 0.12f;
   const int B = 2, T = c.seq_len, N = B * T;
-  std::unique_ptr<Communicator> alone = make_single_communicator(*ops);
+  // Each stage's ZeRO runs over a data-parallel group of one, counted into
+  // `world` (its step annotates the phase, as in a run).
+  std::unique_ptr<CountingCommunicator> alone =
+      world.counted_subgroup(RankGroup{1, 1}, Dimension::Data);
 
   for (PipelineSchedule schedule : {PipelineSchedule::OneFOneB, PipelineSchedule::GPipe})
     for (int m : {1, 3, 5})
@@ -92,12 +98,16 @@ TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
               whole_loss += model.forward_backward(in.data(), tgt.data(), dloss, whole_hooks);
             }
           }
-          const std::vector<float> want = take_shard(whole, stage, whole_hooks.grads_f32().data());
+          const std::vector<float> whole_grads = whole_hooks.grads_f32();
+          const std::vector<float> want = take_shard(whole, stage, whole_grads.data());
+          double whole_squares = 0;
+          for (float g : whole_grads) whole_squares += static_cast<double>(g) * g;
 
           ZeroConfig z;
           z.stage = zero_stage;
-          std::unique_ptr<ZeroEngine> engine =
-              make_zero_engine(engine_setup(z, stage, 0.0, "two", recompute), stage, *ops, *alone);
+          ZeroSetup setup = engine_setup(z, stage, 0.0, "two", recompute);
+          if (W > 1) setup.model_parallel = grid_parallel_norm(stage, nullptr, pipe.get());
+          std::unique_ptr<ZeroEngine> engine = make_zero_engine(setup, stage, *ops, *alone);
           const std::vector<float> mine = take_shard(whole, stage, w.data());
           engine->init_weights(mine.data());
           PipelineStage pipeline(schedule, m, *pipe, *ops);
@@ -118,13 +128,22 @@ TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
           }
           CHECK(worst <= 1e-5 * scale);
 
-          // The messages, as `plan` lists them.
+          const double norm = engine->step(OptimSettings{1e-3f, 0.9f, 0.95f, 1e-8f, 0.0f}, 1);
+          CHECK(norm == Approx(std::sqrt(whole_squares)).epsilon(1e-5));
+
+          // The messages and the norm's sum, as `plan` lists them.
+          const bool overflow_check =
+              plan_step(setup, stage, 1, m, ops->dtype(), NodeMap::uniform(1, 1)).overflow_check;
           const std::vector<PlannedCall> planned = plan_pipeline_calls(
               pipeline.actions(), pipeline.stage(), W, m, model.boundary_elems(),
-              stage.params().front().numel, ops->dtype());
-          REQUIRE(world.log().size() - calls_before == planned.size());
+              stage.params().front().numel, ops->dtype(), overflow_check);
+          std::vector<CallRecord> pipeline_calls;
+          for (size_t i = calls_before; i < world.log().size(); i++)
+            if (world.log()[i].dimension == Dimension::Pipeline)
+              pipeline_calls.push_back(world.log()[i]);
+          REQUIRE(pipeline_calls.size() == planned.size());
           for (size_t i = 0; i < planned.size(); i++) {
-            const CallRecord& r = world.log()[calls_before + i];
+            const CallRecord& r = pipeline_calls[i];
             INFO("message " << i << ": " << planned[i].what);
             CHECK(r.primitive == planned[i].primitive);
             CHECK(r.count == planned[i].count);
@@ -132,7 +151,7 @@ TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
             CHECK(r.micro == planned[i].micro);
             CHECK(r.phase == planned[i].phase);
             CHECK(r.purpose == planned[i].purpose);
-            CHECK(r.dimension == Dimension::Pipeline);
+            CHECK(r.dtype == planned[i].dtype);
           }
           MPI_Barrier(MPI_COMM_WORLD);
         }

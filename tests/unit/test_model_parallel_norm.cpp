@@ -28,7 +28,7 @@ TEST_CASE("tensor_parallel_norm counts whole tensors on tensor rank 0 only",
     const ParamTable shard(c, TensorSplit{3, index});
     const ModelParallelNorm mp = tensor_parallel_norm(shard, *single);
     REQUIRE(mp.counts.size() == shard.params().size());
-    CHECK(mp.group == single.get());
+    CHECK(mp.groups == std::vector<Communicator*>{single.get()});
     for (size_t p = 0; p < shard.params().size(); p++) {
       INFO(shard.params()[p].name << " on shard " << index);
       CHECK(mp.counts[p] == (shard.params()[p].cut != ShardCut::Whole || index == 0));

@@ -219,12 +219,17 @@ TEST_CASE("stage tables and messages equal the grid's closed forms", "[pipeline_
                       << pipeline_schedule_name(schedule));
             const ParamTable t(c, TensorSplit{T, 0}, stage_split(c.n_layer, P, s));
             CHECK(t.total() == stage_local_numel(g, c, s));
-            const std::vector<PlannedCall> calls =
-                plan_pipeline_calls(stage_actions(schedule, P, s, m), s, P, m,
-                                    g.tokens() * c.n_embd, t.params().front().numel, DType::BF16);
+            const std::vector<PlannedCall> calls = plan_pipeline_calls(
+                stage_actions(schedule, P, s, m), s, P, m, g.tokens() * c.n_embd,
+                t.params().front().numel, DType::BF16, false);
             double sent = 0;
             for (const PlannedCall& call : calls)
               if (call.primitive == Primitive::Send) sent += call.count * dtype_size(call.dtype);
+            // The gradient norm's one float over the pipeline, at P > 1.
+            int norms = 0;
+            for (const PlannedCall& call : calls)
+              norms += call.primitive == Primitive::AllReduce && call.count == 1;
+            CHECK(norms == (P > 1 ? 1 : 0));
             CHECK(sent == pipeline_volume(g, c, DType::BF16, s).bus_bytes());
           }
         }

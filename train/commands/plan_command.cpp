@@ -341,8 +341,9 @@ void print_pipeline_calls(const Planned& p) {
   std::printf(
       "\npipeline over %d stages (%s, %d micro-batches; bubble (P-1)/(m+P-1) = %.4f by "
       "formula), per rank per step: the residual stream's activation and gradient, %d x %d x %d "
-      "elements each, and the tied wte's gradient between the first and the last stage; "
-      "--calls lists them\n  %-5s %-8s %5s %16s %6s %6s %14s %14s %14s\n",
+      "elements each, and the tied wte's gradient between the first and the last stage (the "
+      "step's gradient norm adds one float all-reduce over the pipeline); --calls lists them\n  "
+      "%-5s %-8s %5s %16s %6s %6s %14s %14s %14s\n",
       P, cfg.parallel.pipeline_schedule.c_str(), p.A, static_cast<double>(P - 1) / (p.A + P - 1),
       cfg.train.micro_batch, cfg.model.seq_len, cfg.model.n_embd, "stage", "blocks", "slots",
       "activations B", "sends", "recvs", "sent B", "received B", "inter-node B");
@@ -357,7 +358,7 @@ void print_pipeline_calls(const Planned& p) {
         if (p.nodes.node_of[static_cast<size_t>(s * stride)] !=
             p.nodes.node_of[static_cast<size_t>(c.root * stride)])
           across += bytes;
-      } else {
+      } else if (c.primitive == Primitive::Recv) {
         recvs++;
         received += bytes;
       }

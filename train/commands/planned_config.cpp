@@ -32,6 +32,9 @@ void plan_config(PlannedConfig& out, const std::string& config_path,
   const int L = out.cfg.model.n_layer, P = out.grid.pipeline;
   out.table.reset(
       new ParamTable(out.cfg.model, TensorSplit{out.grid.tensor, 0}, stage_split(L, P, 0)));
+  out.s = zero_setup(out.cfg, *out.table, out.data_nodes.ranks_per_node());
+  const int dp = out.grid.data;
+  out.mine = plan_step(out.s, *out.table, dp, out.A, out.model, out.data_nodes);
   if (P > 1) {
     const PipelineSchedule schedule = parse_pipeline_schedule(out.cfg.parallel.pipeline_schedule);
     const size_t boundary = static_cast<size_t>(out.cfg.train.micro_batch) * out.cfg.model.seq_len *
@@ -41,14 +44,11 @@ void plan_config(PlannedConfig& out, const std::string& config_path,
           new ParamTable(out.cfg.model, TensorSplit{out.grid.tensor, 0}, stage_split(L, P, stage)));
       const std::vector<PipeAction> actions = stage_actions(schedule, P, stage, out.A);
       out.stage_slots.push_back(peak_in_flight(actions));
-      out.pipeline_step.push_back(
-          plan_pipeline_calls(actions, stage, P, out.A, boundary,
-                              out.stage_tables.back()->params().front().numel, out.model));
+      out.pipeline_step.push_back(plan_pipeline_calls(
+          actions, stage, P, out.A, boundary, out.stage_tables.back()->params().front().numel,
+          out.model, out.mine.overflow_check));
     }
   }
-  out.s = zero_setup(out.cfg, *out.table, out.data_nodes.ranks_per_node());
-  const int dp = out.grid.data;
-  out.mine = plan_step(out.s, *out.table, dp, out.A, out.model, out.data_nodes);
   ZeroSetup unquantized = out.s;
   unquantized.z.zero_quantized_weights = unquantized.z.zero_quantized_gradients = false;
   out.unquantized = plan_step(unquantized, *out.table, dp, out.A, out.model, out.data_nodes);

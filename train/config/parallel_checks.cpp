@@ -54,11 +54,6 @@ ParallelProblem pipeline_parallel_problem(const Config& c) {
                 "'s PipelineEngine.__init__ asserts that the ZeRO stage is below 2 "
                 "(deepspeed/runtime/pipe/engine.py, since 0.3.16), got " +
                 std::to_string(z.stage)};
-  if (c.train.grad_clip > 0)
-    return {{"train.grad_clip", "parallel.pipeline"},
-            "expected train.grad_clip: 0" + with +
-                " (the global norm across stages, counting the tied wte once, is not computed "
-                "yet)"};
   if (c.system.compute != "real")
     return {{"system.compute", "parallel.pipeline"},
             "expected system.compute: real" + with + " (emulation models data parallelism only)"};

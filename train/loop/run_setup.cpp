@@ -91,8 +91,10 @@ RunModels::RunModels(const RunSettings& r, const RunData& d)
   const int ranks_per_node =
       data_comm ? data_comm->nodes().ranks_per_node() : rt.comm->nodes().ranks_per_node();
   ZeroSetup setup = zero_setup(cfg, table, ranks_per_node);
-  // The gradient norm is the whole model's: summed over the tensor group too.
-  if (tensor_comm) setup.model_parallel = tensor_parallel_norm(table, *tensor_comm);
+  // The gradient norm is the whole model's: summed over the tensor group and
+  // the pipeline too.
+  if (tensor_comm || pipeline_comm)
+    setup.model_parallel = grid_parallel_norm(table, tensor_comm.get(), pipeline_comm.get());
   engine = make_zero_engine(setup, table, ops, zc);
   if (tensor_comm) tensor_hooks.reset(new TensorParallelHooks(*engine, table, ops, *tensor_comm));
   recompute = recompute_level(cfg);

@@ -1,10 +1,13 @@
 #include "zero/analysis/pipeline_plan.h"
 
+#include "zero/stages/model_parallel_norm.h"
+
 namespace zt {
 
 std::vector<PlannedCall> plan_pipeline_calls(const std::vector<PipeAction>& actions, int stage,
                                              int stages, int micro_batches, size_t boundary,
-                                             size_t tied_embedding, DType model) {
+                                             size_t tied_embedding, DType model,
+                                             bool overflow_check) {
   std::vector<PlannedCall> calls;
   auto message = [&](Phase phase, int micro, Purpose purpose, Primitive p, size_t count, int peer,
                      const std::string& what) {
@@ -51,6 +54,14 @@ std::vector<PlannedCall> plan_pipeline_calls(const std::vector<PipeAction>& acti
               peer, what);
     }
   }
+  if (stages > 1)
+    for (const StepCall& s : model_parallel_step_calls(overflow_check)) {
+      PlannedCall c{
+          Phase::Step, micro_batches - 1,    Purpose::Scalars, s.primitive, s.dtype, s.count,
+          -1,          "pipeline: " + s.what};
+      c.group = RankGroup{stages, 1};
+      calls.push_back(c);
+    }
   return calls;
 }
 

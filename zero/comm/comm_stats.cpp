@@ -236,7 +236,8 @@ Handle CountingCommunicator::record(Primitive p, size_t count, DType t, int root
   const double across =
       static_cast<int>(nodes_.node_of.size()) == world() ? nodes_.inter_node_share(p, rank()) : 0.0;
   // Tensor and pipeline calls move activations whatever ZeRO last announced.
-  const Purpose purpose = dimension_ == Dimension::Data ? root_->purpose_ : Purpose::Activations;
+  const Purpose purpose = dimension_ == Dimension::Data ? root_->purpose_ : next_purpose_;
+  next_purpose_ = Purpose::Activations;
   return account(p, count, t, root, purpose, across, std::move(h));
 }
 

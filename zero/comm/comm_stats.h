@@ -135,7 +135,13 @@ class CountingCommunicator : public Communicator {
   }
   // Also tells `f` of every annotate() (the peer watch follows the engine's phases).
   void on_annotate(std::function<void(Phase, int)> f) { on_annotate_ = std::move(f); }
-  void purpose(Purpose p) override { root_->purpose_ = p; }
+  // ZeRO's announcement holds for the data-parallel calls that follow. A
+  // tensor or pipeline group's calls move activations; an announcement on
+  // such a group holds for its next call only (the gradient norm's sum).
+  void purpose(Purpose p) override {
+    if (dimension_ == Dimension::Data) root_->purpose_ = p;
+    else next_purpose_ = p;
+  }
   [[noreturn]] void abort(const std::string& why) override {
     inner_->abort(why);
     std::_Exit(1);  // unreachable: every communicator's abort ends the process
@@ -175,6 +181,7 @@ class CountingCommunicator : public Communicator {
   Phase phase_ = Phase::Step;
   int micro_ = 0;
   Purpose purpose_ = Purpose::Scalars;
+  Purpose next_purpose_ = Purpose::Activations;  // a tensor or pipeline group's next call
   NodeMap nodes_;
   bool keep_log_ = false;
   std::function<void(Phase, int)> on_annotate_;

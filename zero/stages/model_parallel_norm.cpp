@@ -23,7 +23,7 @@ const StepCall kNormCall{StepCall::Norm,
                          -1,
                          0,
                          "gradient norm: this rank's sum of squares over the model-parallel "
-                         "group (whole tensors counted on tensor rank 0)"};
+                         "group (a tensor held on several of its ranks counted once)"};
 
 // One element all-reduced over the group (a U8 all-reduce takes the maximum).
 template <typename T>
@@ -40,10 +40,20 @@ T all_reduce_one(T x, const StepCall& call, Communicator& group, Ops& ops) {
 }  // namespace
 
 ModelParallelNorm tensor_parallel_norm(const ParamTable& shard, Communicator& tensor) {
+  return grid_parallel_norm(shard, &tensor, nullptr);
+}
+
+ModelParallelNorm grid_parallel_norm(const ParamTable& part, Communicator* tensor,
+                                     Communicator* pipeline) {
   ModelParallelNorm mp;
-  mp.group = &tensor;
-  for (const ParamInfo& p : shard.params())
-    mp.counts.push_back(p.cut != ShardCut::Whole || shard.split().index == 0);
+  if (tensor) mp.groups.push_back(tensor);
+  if (pipeline) mp.groups.push_back(pipeline);
+  const bool tied_copy = pipeline && part.has_head() && !part.has_embeddings();
+  for (size_t i = 0; i < part.params().size(); i++) {
+    const ParamInfo& p = part.params()[i];
+    const bool duplicate = tensor && p.cut == ShardCut::Whole && part.split().index != 0;
+    mp.counts.push_back(!duplicate && !(tied_copy && i == 0));
+  }
   return mp;
 }
 
@@ -62,14 +72,16 @@ std::vector<OptimPiece> mark_norm_pieces(std::vector<OptimPiece> pieces, const P
 }
 
 double model_parallel_norm(double squares, const ModelParallelNorm& mp, Ops& ops) {
-  if (!mp.group) return std::sqrt(squares);
-  return std::sqrt(
-      static_cast<double>(all_reduce_one(static_cast<float>(squares), kNormCall, *mp.group, ops)));
+  if (mp.groups.empty()) return std::sqrt(squares);
+  float sum = static_cast<float>(squares);
+  for (Communicator* g : mp.groups) sum = all_reduce_one(sum, kNormCall, *g, ops);
+  return std::sqrt(static_cast<double>(sum));
 }
 
 bool model_parallel_overflow(bool overflowed, const ModelParallelNorm& mp, Ops& ops) {
-  if (!mp.group) return overflowed;
-  return all_reduce_one(static_cast<uint8_t>(overflowed), kOverflowCall, *mp.group, ops) != 0;
+  uint8_t flag = overflowed;
+  for (Communicator* g : mp.groups) flag = all_reduce_one(flag, kOverflowCall, *g, ops);
+  return flag != 0;
 }
 
 std::vector<StepCall> model_parallel_step_calls(bool overflow_check) {

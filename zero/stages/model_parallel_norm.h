@@ -31,14 +31,20 @@ struct ModelParallelNorm {
   // Per tensor of this rank's table: whether its gradient counts toward the
   // norm on this rank. Empty: every tensor does.
   std::vector<bool> counts;
-  // The model-parallel group the partial sums are added over; nullptr: none
-  // (this rank's sum is the model's).
-  Communicator* group = nullptr;
+  // The model-parallel groups the partial sums are added over, in turn (the
+  // tensor group, then the pipeline group: together every rank of this
+  // rank's data-parallel index); empty: none (this rank's sum is the model's).
+  std::vector<Communicator*> groups;
 };
 
 // A tensor shard's rule: tensors cut across the tensor group count on every
 // rank, those kept whole (ShardCut::Whole) on tensor rank 0 only.
 ModelParallelNorm tensor_parallel_norm(const ParamTable& shard, Communicator& tensor);
+// A part of the grid (model/param_table.h: a tensor shard of a pipeline
+// stage): the tensor rule where `tensor` is given, and with `pipeline`, the
+// last stage's copy of the tied wte left out (Megatron's param_is_not_shared).
+ModelParallelNorm grid_parallel_norm(const ParamTable& part, Communicator* tensor,
+                                     Communicator* pipeline);
 
 // Marks the pieces (each inside one tensor of `table`) whose tensor does not
 // count toward the norm on this rank, so that grad_sum_squares leaves them out.
@@ -46,16 +52,16 @@ std::vector<OptimPiece> mark_norm_pieces(std::vector<OptimPiece> pieces, const P
                                          const ModelParallelNorm& mp);
 
 // The model's norm from this rank's sum of squares after the data-parallel
-// reduction: the sum over the model-parallel group (one fp32 all-reduce of
-// one element, Purpose::Scalars), then the square root.
+// reduction: the sum over each model-parallel group (one fp32 all-reduce of
+// one element per group, Purpose::Scalars), then the square root.
 double model_parallel_norm(double squares, const ModelParallelNorm& mp, Ops& ops);
-// DeepSpeed's overflow flag, synced over the model-parallel group (one MAX
-// all-reduce of one uint8) where there is one.
+// DeepSpeed's overflow flag, synced over each model-parallel group (one MAX
+// all-reduce of one uint8 per group).
 bool model_parallel_overflow(bool overflowed, const ModelParallelNorm& mp, Ops& ops);
 
-// The calls the two above add to a step over the model-parallel group, in
-// order, as they issue them (`plan` lists these): the overflow flag where the
-// data-parallel step checks one, then the sum of squares.
+// The calls the two above add to a step over each model-parallel group, in
+// order, as they issue them (`plan` lists these per group): the overflow
+// flag where the data-parallel step checks one, then the sum of squares.
 std::vector<StepCall> model_parallel_step_calls(bool overflow_check);
 
 }  // namespace zt
