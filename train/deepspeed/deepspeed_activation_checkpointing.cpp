@@ -26,8 +26,8 @@ void import_activation_checkpointing(DsContext& ctx, const JsonMember& block) {
   // DeepSpeed's flags, and why each is moot here when set.
   static const std::map<std::string, std::string> flags = {
       {"partition_activations",
-       "it splits the checkpoints across model-parallel ranks; zerotrain has no model "
-       "parallelism"},
+       "it splits the checkpoints across the tensor-parallel ranks; zerotrain keeps each "
+       "rank's whole"},
       {"cpu_checkpointing", "zerotrain keeps the block inputs in device memory"},
       {"contiguous_memory_optimization",
        "zerotrain's block inputs already live in buffers allocated once"},

@@ -165,7 +165,7 @@ class DeepSpeedImporter {
   void import_check_grad_overflow(const JsonMember& m, const std::string& key);
   void import_data_types(const JsonMember& m);
   void read_batch_key(BatchKey& key, const JsonMember& m);
-  void import_batch();
+  void import_batch(int deepspeed_world);
   void check_precision();
 
   DsContext& ctx_;
@@ -226,6 +226,7 @@ void DeepSpeedImporter::run() {
       // Only "auto" asks zerotrain's accumulation, which needs its batch to fit the world.
       read_batch_key(accumulation_, m);
     } else if (name == "gradient_clipping") {
+      ctx_.grid.clip_line = m.line;
       if (v.is_string("auto")) {
         c_.train.grad_clip = ctx_.trainer_auto(m.line, name).numbers[0];
       } else if (v.kind == JsonValue::Kind::null) {
@@ -251,6 +252,10 @@ void DeepSpeedImporter::run() {
       import_data_types(m);
     } else if (name == "activation_checkpointing") {
       import_activation_checkpointing(ctx_, m);
+    } else if (name == "tensor_parallel") {
+      import_tensor_parallel(ctx_, m);
+    } else if (name == "pipeline") {
+      import_pipeline(ctx_, m);
     } else if (name == "optimizer") {
       optimizer = &m;
     } else if (name == "scheduler") {
@@ -259,7 +264,7 @@ void DeepSpeedImporter::run() {
       ctx_.warn(m.line, name, ignore_reason(name));
     }
   }
-  import_batch();
+  import_batch(check_grid(ctx_));
   import_optimizer(ctx_, optimizer);
   import_scheduler(ctx_, scheduler, optimizer != nullptr);
   fit_min_lr(ctx_, optimizer);
@@ -365,9 +370,10 @@ void DeepSpeedImporter::read_batch_key(BatchKey& key, const JsonMember& m) {
   key.origin = "line " + std::to_string(m.line);
 }
 
-// DeepSpeed's batch arithmetic: train_batch = micro * accumulation * world; a mismatch names
-// where each number came from.
-void DeepSpeedImporter::import_batch() {
+// DeepSpeed's batch arithmetic: train_batch = micro * accumulation * world, where world is the
+// ranks DeepSpeed counts (`deepspeed_world`, check_grid); a mismatch names where each number came
+// from. zerotrain's global batch is the sequences the data-parallel ranks read.
+void DeepSpeedImporter::import_batch(int deepspeed_world) {
   if (!train_batch_.present && !micro_batch_.present) {
     if (accumulation_.present)
       ctx_.fail(accumulation_.line, "gradient_accumulation_steps",
@@ -376,11 +382,20 @@ void DeepSpeedImporter::import_batch() {
     return;  // DeepSpeed would fail; the HF Trainer fills them from its arguments
   }
   // Each factor is below 2^31 (read_batch_key), so no product below overflows.
-  const int64_t world = ctx_.world;
+  const int64_t world = deepspeed_world;
+  const int64_t grid = int64_t(c_.parallel.tensor) * c_.parallel.pipeline;
+  // A grid that does not divide the world is validate_for_world's to name.
+  const int64_t data_parallel = ctx_.world % grid == 0 ? ctx_.world / grid : world;
   int64_t& batch = train_batch_.value;
   int64_t& micro = micro_batch_.value;
   const int64_t accumulation = accumulation_.present ? accumulation_.value : 1;
-  const std::string world_origin = "world size " + std::to_string(world) + ": the ranks started";
+  const std::string world_origin =
+      "world size " + std::to_string(world) +
+      (world == ctx_.world
+           ? std::string(": the ranks started")
+           : ": the data-parallel ranks, " + std::to_string(ctx_.world) +
+                 " started over parallel.tensor " + std::to_string(c_.parallel.tensor) +
+                 " x parallel.pipeline " + std::to_string(c_.parallel.pipeline));
   auto sources = [&](bool with_micro, bool with_accumulation) {
     std::string s = " (";
     if (with_micro)
@@ -430,7 +445,18 @@ void DeepSpeedImporter::import_batch() {
                   std::to_string(c_.model.seq_len) + " tokens overflows the token count");
   }
   c_.train.micro_batch = int(micro);
-  c_.train.global_batch_tokens = batch * c_.model.seq_len;
+  // Under AutoTP alone DeepSpeed counts every rank although the tensor ranks share each
+  // micro-batch: the distinct sequences per step are batch / world * data-parallel ranks.
+  const int64_t sequences = world == data_parallel ? batch : batch / world * data_parallel;
+  if (sequences != batch)
+    ctx_.warn(ctx_.grid.autotp_line, "tensor_parallel.autotp_size",
+              "DeepSpeed's train_batch_size " + std::to_string(batch) + " counts all " +
+                  std::to_string(world) + " ranks, but each group of " +
+                  std::to_string(c_.parallel.tensor) +
+                  " tensor ranks reads one micro-batch: zerotrain's global batch is the " +
+                  std::to_string(sequences) + " distinct sequences (" +
+                  product({micro, batch / (micro * world), data_parallel}) + ")");
+  c_.train.global_batch_tokens = sequences * c_.model.seq_len;
 }
 
 void DeepSpeedImporter::check_precision() {

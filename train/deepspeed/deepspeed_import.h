@@ -56,6 +56,12 @@
 // every layer, so train.recompute: block unless the zerotrain config names another level; its
 // flags set true (partition_activations, cpu_checkpointing, ...) are warned about, one each.
 //
+// tensor_parallel and pipeline (train/deepspeed/deepspeed_grid_import.cpp): autotp_size becomes
+// parallel.tensor and an integer pipeline.stages parallel.pipeline; what DeepSpeed takes from the
+// training script instead, or zerotrain does differently, gets a line each. With a grid, the batch
+// arithmetic counts the ranks DeepSpeed counts (the data-parallel ones, or every rank under
+// AutoTP alone) and the global batch is the distinct sequences.
+//
 // Errors throw ConfigError with one line: "FILE:LINE: key 'zero_optimization.stage': ...".
 #pragma once
 #include <string>

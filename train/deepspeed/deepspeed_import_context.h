@@ -54,6 +54,14 @@ class DsContext {
   std::vector<std::string>& warnings;
   const DeepSpeedRelease release;  // whose keys and "auto" handling the ds_config is read with
   std::vector<std::string> autos_filled, autos_defaulted, autos_on;  // for auto_summary
+  // What the "tensor_parallel" and "pipeline" blocks set, checked together once both are read
+  // (check_grid): the grid's keys depend on each other and on the world.
+  struct Grid {
+    int autotp_line = 0;  // tensor_parallel.autotp_size >= 1 was read here
+    int stages_line = 0;  // pipeline.stages (an integer) was read here
+    int pipe_partitioned_line = 0, grad_partitioned_line = 0;  // set true here
+    int clip_line = 0;                                         // gradient_clipping, when given
+  } grid;
 };
 
 // train/deepspeed/deepspeed_optimizer.cpp: the "optimizer" and "scheduler" blocks (either may be
@@ -68,5 +76,11 @@ void fit_min_lr(DsContext& ctx, const JsonMember* optimizer);
 void import_zero_optimization(DsContext& ctx, const JsonMember& block, bool* offload_to_cpu);
 // train/deepspeed/deepspeed_activation_checkpointing.cpp: the "activation_checkpointing" block.
 void import_activation_checkpointing(DsContext& ctx, const JsonMember& block);
+// train/deepspeed/deepspeed_grid_import.cpp: the "tensor_parallel" and "pipeline" blocks, then
+// check_grid after every block (the sizes against the world and the model, and the flags that
+// depend on both); check_grid returns the ranks DeepSpeed's batch arithmetic counts.
+void import_tensor_parallel(DsContext& ctx, const JsonMember& block);
+void import_pipeline(DsContext& ctx, const JsonMember& block);
+int check_grid(DsContext& ctx);
 
 }  // namespace zt

@@ -8,6 +8,8 @@ namespace zt {
 namespace {
 
 constexpr DeepSpeedRelease kEvery = kOldestReleaseRead;  // present in every release read
+// AutoTP training's block (runtime/tensor_parallel/config.py), first in DeepSpeed's v0.16.4 tag.
+constexpr DeepSpeedRelease kTensorParallelAdded{0, 16, 4};
 
 struct DefaultSince {
   DeepSpeedRelease since;
@@ -20,6 +22,9 @@ struct KeyRange {
   std::optional<DeepSpeedRelease> removed;  // the first release without it
   // The default from each release on, where a release changed it (empty: unchanged).
   std::vector<DefaultSince> defaults = {};
+  // A release without the key ignores it (a plain dict, or an unknown top-level key) instead of
+  // refusing it (a pydantic model forbidding extra fields).
+  bool ignored_where_absent = false;
 };
 
 // zero_optimization.* (DeepSpeedZeroConfig's fields and aliases).
@@ -128,6 +133,8 @@ const std::vector<KeyRange>& top_level_keys() {
       {"fp16", kEvery, {}},
       {"data_types", kEvery, {}},
       {"activation_checkpointing", kEvery, {}},
+      {"pipeline", kEvery, {}},
+      {"tensor_parallel", kTensorParallelAdded, {}, {}, true},
       {"optimizer", kEvery, {}},
       {"scheduler", kEvery, {}},
       {"zero_optimization", kEvery, {}},
@@ -142,6 +149,42 @@ const std::vector<KeyRange>& top_level_keys() {
       {"graph_harvesting", kEvery, DeepSpeedRelease{0, 19, 8}},
       {"curriculum_learning", kEvery, DeepSpeedRelease{0, 19, 8}},
       {"progressive_layer_drop", kEvery, DeepSpeedRelease{0, 19, 8}},
+  };
+  return keys;
+}
+
+// pipeline.* (runtime/config.py, get_pipeline_config: a plain dict of defaults the block
+// overrides). Defaults, unchanged in every release read: stages "auto", partition "best",
+// seed_layers false, activation_checkpoint_interval 0; pipe_partitioned and grad_partitioned true
+// (0.12.3 added them; before it the PipelineEngine partitioned whenever the model was parallel).
+const std::vector<KeyRange>& pipeline_keys() {
+  static const std::vector<KeyRange> keys = {
+      {"stages", kEvery, {}},
+      {"partition", kEvery, {}},
+      {"seed_layers", kEvery, {}},
+      {"activation_checkpoint_interval", kEvery, {}},
+      {"pipe_partitioned", {0, 12, 3}, {}, {}, true},
+      {"grad_partitioned", {0, 12, 3}, {}, {}, true},
+  };
+  return keys;
+}
+
+// tensor_parallel.* (runtime/tensor_parallel/config.py, TPTrainingConfig, forbidding extra
+// fields). Defaults, unchanged since: autotp_size 0 (AutoTP off), tp_overlap_comm false, dtype
+// torch.float16, keep_module_on_host false, replace_with_kernel_inject false.
+const std::vector<KeyRange>& tensor_parallel_keys() {
+  static const std::vector<KeyRange> keys = {
+      {"autotp_size", kTensorParallelAdded, {}},
+      {"dtype", kTensorParallelAdded, {}},
+      {"tp", kTensorParallelAdded, {}},
+      {"tensor_parallel", kTensorParallelAdded, {}},
+      {"injection_policy_tuple", kTensorParallelAdded, {}},
+      {"keep_module_on_host", kTensorParallelAdded, {}},
+      {"replace_with_kernel_inject", kTensorParallelAdded, {}},
+      {"kernel_inject", kTensorParallelAdded, {}},
+      {"tp_overlap_comm", {0, 16, 6}, {}},
+      {"partition_config", {0, 18, 6}, {}},
+      {"preset_model", {0, 18, 6}, {}},
   };
   return keys;
 }
@@ -172,7 +215,8 @@ void check_block(const JsonValue& block, const std::string& prefix,
     if (release < k->added)
       out.push_back({m.line, key,
                      "not a key of DeepSpeed " + v + " (added in " + k->added.str() +
-                         "); DeepSpeed " + v + " refuses it"});
+                         "); DeepSpeed " + v +
+                         (k->ignored_where_absent ? " ignores it" : " refuses it")});
     else if (k->removed && *k->removed <= release)
       out.push_back({m.line, key,
                      "not a key of DeepSpeed " + v + " (removed in " + k->removed->str() +
@@ -209,6 +253,13 @@ std::vector<ReleaseKeyWarning> warnings_for_release(const JsonValue& ds_config,
     return out;
   }
   check_block(ds_config, "", top_level_keys(), release, out);
+  const JsonValue* pipeline = ds_config.find("pipeline");
+  if (pipeline && pipeline->kind == JsonValue::Kind::object)
+    check_block(*pipeline, "pipeline.", pipeline_keys(), release, out);
+  // A release without the block ignores it whole: one warning, for the block.
+  const JsonValue* tensor = ds_config.find("tensor_parallel");
+  if (tensor && tensor->kind == JsonValue::Kind::object && !(release < kTensorParallelAdded))
+    check_block(*tensor, "tensor_parallel.", tensor_parallel_keys(), release, out);
   const JsonValue* zero = ds_config.find("zero_optimization");
   if (!zero || zero->kind != JsonValue::Kind::object) return out;
   check_block(*zero, "zero_optimization.", zero_keys(), release, out);

@@ -1,7 +1,8 @@
 // Which ds_config keys each DeepSpeed release has, and their defaults where a release changed
 // one, for the keys the --deepspeed import reads: one table (deepspeed_release_keys.cpp), read
 // from the sdists of every release on PyPI from 0.8.3 to 0.19.8 that was cached
-// (deepspeed/runtime/zero/config.py, zero/offload_config.py, runtime/config.py, constants.py);
+// (deepspeed/runtime/zero/config.py, zero/offload_config.py, runtime/config.py, constants.py;
+// runtime/tensor_parallel/config.py from DeepSpeed's git tags);
 // where the cache skips releases (0.16.1-0.16.8, 0.18.1-0.18.8, 0.8.x-0.10.x patches) the first
 // release with a key was found in DeepSpeed's git tags. For a key the file leaves unset the
 // import applies the chosen release's default where a release changed it (gradient_clipping,
