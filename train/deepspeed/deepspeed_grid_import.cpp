@@ -189,18 +189,6 @@ int check_grid(DsContext& ctx) {
                                "pipeline; zerotrain sends whole ") +
                        what + "), ignored");
   }
-  // Before validate_config's refusal, which would blame the YAML's train.grad_clip for a value
-  // the ds_config (or its release's default, 1.0 from 0.19.3) set.
-  if ((T > 1 || P > 1) && c.train.grad_clip > 0) {
-    const std::string clip = format_double(c.train.grad_clip);
-    ctx.fail(
-        ctx.grid.clip_line ? ctx.grid.clip_line : 1, "gradient_clipping",
-        "expected 0 with parallel.tensor " + std::to_string(T) + " x parallel.pipeline " +
-            std::to_string(P) +
-            " (zerotrain does not yet compute the global norm across tensor ranks and "
-            "stages), got " +
-            (ctx.grid.clip_line ? clip : "DeepSpeed " + ctx.release.str() + "'s default " + clip));
-  }
   // DeepSpeed's batch arithmetic counts the data-parallel ranks of its mpu (Megatron's, or the
   // PipelineModule's topology); AutoTP alone runs without one, so DeepSpeedConfig counts every
   // rank (runtime/config.py, DeepSpeedConfig.__init__).

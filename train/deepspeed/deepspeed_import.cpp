@@ -226,7 +226,6 @@ void DeepSpeedImporter::run() {
       // Only "auto" asks zerotrain's accumulation, which needs its batch to fit the world.
       read_batch_key(accumulation_, m);
     } else if (name == "gradient_clipping") {
-      ctx_.grid.clip_line = m.line;
       if (v.is_string("auto")) {
         c_.train.grad_clip = ctx_.trainer_auto(m.line, name).numbers[0];
       } else if (v.kind == JsonValue::Kind::null) {

@@ -60,7 +60,6 @@ class DsContext {
     int autotp_line = 0;  // tensor_parallel.autotp_size >= 1 was read here
     int stages_line = 0;  // pipeline.stages (an integer) was read here
     int pipe_partitioned_line = 0, grad_partitioned_line = 0;  // set true here
-    int clip_line = 0;                                         // gradient_clipping, when given
   } grid;
 };
 
