@@ -38,6 +38,10 @@ EmulatedGPT::EmulatedGPT(const ParamTable& table, Recompute recompute,
       waits_[i] = std::chrono::nanoseconds(static_cast<int64_t>(
           pass_ns[pass] * static_cast<double>(own_elements(e.index)) / pass_elements[pass]));
   }
+  for (size_t i = 0; i < events_.size() && backward_begin_ == 0; i++)
+    if (events_[i].kind == ModuleEvent::Fetch && events_[i].backward &&
+        table.modules()[events_[i].index].is_root())
+      backward_begin_ = i;
   // The default 50 us of timer slack per sleep would add up over a pass's modules.
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 }
@@ -46,10 +50,10 @@ EmulatedGPT::EmulatedGPT(const ParamTable& table, Recompute recompute,
 // own time is added to it (a fetch waiting for a gather, a gradient hook
 // waiting for a reduce without overlap_comm: the device would wait too), a
 // late wake-up is not, so sleeping never drifts from the stated durations.
-void EmulatedGPT::forward_backward(ModuleHooks& hooks) {
+void EmulatedGPT::replay(size_t begin, size_t end, std::chrono::steady_clock::time_point& device,
+                         ModuleHooks& hooks) {
   using Clock = std::chrono::steady_clock;
-  Clock::time_point device = Clock::now();
-  for (size_t i = 0; i < events_.size(); i++) {
+  for (size_t i = begin; i < end; i++) {
     const ModuleEvent& e = events_[i];
     const Clock::time_point hook_start = Clock::now();
     switch (e.kind) {
@@ -63,6 +67,21 @@ void EmulatedGPT::forward_backward(ModuleHooks& hooks) {
     device += (Clock::now() - hook_start) + waits_[i];
     if (waits_[i].count() > 0) std::this_thread::sleep_until(device);
   }
+}
+
+void EmulatedGPT::forward_backward(ModuleHooks& hooks) {
+  std::chrono::steady_clock::time_point device = std::chrono::steady_clock::now();
+  replay(0, events_.size(), device, hooks);
+}
+
+void EmulatedGPT::forward(ModuleHooks& hooks) {
+  std::chrono::steady_clock::time_point device = std::chrono::steady_clock::now();
+  replay(0, backward_begin_, device, hooks);
+}
+
+void EmulatedGPT::backward(ModuleHooks& hooks) {
+  std::chrono::steady_clock::time_point device = std::chrono::steady_clock::now();
+  replay(backward_begin_, events_.size(), device, hooks);
 }
 
 }  // namespace zt

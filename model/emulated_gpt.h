@@ -42,6 +42,10 @@ class EmulatedGPT {
   // One micro-step's events against `hooks` with the waits between them.
   // No loss is computed: there is none to return.
   void forward_backward(ModuleHooks& hooks);
+  // Its forward's events alone, and its backward's (a pipeline stage runs a
+  // micro-batch's two passes apart).
+  void forward(ModuleHooks& hooks);
+  void backward(ModuleHooks& hooks);
 
   // The wait after each event (0 for all but the fetch of a module owning
   // parameters), in event order: what forward_backward sleeps, for tests.
@@ -49,8 +53,12 @@ class EmulatedGPT {
   const std::vector<ModuleEvent>& events() const { return events_; }
 
  private:
+  // Events [begin, end), `device` carried from the events before.
+  void replay(size_t begin, size_t end, std::chrono::steady_clock::time_point& device,
+              ModuleHooks& hooks);
   std::vector<ModuleEvent> events_;
   std::vector<std::chrono::nanoseconds> waits_;
+  size_t backward_begin_ = 0;  // the backward root's fetch
 };
 
 }  // namespace zt

@@ -82,6 +82,25 @@ ok = ok and abs(bubble - (P - 1) / (m + P - 1)) < 1e-12 and len(s["pipeline"]["r
 sys.exit(0 if ok else 1)
 PY
 done
+# Compute emulation: the same schedule, messages and ZeRO calls per step as
+# the real run, no loss, every output saying so.
+run s1_d2p2_emulated 4 --set zero.stage=1 --set parallel.pipeline=2 --set system.compute=emulate \
+  --set system.emulate_micro_step_ms=2 --set system.emulate_optimizer_ms=1
+grep -q "^compute: EMULATED" "$WORK/s1_d2p2_emulated.txt" || fail "emulated: no EMULATED line"
+/usr/bin/python3 - "$WORK/s1_d2p2_emulated/summary.json" "$WORK/s1_d2p2/summary.json" <<'PY' || fail "emulated pipeline: calls differ from the real run's"
+import json, sys
+e, r = (json.load(open(p)) for p in sys.argv[1:])
+assert e["compute_mode"] == "emulated" and e["final_train_loss"] is None
+def calls(s, dim):
+    return {k: v["calls"] for k, v in s["comm"]["per_step_by_dimension"][dim].items() if v["calls"]}
+# The real run's validation (eval_every 3) sends 2 activations in its last
+# step; the emulated run evaluates nothing.
+real_pipe = calls(r, "pipeline")
+real_pipe["send"] -= 2 / 3
+print("  emulated", calls(e, "pipeline"), calls(e, "data"), "real", real_pipe, calls(r, "data"))
+assert all(abs(calls(e, "pipeline")[k] - v) < 1e-9 for k, v in real_pipe.items())
+assert calls(e, "data") == calls(r, "data")
+PY
 # Stage 0's activations (its slots): the ledger equals the formula.
 for run in s0_p2 l4_p4 l4_t2p2; do
   summary "$run" "s['memory']['activations_per_micro_batch'] == s['memory']['activations_per_micro_batch_formula'] > 0" |

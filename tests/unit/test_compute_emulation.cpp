@@ -1,6 +1,7 @@
 // Compute emulation (model/emulated_gpt.h): the emulated micro-step fires the
-// hook events a real forward_backward fires, in the same order, and waits the
-// stated time, split as the step-time model splits it.
+// hook events a real forward_backward fires, in the same order (a pipeline
+// stage's forward and backward apart), and waits the stated time, split as
+// the step-time model splits it.
 #include <chrono>
 #include <numeric>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "tests/support/test_support.h"
 #include "train/loop/emulated_compute.h"
 #include "train/loop/init_weights.h"
+#include "zero/grid/pipeline_schedule.h"
 
 namespace zt {
 namespace {
@@ -56,6 +58,35 @@ TEST_CASE("emulation fires the real model's events in the real order", "[emulati
       if (e.kind == ModuleEvent::GradReady) ready.push_back(e.index);
     CHECK(hooks.grads_asked == ready);
   }
+}
+
+TEST_CASE("a pipeline stage's emulated passes fire its real forward's, then backward's, events",
+          "[emulation]") {
+  const GPTConfig c = gpt_shape(4, 2, 16, 29, 6);
+  for (Recompute r : {Recompute::None, Recompute::Block})
+    for (int s = 0; s < 3; s++) {
+      const StageBlocks b = split_blocks(c.n_layer, 3)[static_cast<size_t>(s)];
+      const ParamTable table(c, TensorSplit{}, PipelineSplit{3, s, b.first, b.count});
+      const std::vector<ModuleEvent> real = GPT::training_events(table, r);
+      auto ops = make_cpu_ops();
+      FlatHooks hooks(table, *ops);
+      EmulatedGPT emulated(table, r, nanoseconds(0), 1.0 / 3.0);
+      emulated.forward(hooks);
+      const size_t forward_events = hooks.events.size();
+      emulated.backward(hooks);
+      INFO("stage " << s << ", recompute " << recompute_name(r));
+      REQUIRE(hooks.events.size() == real.size());
+      for (size_t i = 0; i < real.size(); i++) {
+        INFO("event " << i);
+        CHECK(same(hooks.events[i], real[i]));
+      }
+      // The forward ends where the backward's root fetch begins.
+      REQUIRE(forward_events < real.size());
+      CHECK(real[forward_events].kind == ModuleEvent::Fetch);
+      CHECK(real[forward_events].backward);
+      CHECK(table.modules()[static_cast<size_t>(real[forward_events].index)].is_root());
+      for (size_t i = 0; i < forward_events; i++) CHECK_FALSE(real[i].backward);
+    }
 }
 
 TEST_CASE("emulation splits a micro-step as the step-time model does", "[emulation]") {

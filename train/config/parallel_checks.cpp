@@ -54,9 +54,6 @@ ParallelProblem pipeline_parallel_problem(const Config& c) {
                 "'s PipelineEngine.__init__ asserts that the ZeRO stage is below 2 "
                 "(deepspeed/runtime/pipe/engine.py, since 0.3.16), got " +
                 std::to_string(z.stage)};
-  if (c.system.compute != "real")
-    return {{"system.compute", "parallel.pipeline"},
-            "expected system.compute: real" + with + " (emulation models data parallelism only)"};
   if (c.train.checkpoint_every > 0 || c.train.recovery != "none" || c.train.snapshot_every > 0)
     return {
         {"train.checkpoint_every", "train.recovery", "train.snapshot_every", "parallel.pipeline"},

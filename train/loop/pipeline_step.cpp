@@ -91,14 +91,14 @@ Handle PipelineStage::recv_activation(void* buf, size_t n, int micro) {
                             Purpose::Activations);
 }
 
-PipelineStepResult PipelineStage::train(GPT& model, ZeroEngine& engine, ModuleHooks& hooks,
+PipelineStepResult PipelineStage::train(StageCompute& model, ZeroEngine& engine, ModuleHooks& hooks,
                                         const std::function<void(int, int*, int*)>& load,
                                         float dloss) {
   const size_t n = model.boundary_elems();
   const DType t = ops_.dtype();
   const int S = slots();
   StageHooks stage_hooks(hooks, model.table(), pipe_);
-  std::vector<int> in(static_cast<size_t>(model.B()) * model.T()), tgt(in.size());
+  std::vector<int> in(static_cast<size_t>(model.tokens())), tgt(in.size());
   PipelineStepResult result;
   for (const PipeAction& a : actions_) {
     const int k = a.micro_batch, slot = k % S;
@@ -113,8 +113,8 @@ PipelineStepResult PipelineStage::train(GPT& model, ZeroEngine& engine, ModuleHo
         wait_if_pending(activation_sends_[static_cast<size_t>(slot)]);  // the slot's output
         load(k, in.data(), tgt.data());
         stage_hooks.set(k, false);
-        model.stage_forward(slot, in.data(), tgt.data(), GPT::Head::TrainLoss, dloss, stage_hooks);
-        if (last()) result.loss_sum += model.stage_loss_sum(slot);
+        model.forward(slot, in.data(), tgt.data(), GPT::Head::TrainLoss, dloss, stage_hooks);
+        if (last()) result.loss_sum += model.loss_sum(slot);
         break;
       case PipeOp::SendActivation:
         pipe_.annotate(Phase::Forward, k);
@@ -133,7 +133,7 @@ PipelineStepResult PipelineStage::train(GPT& model, ZeroEngine& engine, ModuleHo
         const bool last_micro = k == micro_batches_ - 1;
         engine.begin_micro_step(k, micro_batches_);
         stage_hooks.set(k, last_micro && stages_ > 1 && (first() || last()));
-        model.stage_backward(slot, stage_hooks);
+        model.backward(slot, stage_hooks);
         if (!last_micro) engine.end_micro_step();
         break;
       }
@@ -178,16 +178,17 @@ void PipelineStage::sum_tied_embedding_grads(ModuleHooks& hooks, const ParamTabl
   ops_.release(other);
 }
 
-double PipelineStage::evaluate(GPT& model, ModuleHooks& hooks, const int* in, const int* tgt) {
+double PipelineStage::evaluate(StageCompute& model, ModuleHooks& hooks, const int* in,
+                               const int* tgt) {
   const size_t n = model.boundary_elems();
   if (!first()) recv_activation(model.stage_input(0), n, 0)->wait();
-  model.stage_forward(0, in, tgt, GPT::Head::EvalLoss, 0.0f, hooks);
+  model.forward(0, in, tgt, GPT::Head::EvalLoss, 0.0f, hooks);
   if (!last())
     pipe_
         .send_counted(model.stage_output(0), n, ops_.dtype(), stage_ + 1, activation_tag(0),
                       Purpose::Activations)
         ->wait();
-  return last() ? model.stage_loss_sum(0) : 0.0;
+  return last() ? model.loss_sum(0) : 0.0;
 }
 
 }  // namespace zt

@@ -2,8 +2,9 @@
 // the stage's action list (zero/grid/pipeline_schedule.h) run in order, the
 // activations and their gradients as counted point-to-point messages over
 // the pipeline group (MPI_Isend/Irecv; NCCL send/recv), each micro-batch's
-// activations in a slot of the stage model (micro-batch k in slot k mod
-// slots, slots = the list's peak in flight). Sends are posted and left
+// activations in a slot of the stage's model or its emulation
+// (train/loop/stage_compute.h; micro-batch k in slot k mod slots, slots =
+// the list's peak in flight). Sends are posted and left
 // running; a slot's send is waited for only before the slot is written again,
 // and every send before the step ends.
 //
@@ -17,7 +18,7 @@
 #include <functional>
 #include <vector>
 
-#include "model/gpt.h"
+#include "train/loop/stage_compute.h"
 #include "zero/comm/comm_stats.h"
 #include "zero/grid/pipeline_schedule.h"
 #include "zero/stages/engine.h"
@@ -50,11 +51,11 @@ class PipelineStage {
   // One optimizer step's micro-batches: load(k, in, tgt) fills micro-batch
   // k's B x T tokens into in and tgt (every stage loads them; the first reads
   // the inputs, the last the targets).
-  PipelineStepResult train(GPT& model, ZeroEngine& engine, ModuleHooks& hooks,
+  PipelineStepResult train(StageCompute& model, ZeroEngine& engine, ModuleHooks& hooks,
                            const std::function<void(int, int*, int*)>& load, float dloss);
   // One batch's forward and loss through the stages: the sum of its token
   // losses on the last stage, 0 elsewhere.
-  double evaluate(GPT& model, ModuleHooks& hooks, const int* in, const int* tgt);
+  double evaluate(StageCompute& model, ModuleHooks& hooks, const int* in, const int* tgt);
 
  private:
   void sum_tied_embedding_grads(ModuleHooks& hooks, const ParamTable& table);

@@ -98,21 +98,28 @@ RunModels::RunModels(const RunSettings& r, const RunData& d)
   engine = make_zero_engine(setup, table, ops, zc);
   if (tensor_comm) tensor_hooks.reset(new TensorParallelHooks(*engine, table, ops, *tensor_comm));
   recompute = recompute_level(cfg);
+  const int slots = pipeline ? pipeline->slots() : 1;
   if (r.emulated) {
     const EmulatedDurations& d = *r.emulated;
+    // A pipeline stage waits its share of the whole model's micro-step, by
+    // parameter elements (the last stage's wte copy standing for the head).
+    const size_t whole = ParamTable(cfg.model).total();
+    const double share = static_cast<double>(table.total()) / static_cast<double>(whole);
     emulated.reset(new EmulatedGPT(
-        table, recompute, std::chrono::nanoseconds(static_cast<int64_t>(d.micro_step_ms * 1e6)),
+        table, recompute,
+        std::chrono::nanoseconds(static_cast<int64_t>(d.micro_step_ms * share * 1e6)),
         d.forward_fraction));
+    if (pipeline) stage = emulated_stage(table, *emulated, ops, r.B, r.T, slots);
     size_t updated = 0;
     for (const OptimPiece& p : engine->optimizer().pieces()) updated += p.n;
-    engine->optimizer().wait_instead_of_update(optimizer_wait_ms(d, updated, table.total()));
+    engine->optimizer().wait_instead_of_update(optimizer_wait_ms(d, updated, whole));
     return;
   }
   // The training model's activations, measured: it allocates them all here,
   // and its passes allocate nothing more (tests/unit/test_recompute.cpp).
   const uint64_t activations_before = ops.ledger().current(MemCategory::Activations);
-  const int slots = pipeline ? pipeline->slots() : 1;
   model.reset(new GPT(table, ops, r.B, r.T, recompute, slots));
+  if (pipeline) stage = real_stage(*model);
   model_activations = ops.ledger().current(MemCategory::Activations) - activations_before;
   activations_formula =
       stage_activation_bytes(cfg.model, r.B, r.T, recompute, ops.dtype(), grid.tensor,

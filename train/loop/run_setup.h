@@ -66,6 +66,7 @@ struct RunModels {
   Communicator& zero_comm() { return data_comm ? *data_comm : *rt.comm; }
   ModuleHooks& hooks() { return tensor_hooks ? static_cast<ModuleHooks&>(*tensor_hooks) : *engine; }
   std::unique_ptr<PipelineStage> pipeline;
+  std::unique_ptr<StageCompute> stage;  // with a pipeline: the model or its emulation
   Recompute recompute = Recompute::None;
   // The training model's activations, measured and by the formula
   // (model/activation_memory.h; a stage's, with its slots).

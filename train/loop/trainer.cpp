@@ -59,7 +59,7 @@ double evaluate(RunModels& m, DataLoader& val, int batches, int B, int T, int wo
   double sum = 0;
   for (int j = 0; j < batches; j++) {
     val.micro_batch(j, 0, in.data(), tgt.data());
-    sum += m.pipeline ? m.pipeline->evaluate(*m.model, m.hooks(), in.data(), tgt.data())
+    sum += m.pipeline ? m.pipeline->evaluate(*m.stage, m.hooks(), in.data(), tgt.data())
                       : m.model->forward_loss(in.data(), tgt.data(), m.hooks());
   }
   const int holding = world / m.grid.pipeline;
@@ -214,7 +214,7 @@ StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data
   if (m.pipeline) {
     watch_position(step, "pipeline");
     const PipelineStepResult p = m.pipeline->train(
-        *m.model, *m.engine, m.hooks(),
+        *m.stage, *m.engine, m.hooks(),
         [&](int micro, int* in_k, int* tgt_k) { train_data.micro_batch(step, micro, in_k, tgt_k); },
         static_cast<float>(1.0 / global_tokens));
     loss_sum = p.loss_sum;
