@@ -11,18 +11,23 @@
 #     a node, against data parallelism alone (docs/pipeline.md, "Measured").
 #
 #   scripts/grid_rank_order.sh OUT_DIR [--study tensor|pipeline] [--repeat K] [--link RATE]
-#                              [--steps S] [--zt BIN]
+#                              [--steps S] [--emulate MS] [--zt BIN]
+#
+# --emulate MS: compute emulated (docs/compute_emulation.md), MS per whole-model
+# micro-step and MS/5 per optimizer step; grids with tensor parallelism are
+# left out (emulation replays no tensor-parallel combines).
 #
 # Systems: 2 x 2 and 2 x 4, ZeRO stage 1, configs/tiny.yaml with 8192 tokens
 # per step (16 micro-batches of 4 x 128), on the byte-level corpus (make
 # data), real compute.
 set -euo pipefail
-out=${1:?usage: scripts/grid_rank_order.sh OUT_DIR [--study tensor|pipeline] [--repeat K] [--link RATE] [--steps S] [--zt BIN]}
+out=${1:?usage: scripts/grid_rank_order.sh OUT_DIR [--study tensor|pipeline] [--repeat K] [--link RATE] [--steps S] [--emulate MS] [--zt BIN]}
 shift
-study=tensor repeat=2 link=200mbit steps=8 zt=build/zerotrain
+study=tensor repeat=2 link=200mbit steps=8 zt=build/zerotrain emulate=
 while [ $# -gt 0 ]; do
   case $1 in
     --study) study=$2 ;;
+    --emulate) emulate=$2 ;;
     --repeat) repeat=$2 ;;
     --link) link=$2 ;;
     --steps) steps=$2 ;;
@@ -39,6 +44,10 @@ common=(--set "data.train=$data/train_*.bin" --set "data.val=$data/val_*.bin" --
   --set model.vocab_size=256 --set train.eval_every=0 --set train.sample_every=0
   --set train.checkpoint_every=0 --set train.grad_clip=0 --set train.steps="$steps" --set zero.stage=1
   --set train.global_batch_tokens=8192)
+if [ -n "$emulate" ]; then
+  common+=(--set system.compute=emulate --set system.emulate_micro_step_ms="$emulate"
+    --set system.emulate_optimizer_ms="$(/usr/bin/python3 -c "print($emulate / 5)")")
+fi
 mkdir -p "$out"
 for rep in $(seq 1 "$repeat"); do
   for system in 2x2 2x4; do
@@ -55,6 +64,7 @@ for rep in $(seq 1 "$repeat"); do
     fi
     for c in "${cases[@]}"; do
       read -r name tensor order pipeline schedule <<<"$c"
+      [ -n "$emulate" ] && [ "$tensor" -gt 1 ] && continue
       dir=$out/$system/$name/sitting$rep
       mkdir -p "$(dirname "$dir")"
       scripts/cluster.sh --prefix ztg- run --timeout 900 --nodes "$nodes" --ranks-per-node "$per" \

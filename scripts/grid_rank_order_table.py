@@ -14,7 +14,7 @@ import sys
 
 def main(out, link, study):
     other = "tensor" if study == "tensor" else "pipeline"
-    rows = []
+    rows, emulated = [], set()
     for system in sorted(os.listdir(out)):
         base = None
         cases = sorted(os.listdir(os.path.join(out, system)), key=lambda c: (c != "t1", c))
@@ -26,6 +26,9 @@ def main(out, link, study):
             if not sums:
                 continue
             steps = [s["step_ms_median"] for s in sums]
+            for s in sums:
+                if s.get("compute_mode") == "emulated":
+                    emulated.add(s["emulated_compute"]["micro_step_ms"])
             dims = sums[0]["comm"]["per_step_by_dimension"]
 
             def total(dim, key):
@@ -42,6 +45,9 @@ def main(out, link, study):
                          total(other, "bus_bytes"), total(other, "inter_node_bus_bytes"),
                          total("data", "bus_bytes"), total("data", "inter_node_bus_bytes"),
                          median / base if base else float("nan"), bubble))
+    if emulated:
+        print("Compute emulated: " + ", ".join(f"{ms:g}" for ms in sorted(emulated)) +
+              " ms per whole-model micro-step (each pipeline stage waits its parameter share)")
     print(f"Measured on emulated clusters, {link} between nodes, shared memory inside "
           "(scripts/grid_rank_order.sh); step = median over sittings of each sitting's median "
           "step; rank 0's bytes per step as the runs counted them (MB)\n")

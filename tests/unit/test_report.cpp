@@ -69,7 +69,11 @@ std::string summary_json(const FakeRun& r) {
     << per_step_json("reduce_scatter", r.reduce_scatter_bytes) << ","
     << per_step_json("all_gather", {0, 0}) << "," << per_step_json("reduce", r.reduce)
     << "},\"parameters\":{" << per_step_json("all_gather", r.all_gather) << "},\"scalars\":{"
-    << per_step_json("all_reduce", {8, 12}) << "}},\"exposed_seconds\":" << 5 * r.exposed_s
+    << per_step_json("all_reduce", {8, 12}) << "}},\"per_step_by_dimension\":{\"data\":{"
+    << per_step_json("all_reduce", {90, 100, 40}) << "},\"tensor\":{"
+    << per_step_json("all_reduce", {5, 7, 0}) << "," << per_step_json("all_gather", {2, 3, 1})
+    << "},\"pipeline\":{" << per_step_json("send", {50, 50, 50}) << ","
+    << per_step_json("recv", {50, 0, 0}) << "}},\"exposed_seconds\":" << 5 * r.exposed_s
     << ",\"exposed_seconds_per_step\":" << r.exposed_s << "},"
     << "\"memory\":{\"model_states\":" << r.model_states << ",\"peak_total\":" << r.peak_total
     << "}}\n";
@@ -196,6 +200,13 @@ TEST_CASE("report rows: configuration, throughput, gradient bytes and speed-ups"
     CHECK(close(num(row["tflops_per_gpu"]), r.tok_s * flops / W / 1e12));
     CHECK(close(num(row["step_ms"]), r.step_ms));
     CHECK(close(num(row["exposed_comm_ms_per_step"]), r.exposed_s * 1e3));
+    // Each grid dimension's bus bytes over its primitives, and the inter-node part.
+    CHECK(num(row["data_bus_bytes"]) == 100);
+    CHECK(num(row["data_inter_node_bus_bytes"]) == 40);
+    CHECK(num(row["tensor_bus_bytes"]) == 10);
+    CHECK(num(row["tensor_inter_node_bus_bytes"]) == 1);
+    CHECK(num(row["pipeline_bus_bytes"]) == 50);
+    CHECK(num(row["pipeline_inter_node_bus_bytes"]) == 50);
 
     // Gradients only: the summary counts norms as scalars, which the columns leave out.
     CHECK(close(num(row["grad_all_reduce_bytes"]), r.all_reduce.payload));

@@ -28,6 +28,17 @@ PrimitiveBytes per_step(const SummaryFile& s, const std::string& purpose,
           s.number(k + ".inter_node_bus_bytes")};
 }
 
+// Dimension d's bus bytes per step over every primitive (and their inter-node part).
+void dimension_bytes(const SummaryFile& s, Dimension d, double* bus, double* inter_node) {
+  for (int p = 0; p < static_cast<int>(Primitive::kCount); p++) {
+    const std::string k = std::string("comm.per_step_by_dimension.") + dimension_name(d) + "." +
+                          primitive_name(static_cast<Primitive>(p));
+    if (!s.has(k)) continue;
+    *bus += s.number(k + ".bus_bytes");
+    *inter_node += s.number(k + ".inter_node_bus_bytes");
+  }
+}
+
 // ---- Ordering and baselines.
 
 // Whether the run's own path switches (those a summary lacks at DeepSpeed's
@@ -164,6 +175,8 @@ ReportRow read_summary(const std::string& path, const std::string& run_name) {
   if (s.has("comm.per_step_by_purpose.gradients.all_to_all"))
     r.grad_all_to_all = per_step(s, "gradients", "all_to_all");
   r.param_all_gather = per_step(s, "parameters", "all_gather");
+  for (int d = 0; d < static_cast<int>(Dimension::kCount); d++)
+    dimension_bytes(s, static_cast<Dimension>(d), &r.dimension_bus[d], &r.dimension_inter_node[d]);
   r.model_states_bytes = s.number("memory.model_states");
   r.peak_total_bytes = s.number("memory.peak_total");
   return r;
@@ -230,7 +243,9 @@ std::string report_csv(const std::vector<ReportRow>& rows, const CsvColumns* ext
       "speedup_vs_ds_default,"
       "baseline_run,predicted_step_ms,predicted_exposed_comm_ms,predicted_speedup_vs_ds_default,"
       "step_speedup_vs_ds_default,zeropp,grad_all_to_all_bytes,grad_all_to_all_bus_bytes,"
-      "offload,prediction_compute_source" +
+      "offload,prediction_compute_source,data_bus_bytes,data_inter_node_bus_bytes,"
+      "tensor_bus_bytes,tensor_inter_node_bus_bytes,pipeline_bus_bytes,"
+      "pipeline_inter_node_bus_bytes" +
       (extra ? "," + extra->header : std::string()) + "\n";
   for (size_t row = 0; row < rows.size(); row++) {
     const ReportRow& r = rows[row];
@@ -269,7 +284,13 @@ std::string report_csv(const std::vector<ReportRow>& rows, const CsvColumns* ext
                                         g12(r.grad_all_to_all.payload),
                                         g12(r.grad_all_to_all.bus),
                                         csv_field(r.offload),
-                                        csv_field(r.compute_source)};
+                                        csv_field(r.compute_source),
+                                        g12(r.dimension_bus[0]),
+                                        g12(r.dimension_inter_node[0]),
+                                        g12(r.dimension_bus[1]),
+                                        g12(r.dimension_inter_node[1]),
+                                        g12(r.dimension_bus[2]),
+                                        g12(r.dimension_inter_node[2])};
     for (size_t i = 0; i < f.size(); i++) s += (i ? "," : "") + f[i];
     if (extra) s += "," + extra->fields.at(row);
     s += "\n";

@@ -43,6 +43,10 @@ struct ReportRow {
   PrimitiveBytes grad_all_reduce, grad_reduce, grad_reduce_scatter, grad_all_to_all,
       param_all_gather;
   double model_states_bytes = 0, peak_total_bytes = 0;
+  // The grid's dimensions' bus bytes per step, all primitives and purposes,
+  // and their inter-node part (indexed by zero/comm's Dimension; 0 where a
+  // summary predates the split).
+  double dimension_bus[3] = {0, 0, 0}, dimension_inter_node[3] = {0, 0, 0};
 
   // Two speed-ups over the same baseline, kept apart because they answer two
   // questions: tokens_per_second covers every step after the first, so a
