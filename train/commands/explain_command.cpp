@@ -301,6 +301,12 @@ void print_partitioning(const Explained& e) {
       e.ds_path.c_str(), e.config_path.c_str(), table.total(), e.world, e.nodes.nodes(),
       e.nodes.nodes() == 1 ? "" : "s", e.per_node, e.A, e.cfg.train.micro_batch,
       e.ds_dtype.c_str());
+  if (e.grid.tensor > 1 || e.grid.pipeline > 1)
+    std::printf(
+        "grid: %d data-parallel x %d tensor-parallel x %d pipeline ranks: Ψ is rank 0's part "
+        "(tensor shard 0 of pipeline stage 0), and ZeRO below runs over its data-parallel group "
+        "of %d\n",
+        e.grid.data, e.grid.tensor, e.grid.pipeline, e.grid.data);
   for (const std::string& w : e.warnings) std::printf("deepspeed: %s\n", w.c_str());
   std::printf("\nZeRO stage %d: %s\n", z.stage,
               z.stage == 0   ? "no ZeRO optimizer; DeepSpeed's engine all-reduces the gradients"
