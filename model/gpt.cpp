@@ -371,7 +371,7 @@ std::vector<float> GPT::forward_logits(const int* inputs, int b, int t, int pos,
                                        ModuleHooks& hooks) {
   if (!table_.has_embeddings() || !table_.has_head())
     throw std::logic_error("GPT::forward_logits: the whole model only, not a pipeline stage");
-  const int V = table_.config().vocab_size;
+  const int V = table_.config().vocab_size, rows = table_.vocab_rows();
   slot_ = &slots_.front();
   upload_tokens(inputs, nullptr, b * t);
   {
@@ -384,8 +384,12 @@ std::vector<float> GPT::forward_logits(const int* inputs, int b, int t, int pos,
       ops_.alloc(static_cast<size_t>(V) * sizeof(float), MemCategory::Activations));
   for (int r = 0; r < b; r++) {
     const char* row =
-        static_cast<const char*>(slot_->logits) + (static_cast<size_t>(r) * t + pos) * V * es_;
-    ops_.to_f32(scratch, row, V);
+        static_cast<const char*>(slot_->logits) + (static_cast<size_t>(r) * t + pos) * rows * es_;
+    // A shard holds its vocabulary rows: it places them in a zeroed row of
+    // the whole vocabulary, and the sum over shards is the whole row.
+    if (vocab_split()) ops_.memzero(scratch, static_cast<size_t>(V) * sizeof(float));
+    ops_.to_f32(scratch + table_.vocab_begin(), row, rows);
+    if (vocab_split()) hooks.combine(lm_head_, false, Combine::SumFloats, scratch, V);
     ops_.to_host(out.data() + static_cast<size_t>(r) * V, scratch, V * sizeof(float));
   }
   ops_.release(scratch);

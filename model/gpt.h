@@ -55,7 +55,9 @@ class GPT {
   // Forward and loss only; returns the sum of the B*T token losses (0 without the head).
   double forward_loss(const int* inputs, const int* targets, ModuleHooks& hooks);
   // Forward of b x t tokens (b <= B, t <= T); returns on the host the logits of
-  // position pos of each row, [b, vocab_size]. The whole model only.
+  // position pos of each row, [b, vocab_size]: with a split vocabulary, the
+  // rows are combined across the shards (SumFloats over each row, zero
+  // outside a shard's part). Not on a pipeline stage.
   std::vector<float> forward_logits(const int* inputs, int b, int t, int pos, ModuleHooks& hooks);
 
   // ---- one pipeline stage (model/param_table.h: the table's blocks and ends) ----

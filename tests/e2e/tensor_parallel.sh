@@ -69,6 +69,14 @@ done
 grep -q "^grid: 2 data-parallel x 2 tensor-parallel x 1 pipeline ranks" "$WORK/plan.txt" || fail "plan: no grid line"
 grep -qE "^  all_reduce +67 " "$WORK/plan.txt" || fail "plan: tensor all_reduce calls: $(grep -A4 '^tensor parallelism' "$WORK/plan.txt")"
 grep -qE "^  all_gather +6 " "$WORK/plan.txt" || fail "plan: tensor all_gather calls"
+# Sampling: every shard gets the whole vocabulary's logits, so 2 tensor
+# ranks write the sample one rank writes.
+SAMPLE=(--set train.sample_every=3 --set train.sample_tokens=24)
+run w1_sample 1 1 1 "${SAMPLE[@]}"
+run t2_sample 2 1 2 "${SAMPLE[@]}"
+sample_of() { sed -n '/^---- sample at step 3 ----$/,/^----$/p' "$WORK/$1.txt"; }
+[ -n "$(sample_of w1_sample)" ] && [ "$(sample_of w1_sample)" = "$(sample_of t2_sample)" ] ||
+  fail "samples differ: '$(sample_of w1_sample)' against '$(sample_of t2_sample)'"
 bad() {  # EXPECTED-TEXT RANKS ARGS...
   local want=$1 ranks=$2
   shift 2

@@ -3,7 +3,8 @@
 // TensorParallelHooks over plain flat parameters, and must get the whole
 // model's loss and, for its part of every tensor, the whole model's gradient,
 // within fp32 rounding. Also what the split moves: the calls per micro-batch
-// counted against the list worked out from the model's combine points.
+// counted against the list worked out from the model's combine points; and
+// the logits sampling reads, whole on every shard.
 #include <mpi.h>
 
 #include <cmath>
@@ -128,6 +129,24 @@ TEST_CASE("a tensor-parallel model matches the whole model", "[mpi][tensor_paral
       CHECK(r.dtype == planned[i].dtype);
       CHECK(r.count == planned[i].count);
     }
+    // Sampling's logits: every shard gets the whole vocabulary's row.
+    const int T = c.seq_len;
+    std::vector<int> prompt(T);
+    for (int i = 0; i < T; i++) prompt[i] = (11 * i + 5) % c.vocab_size;
+    GPT whole_model(whole, *ops, 1, T, Recompute::Block),
+        shard_model(shard, *ops, 1, T, Recompute::Block);
+    const std::vector<float> want_logits =
+        whole_model.forward_logits(prompt.data(), 1, T, T - 1, whole_hooks);
+    const std::vector<float> got_logits =
+        shard_model.forward_logits(prompt.data(), 1, T, T - 1, hooks);
+    REQUIRE(got_logits.size() == want_logits.size());
+    double logit_worst = 0, logit_scale = 0;
+    for (size_t i = 0; i < want_logits.size(); i++) {
+      logit_worst =
+          std::max(logit_worst, static_cast<double>(std::fabs(got_logits[i] - want_logits[i])));
+      logit_scale = std::max(logit_scale, static_cast<double>(std::fabs(want_logits[i])));
+    }
+    CHECK(logit_worst <= 1e-5 * logit_scale);
   }
 }
 

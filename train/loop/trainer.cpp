@@ -272,7 +272,10 @@ void finish_step(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out
   const bool score = m.hellaswag && ((step + 1) % cfg.train.hellaswag_every == 0 || last);
   HellaswagResult h;
   if (score) {
-    h = score_hellaswag(*m.hellaswag, *m.engine, d.hellaswag, rank, world, sum_over_ranks);
+    // The examples are split over the data-parallel ranks; a tensor group's
+    // ranks score the same ones together, so each counts them once.
+    h = score_hellaswag(*m.hellaswag, m.hooks(), d.hellaswag, m.grid.data_index(rank), m.grid.data,
+                        [&](double x) { return sum_over_ranks(x) / m.grid.tensor; });
     rec.hellaswag_examples = h.examples;
     rec.hellaswag_correct = h.correct;
     rec.hellaswag_correct_norm = h.correct_norm;
@@ -288,7 +291,7 @@ void finish_step(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out
     SampleSettings ss{cfg.train.sample_tokens, cfg.train.temperature, cfg.train.top_k,
                       cfg.train.seed + static_cast<uint64_t>(step), d.tokenizer->vocab_size()};
     std::vector<int> toks =
-        sample_tokens(*m.sampler, *m.engine, sample_prompt(*d.tokenizer, ""), ss);
+        sample_tokens(*m.sampler, m.hooks(), sample_prompt(*d.tokenizer, ""), ss);
     if (rank == 0) out.sample(step + 1, sample_text(*d.tokenizer, toks));
   }
   if (cfg.train.checkpoint_every > 0 && ((step + 1) % cfg.train.checkpoint_every == 0 || last)) {
