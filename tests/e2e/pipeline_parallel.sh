@@ -114,6 +114,11 @@ grep -q "^grid: 1 data-parallel x 1 tensor-parallel x 4 pipeline ranks" "$WORK/p
 grep -qE "^  0 +0\.\.0 +4 +[0-9]+ +13 +13 " "$WORK/plan.txt" || fail "plan: stage 0's row: $(grep -A6 '^pipeline over' "$WORK/plan.txt")"
 grep -qE "^  2 +2\.\.2 +2 +[0-9]+ +24 +24 " "$WORK/plan.txt" || fail "plan: stage 2's row"
 grep -q "tied wte gradient" "$WORK/plan.txt" || fail "plan --calls: no tied wte gradient"
+net=$(ls configs/networks/*.json | head -1)
+out=$("$ZT_BIN" plan configs/tiny.yaml --world 4 "${SMALL[@]}" "${PP[@]}" "${L4[@]}" --set parallel.pipeline=4 \
+  --network "$net" --compute-ms 1,1 2>&1) && fail "plan --network accepted a pipeline"
+printf '%s' "$out" | grep -q "with parallel.pipeline > 1: the step-time and recovery models cover data parallelism only" ||
+  fail "plan --network with a pipeline: $out"
 bad() {  # EXPECTED-TEXT RANKS ARGS...
   local want=$1 ranks=$2
   shift 2

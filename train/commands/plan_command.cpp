@@ -220,10 +220,11 @@ Planned load_planned(const std::vector<std::string>& args) {
   // --deepspeed plans what DeepSpeed itself runs with that file: its switches, batch sizes and
   // clipping as `train --deepspeed` imports them, and its training dtype (as explain does).
   plan_config(p, p.path, f.all("--set"), f.get("--deepspeed"), layout);
-  if (p.grid.tensor > 1 && (p.predict || p.recovery))
-    f.fail(std::string(p.predict ? "--network" : "--recovery") +
-           " with parallel.tensor > 1: the step-time and recovery models cover data "
-           "parallelism only");
+  if ((p.grid.tensor > 1 || p.grid.pipeline > 1) && (p.predict || p.recovery))
+    f.fail(std::string(p.predict ? "--network" : "--recovery") + " with parallel." +
+           (p.grid.tensor > 1 ? "tensor" : "pipeline") +
+           " > 1: the step-time and recovery models cover data parallelism only "
+           "(zerotrain grid-projection models the grid)");
   if (p.predict) {
     const std::string mismatch = network_layout_mismatch(p.net, p.world, p.per_node);
     if (!mismatch.empty()) f.fail("--network " + f.get("--network") + ": " + mismatch);
