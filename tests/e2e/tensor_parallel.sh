@@ -69,6 +69,19 @@ done
 grep -q "^grid: 2 data-parallel x 2 tensor-parallel x 1 pipeline ranks" "$WORK/plan.txt" || fail "plan: no grid line"
 grep -qE "^  all_reduce +67 " "$WORK/plan.txt" || fail "plan: tensor all_reduce calls: $(grep -A4 '^tensor parallelism' "$WORK/plan.txt")"
 grep -qE "^  all_gather +6 " "$WORK/plan.txt" || fail "plan: tensor all_gather calls"
+# ZeRO++'s and MiCS's groups inside the data-parallel group (2 data x 2
+# tensor against 2 data-parallel ranks): hpZ's secondary partition, MiCS's
+# shard groups and qgZ's node groups (on one node qgZ falls back to the
+# reduce-scatter, as DeepSpeed's does) give the same losses.
+for zpp in "hpz --set zero.zero_hpz_partition_size=2" "mics --set zero.mics_shard_size=2" \
+  "qgz --set zero.zero_quantized_gradients=true"; do
+  set -- $zpp
+  name=$1
+  shift
+  run "s3_d2_$name" 2 3 1 "$@"
+  run "s3_d2t2_$name" 4 3 2 "$@"
+  same_losses "s3_d2t2_$name" "s3_d2_$name"
+done
 # Sampling: every shard gets the whole vocabulary's logits, so 2 tensor
 # ranks write the sample one rank writes.
 SAMPLE=(--set train.sample_every=3 --set train.sample_tokens=24)

@@ -18,12 +18,6 @@ ParallelProblem tensor_parallel_problem(const Config& c) {
             "expected model.vocab_size (" + std::to_string(c.model.vocab_size) +
                 ") to be a multiple of parallel.tensor (equal vocabulary rows per rank), got " +
                 std::to_string(T)};
-  const ZeroConfig& z = c.zero;
-  if (z.zero_hpz_partition_size > 1 || z.zero_quantized_gradients || z.mics_shard_size > 0)
-    return {{"parallel.tensor", "zero.zero_hpz_partition_size", "zero.zero_quantized_gradients",
-             "zero.mics_shard_size"},
-            "expected no hpZ, qgZ or MiCS groups" + with +
-                " (groups inside the data-parallel group are not built yet)"};
   if (c.system.compute != "real")
     return {{"system.compute", "parallel.tensor"},
             "expected system.compute: real" + with + " (emulation models data parallelism only)"};

@@ -216,7 +216,19 @@ std::unique_ptr<Communicator> CountingCommunicator::subgroup(const std::vector<i
   const RankGroup g{size, size > 1 ? members[1] - members[0] : 1};
   if (g.members_of(rank()) != members)
     throw std::logic_error("comm: subgroup members are not a group of equally spaced ranks");
-  return counted_subgroup(g);
+  if (root_ == this) return counted_subgroup(g);
+  // A group inside a grid dimension's group (hpZ's, qgZ's or MiCS's inside the
+  // data-parallel group): the same ranks named in the world, where they must
+  // again be equally spaced; the calls count along this group's dimension.
+  const RankGroup in_world{g.size, g.stride * group_.stride};
+  const std::vector<int> mine = group_.members_of(world_rank_);
+  std::vector<int> world_members;
+  for (int m : members) world_members.push_back(mine[static_cast<size_t>(m)]);
+  if (in_world.members_of(world_rank_) != world_members)
+    throw std::logic_error("comm: a subgroup of a " + std::string(dimension_name(dimension_)) +
+                           " group that is no group of equally spaced world ranks");
+  return std::unique_ptr<Communicator>(
+      new CountingCommunicator(inner_->subgroup(members), root_, in_world, dimension_));
 }
 
 CountingCommunicator::~CountingCommunicator() {

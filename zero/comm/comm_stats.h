@@ -108,10 +108,12 @@ class CountingCommunicator : public Communicator {
   Handle reduce(const void* send, void* recv, size_t n, DType t, int root) override;
   Handle broadcast(void* buf, size_t n, DType t, int root) override;
   Handle all_to_all(const void* send, void* recv, size_t n, DType t) override;
-  // A sub-communicator counted into this one's stats, log and trace, as group `g`
-  // (so callers state its shape; its members must be g.members_of(rank())),
-  // along grid dimension d.
+  // A sub-communicator counted into the world's stats, log and trace, as the
+  // equally spaced group its members make (of a dimension's group: the same
+  // ranks named in the world, along that dimension).
   std::unique_ptr<Communicator> subgroup(const std::vector<int>& members) override;
+  // Of the world communicator: group `g` (its members must be
+  // g.members_of(rank())), along grid dimension d.
   std::unique_ptr<CountingCommunicator> counted_subgroup(const RankGroup& g,
                                                          Dimension d = Dimension::Data);
   // Counted point-to-point, a pipeline's messages: buf[n] to or from rank
