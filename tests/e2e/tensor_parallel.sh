@@ -90,15 +90,7 @@ run t2_sample 2 1 2 "${SAMPLE[@]}"
 sample_of() { sed -n '/^---- sample at step 3 ----$/,/^----$/p' "$WORK/$1.txt"; }
 [ -n "$(sample_of w1_sample)" ] && [ "$(sample_of w1_sample)" = "$(sample_of t2_sample)" ] ||
   fail "samples differ: '$(sample_of w1_sample)' against '$(sample_of t2_sample)'"
-bad() {  # EXPECTED-TEXT RANKS ARGS...
-  local want=$1 ranks=$2
-  shift 2
-  mpirun -np "$ranks" "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/bad" "${SMALL[@]}" "$@" \
-    >"$WORK/bad.txt" 2>&1 && fail "accepted: $*"
-  grep -q -- "$want" "$WORK/bad.txt" || { cat "$WORK/bad.txt"; fail "$*: expected '$want'"; }
-  [ ! -e "$WORK/bad/summary.json" ] || fail "$*: a summary was written"
-}
-bad "expected model.n_head (4) to be a multiple of parallel.tensor" 1 "${TP[@]}" --set parallel.tensor=3
-bad "key 'parallel.tensor': expected a size dividing the world size 3" 3 "${TP[@]}" --set parallel.tensor=2
-bad "parallel.rank_order.*expected one of tensor-inner, data-inner, got 'diagonal'" 1 --set parallel.rank_order=diagonal
+train_refused "expected model.n_head (4) to be a multiple of parallel.tensor" 1 "${TP[@]}" --set parallel.tensor=3
+train_refused "key 'parallel.tensor': expected a size dividing the world size 3" 3 "${TP[@]}" --set parallel.tensor=2
+train_refused "parallel.rank_order.*expected one of tensor-inner, data-inner, got 'diagonal'" 1 --set parallel.rank_order=diagonal
 echo "PASS tensor_parallel"

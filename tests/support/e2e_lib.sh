@@ -61,3 +61,13 @@ cluster_test_or_skip() {
   mkdir -p /run/zerotrain && exec 7>/run/zerotrain/.cluster_e2e.lock
   flock -w 600 7 || fail "another cluster test has held /run/zerotrain/.cluster_e2e.lock for 10 minutes"
 }
+# `train` on RANKS ranks with the small model and ARGS must refuse to run,
+# printing EXPECTED-TEXT (a grep pattern) and writing no summary.
+train_refused() {  # EXPECTED-TEXT RANKS ARGS...
+  local want=$1 ranks=$2
+  shift 2
+  mpirun -np "$ranks" "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/bad" "${SMALL[@]}" "$@" \
+    >"$WORK/bad.txt" 2>&1 && fail "accepted: $*"
+  grep -q -- "$want" "$WORK/bad.txt" || { cat "$WORK/bad.txt"; fail "$*: expected '$want'"; }
+  [ ! -e "$WORK/bad/summary.json" ] || fail "$*: a summary was written"
+}

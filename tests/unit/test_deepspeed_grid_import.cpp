@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "tests/support/catch.h"
+#include "tests/support/deepspeed_import_support.h"
 #include "tests/support/test_support.h"
 #include "train/config/config.h"
 #include "train/deepspeed/deepspeed_import.h"
@@ -12,12 +13,6 @@
 
 namespace zt {
 namespace {
-
-size_t count_mentions(const std::vector<std::string>& warnings, const std::string& needle) {
-  return size_t(std::count_if(warnings.begin(), warnings.end(), [&](const std::string& w) {
-    return w.find(needle) != std::string::npos;
-  }));
-}
 
 // The default model (4 layers, 4 heads, vocabulary 256, 128 tokens), with what a tensor-parallel
 // or pipelined run requires switched off.
@@ -27,31 +22,6 @@ Config grid_config() {
   c.train.sample_every = 0;
   c.train.checkpoint_every = 0;
   return c;
-}
-
-std::vector<std::string> import(const std::string& json, int world, Config& c,
-                                DeepSpeedRelease release = kImportAssumedRelease) {
-  TestFile file(json, "ds_config.json");
-  std::vector<std::string> warnings;
-  apply_deepspeed_config(file.path, c, warnings, world, nullptr, release);
-  for (const std::string& w : warnings) {
-    INFO(w);
-    CHECK(w.find('\n') == std::string::npos);
-    CHECK(w.rfind(file.path + ":", 0) == 0);
-  }
-  return warnings;
-}
-
-std::string import_error(const std::string& json, int world, Config c) {
-  TestFile file(json, "ds_config.json");
-  std::vector<std::string> warnings;
-  const std::string message =
-      error_of<ConfigError>([&] { apply_deepspeed_config(file.path, c, warnings, world); });
-  if (message.empty()) FAIL("no ConfigError for " << json);
-  INFO(message);
-  CHECK(message.find('\n') == std::string::npos);
-  CHECK(message.rfind(file.path + ":", 0) == 0);
-  return message;
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "tests/support/catch.h"
+#include "tests/support/deepspeed_import_support.h"
 #include "tests/support/test_support.h"
 #include "train/config/config.h"
 #include "train/config/config_schema.h"
@@ -16,36 +17,6 @@
 
 namespace zt {
 namespace {
-
-size_t count_mentions(const std::vector<std::string>& warnings, const std::string& needle) {
-  return size_t(std::count_if(warnings.begin(), warnings.end(), [&](const std::string& w) {
-    return w.find(needle) != std::string::npos;
-  }));
-}
-
-std::vector<std::string> import(const std::string& json, int world, Config& c) {
-  TestFile file(json, "ds_config.json");
-  std::vector<std::string> warnings;
-  apply_deepspeed_config(file.path, c, warnings, world);
-  for (const std::string& w : warnings) {
-    INFO(w);
-    CHECK(w.find('\n') == std::string::npos);
-    CHECK(w.rfind(file.path + ":", 0) == 0);
-  }
-  return warnings;
-}
-
-std::string import_error(const std::string& json, int world, Config c) {
-  TestFile file(json, "ds_config.json");
-  std::vector<std::string> warnings;
-  const std::string message =
-      error_of<ConfigError>([&] { apply_deepspeed_config(file.path, c, warnings, world); });
-  if (message.empty()) FAIL("no ConfigError for " << json);
-  INFO(message);
-  CHECK(message.find('\n') == std::string::npos);
-  CHECK(message.rfind(file.path + ":", 0) == 0);
-  return message;
-}
 
 // The HF Trainer's documented ZeRO-3 example, in shape.
 const char* kHfZero3 = R"({

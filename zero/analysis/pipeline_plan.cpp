@@ -16,28 +16,12 @@ std::vector<PlannedCall> plan_pipeline_calls(const std::vector<PipeAction>& acti
     calls.push_back(c);
   };
   for (const PipeAction& a : actions) {
-    const int peer = peer_stage(a.op, stage);
-    const std::string what = describe(a);
-    switch (a.op) {
-      case PipeOp::RecvActivation:
-        message(Phase::Forward, a.micro_batch, Purpose::Activations, Primitive::Recv, boundary,
-                peer, what);
-        break;
-      case PipeOp::SendActivation:
-        message(Phase::Forward, a.micro_batch, Purpose::Activations, Primitive::Send, boundary,
-                peer, what);
-        break;
-      case PipeOp::RecvGradient:
-        message(Phase::Backward, a.micro_batch, Purpose::Activations, Primitive::Recv, boundary,
-                peer, what);
-        break;
-      case PipeOp::SendGradient:
-        message(Phase::Backward, a.micro_batch, Purpose::Activations, Primitive::Send, boundary,
-                peer, what);
-        break;
-      case PipeOp::Forward:
-      case PipeOp::Backward: break;
-    }
+    if (a.op == PipeOp::Forward || a.op == PipeOp::Backward) continue;
+    const bool forward = a.op == PipeOp::RecvActivation || a.op == PipeOp::SendActivation;
+    const bool sends = a.op == PipeOp::SendActivation || a.op == PipeOp::SendGradient;
+    message(forward ? Phase::Forward : Phase::Backward, a.micro_batch, Purpose::Activations,
+            sends ? Primitive::Send : Primitive::Recv, boundary, peer_stage(a.op, stage),
+            describe(a));
   }
   if (stages > 1 && (stage == 0 || stage == stages - 1)) {
     const int peer = stage == 0 ? stages - 1 : 0, last_micro = micro_batches - 1;
