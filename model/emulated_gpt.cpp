@@ -2,6 +2,7 @@
 
 #include <sys/prctl.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <thread>
 
@@ -10,10 +11,22 @@
 namespace zt {
 
 EmulatedGPT::EmulatedGPT(const ParamTable& table, Recompute recompute,
-                         std::chrono::nanoseconds micro_step, double forward_fraction)
+                         std::chrono::nanoseconds micro_step, double forward_fraction, Ops* ops,
+                         size_t tokens)
     : events_(GPT::training_events(table, recompute)), waits_(events_.size()) {
   if (!(forward_fraction > 0 && forward_fraction < 1))
     throw std::invalid_argument("EmulatedGPT: forward_fraction must be in (0, 1)");
+  if (table.split().degree > 1) {
+    if (!ops || tokens == 0)
+      throw std::invalid_argument("EmulatedGPT: a tensor-parallel shard needs ops and tokens");
+    combines_ = GPT::combine_points(table, recompute);
+    tokens_ = tokens;
+    width_ = static_cast<size_t>(table.config().n_embd);
+    ops_ = ops;
+    const size_t bytes = tokens_ * width_ * sizeof(float);  // fp32 or the model dtype: at most 4
+    combine_buffer_ = ops_->alloc(bytes, MemCategory::Activations);
+    ops_->memzero(combine_buffer_, bytes);
+  }
   // A module's share of its pass: its own parameter elements over those of
   // every module the pass runs (recomputed forwards count in the backward).
   auto own_elements = [&](int module) {
@@ -46,6 +59,18 @@ EmulatedGPT::EmulatedGPT(const ParamTable& table, Recompute recompute,
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
 }
 
+EmulatedGPT::~EmulatedGPT() {
+  if (combine_buffer_) ops_->release(combine_buffer_);
+}
+
+void EmulatedGPT::combine_before(size_t i, ModuleHooks& hooks) {
+  auto it = std::lower_bound(combines_.begin(), combines_.end(), i,
+                             [](const CombinePoint& c, size_t at) { return c.before_event < at; });
+  for (; it != combines_.end() && it->before_event == i; ++it)
+    hooks.combine(it->module, it->backward, it->what, combine_buffer_,
+                  tokens_ * (it->whole_width ? width_ : 1));
+}
+
 // `device` is when the emulated device finishes its queued compute. A hook's
 // own time is added to it (a fetch waiting for a gather, a gradient hook
 // waiting for a reduce without overlap_comm: the device would wait too), a
@@ -56,6 +81,7 @@ void EmulatedGPT::replay(size_t begin, size_t end, std::chrono::steady_clock::ti
   for (size_t i = begin; i < end; i++) {
     const ModuleEvent& e = events_[i];
     const Clock::time_point hook_start = Clock::now();
+    combine_before(i, hooks);
     switch (e.kind) {
       case ModuleEvent::Fetch: hooks.fetch(e.index, e.backward); break;
       case ModuleEvent::Release: hooks.release(e.index, e.backward); break;
@@ -67,6 +93,7 @@ void EmulatedGPT::replay(size_t begin, size_t end, std::chrono::steady_clock::ti
     device += (Clock::now() - hook_start) + waits_[i];
     if (waits_[i].count() > 0) std::this_thread::sleep_until(device);
   }
+  if (end == events_.size()) combine_before(end, hooks);
 }
 
 void EmulatedGPT::forward_backward(ModuleHooks& hooks) {

@@ -12,12 +12,18 @@
 // gradients become ready, its children run), so a fetch that waits for a
 // gather delays the compute after it, as on a device. The waits sleep:
 // a waiting rank leaves the cores to the ranks that communicate.
+//
+// A tensor-parallel shard (its table split) also makes every combine the
+// real shard makes (GPT::combine_points), at its place among the events,
+// over a real-size buffer of zeros: the tensor group's all-reduces run as in
+// training, each on the critical path as on a device.
 #pragma once
 #include <chrono>
 #include <string>
 #include <vector>
 
 #include "model/module_hooks.h"
+#include "model/ops.h"
 #include "model/param_table.h"
 #include "model/recompute.h"
 
@@ -36,8 +42,13 @@ struct EmulatedDurations {
 class EmulatedGPT {
  public:
   // micro_step: forward + backward of one micro-step; forward_fraction in (0, 1).
+  // A split table needs `ops` for the combines' buffer and the micro-batch's
+  // `tokens` (B x T) for their sizes.
   EmulatedGPT(const ParamTable& table, Recompute recompute, std::chrono::nanoseconds micro_step,
-              double forward_fraction);
+              double forward_fraction, Ops* ops = nullptr, size_t tokens = 0);
+  ~EmulatedGPT();
+  EmulatedGPT(const EmulatedGPT&) = delete;
+  EmulatedGPT& operator=(const EmulatedGPT&) = delete;
 
   // One micro-step's events against `hooks` with the waits between them.
   // No loss is computed: there is none to return.
@@ -56,9 +67,15 @@ class EmulatedGPT {
   // Events [begin, end), `device` carried from the events before.
   void replay(size_t begin, size_t end, std::chrono::steady_clock::time_point& device,
               ModuleHooks& hooks);
+  // The combines placed before event i (i = events_.size(): after the last).
+  void combine_before(size_t i, ModuleHooks& hooks);
   std::vector<ModuleEvent> events_;
   std::vector<std::chrono::nanoseconds> waits_;
-  size_t backward_begin_ = 0;  // the backward root's fetch
+  size_t backward_begin_ = 0;           // the backward root's fetch
+  std::vector<CombinePoint> combines_;  // in order; empty for an unsplit table
+  size_t tokens_ = 0, width_ = 0;
+  Ops* ops_ = nullptr;
+  void* combine_buffer_ = nullptr;  // tokens x width x 4 bytes, zeros
 };
 
 }  // namespace zt

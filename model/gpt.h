@@ -57,7 +57,9 @@ class GPT {
   // Forward of b x t tokens (b <= B, t <= T); returns on the host the logits of
   // position pos of each row, [b, vocab_size]: with a split vocabulary, the
   // rows are combined across the shards (SumFloats over each row, zero
-  // outside a shard's part). Not on a pipeline stage.
+  // outside a shard's part). On a pipeline stage: from the tokens (first
+  // stage) or stage_input(0)'s b x t rows; a stage without the head leaves
+  // them in stage_output(0) and returns no logits.
   std::vector<float> forward_logits(const int* inputs, int b, int t, int pos, ModuleHooks& hooks);
 
   // ---- one pipeline stage (model/param_table.h: the table's blocks and ends) ----

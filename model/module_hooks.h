@@ -73,12 +73,15 @@ class ModuleScope {
 };
 
 // One combine of a split model's micro-step (GPT::combine_points): over the
-// micro-batch's tokens times the residual width (whole_width) or times one.
+// micro-batch's tokens times the residual width (whole_width) or times one,
+// after the first `before_event` events of the micro-step
+// (GPT::training_events) and before the next.
 struct CombinePoint {
   int module;
   bool backward;
   Combine what;
   bool whole_width;
+  size_t before_event;
 };
 
 // One event of a training micro-step, in order (GPT::training_events).

@@ -34,38 +34,45 @@ void for_each_run(const ParamInfo& whole, const ParamInfo& shard, int index, Run
 
 void check_whole(const ParamTable& whole) {
   if (whole.split().degree != 1 || whole.stage().stages != 1)
-    throw std::invalid_argument("take_shard/put_shard: the first table must be the whole model's");
+    throw std::invalid_argument("whole_runs: the first table must be the whole model's");
 }
 
 // The whole model's tensor of the same name as the part's.
 const ParamInfo& whole_of(const ParamTable& whole, const ParamInfo& part) {
   const ParamInfo* p = whole.find(part.name);
-  if (!p) throw std::invalid_argument("take_shard/put_shard: " + part.name + " is not the model's");
+  if (!p) throw std::invalid_argument("whole_runs: " + part.name + " is not the model's");
   return *p;
 }
 
 }  // namespace
 
+std::vector<WholeRun> whole_runs(const ParamTable& whole, const ParamTable& part) {
+  check_whole(whole);
+  std::vector<WholeRun> runs;
+  for (const ParamInfo& p : part.params())
+    for_each_run(whole_of(whole, p), p, part.split().index, [&](size_t w, size_t s, size_t n) {
+      if (!runs.empty() && runs.back().whole + runs.back().n == w &&
+          runs.back().part + runs.back().n == s)
+        runs.back().n += n;
+      else runs.push_back({w, s, n});
+    });
+  std::sort(runs.begin(), runs.end(),
+            [](const WholeRun& a, const WholeRun& b) { return a.part < b.part; });
+  return runs;
+}
+
 std::vector<float> take_shard(const ParamTable& whole, const ParamTable& shard,
                               const float* whole_weights) {
-  check_whole(whole);
   std::vector<float> out(shard.total());
-  for (const ParamInfo& part : shard.params())
-    for_each_run(whole_of(whole, part), part, shard.split().index,
-                 [&](size_t w, size_t s, size_t n) {
-                   std::copy(whole_weights + w, whole_weights + w + n, out.data() + s);
-                 });
+  for (const WholeRun& r : whole_runs(whole, shard))
+    std::copy(whole_weights + r.whole, whole_weights + r.whole + r.n, out.data() + r.part);
   return out;
 }
 
 void put_shard(const ParamTable& whole, const ParamTable& shard, const float* shard_weights,
                float* whole_weights) {
-  check_whole(whole);
-  for (const ParamInfo& part : shard.params())
-    for_each_run(whole_of(whole, part), part, shard.split().index,
-                 [&](size_t w, size_t s, size_t n) {
-                   std::copy(shard_weights + s, shard_weights + s + n, whole_weights + w);
-                 });
+  for (const WholeRun& r : whole_runs(whole, shard))
+    std::copy(shard_weights + r.part, shard_weights + r.part + r.n, whole_weights + r.whole);
 }
 
 }  // namespace zt

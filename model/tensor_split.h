@@ -10,6 +10,16 @@
 
 namespace zt {
 
+// A contiguous run of elements the part shares with the whole model: n
+// elements from `part` in the part's flat layout, from `whole` in the whole's.
+struct WholeRun {
+  size_t whole = 0, part = 0, n = 0;
+};
+// Every element of the part's layout once, by part offset; runs adjacent in
+// both layouts merged (a table of the whole model is one run). What a
+// checkpoint of a grid maps its pieces through (train/io/checkpoint.h).
+std::vector<WholeRun> whole_runs(const ParamTable& whole, const ParamTable& part);
+
 // The shard's flat weights, cut from the whole model's (whole.total() floats).
 std::vector<float> take_shard(const ParamTable& whole, const ParamTable& shard,
                               const float* whole_weights);

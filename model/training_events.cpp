@@ -40,7 +40,7 @@ class EventRecorder : public ModuleHooks {
   void grad_ready(int param) override { events.push_back({ModuleEvent::GradReady, true, param}); }
   void combine(int module, bool backward, Combine what, void* buf, size_t count) override {
     (void)buf;
-    combines.push_back({module, backward, what, count});
+    combines.push_back({module, backward, what, count, events.size()});
   }
 
   std::vector<ModuleEvent> events;
@@ -49,6 +49,7 @@ class EventRecorder : public ModuleHooks {
     bool backward;
     Combine what;
     size_t count;
+    size_t before_event;  // events recorded before it
   };
   std::vector<Recorded> combines;
 
@@ -102,13 +103,18 @@ std::vector<CombinePoint> GPT::combine_points(const ParamTable& table, Recompute
   const int width = 2;
   const ParamTable shard(narrow_config(table.config().n_layer, width), TensorSplit{2, 0},
                          table.stage());
+  const EventRecorder recorded = record_pass(shard, recompute);
+  // The split model's events are the unsplit one's (the module tree is the
+  // same), so a combine's place among them holds for training_events.
+  if (recorded.events.size() != training_events(table, recompute).size())
+    throw std::logic_error("combine_points: the split model's events are not the model's");
   std::vector<CombinePoint> points;
-  for (const EventRecorder::Recorded& r : record_pass(shard, recompute).combines) {
+  for (const EventRecorder::Recorded& r : recorded.combines) {
     if (r.count != 1 && r.count != static_cast<size_t>(width))
       throw std::logic_error("combine_points: a combine of " + std::to_string(r.count) +
                              " elements per token");
-    points.push_back(
-        {index_in(table, shard.modules()[r.module].name, false), r.backward, r.what, r.count != 1});
+    points.push_back({index_in(table, shard.modules()[r.module].name, false), r.backward, r.what,
+                      r.count != 1, r.before_event});
   }
   return points;
 }

@@ -4,15 +4,32 @@ sittings, and rank 0's bytes per step by dimension (tensor or pipeline, and
 data; bus bytes and their inter-node part, counted by the run), with the
 step relative to data parallelism alone on the same system; for a pipeline
 also the bubble by formula and stage 0's measured wait in receives over its
-step."""
+step. Given zerotrain's binary, each case's step predicted by `zerotrain
+report` (the grid step-time model for grids, the data-parallel one for t1;
+model output, from the emulated compute and the cluster's link) beside the
+measured one."""
+import csv
 import glob
 import json
 import os
 import statistics
+import subprocess
 import sys
+import tempfile
 
 
-def main(out, link, study):
+def predicted_ms(zt, case_dir):
+    """The step `zerotrain report` predicts for the case's sittings (one
+    config, one prediction), or None where it predicts none."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([zt, "report", case_dir, "--out", tmp, "--no-plots"], check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(os.path.join(tmp, "report.csv")) as f:
+            got = [float(r["predicted_step_ms"]) for r in csv.DictReader(f) if r["predicted_step_ms"]]
+    return statistics.median(got) if got else None
+
+
+def main(out, link, study, zt):
     other = "tensor" if study == "tensor" else "pipeline"
     rows, emulated = [], set()
     for system in sorted(os.listdir(out)):
@@ -41,28 +58,34 @@ def main(out, link, study):
             bubble = (f"{pipe['bubble_formula']:.3f} / "
                       f"{statistics.median(s['pipeline']['recv_wait_fraction_by_stage'][0] for s in sums):.3f}"
                       if pipe else "-")
+            predicted = predicted_ms(zt, os.path.join(out, system, case)) if zt else None
             rows.append((system, case, median, min(steps), max(steps), len(steps),
                          total(other, "bus_bytes"), total(other, "inter_node_bus_bytes"),
                          total("data", "bus_bytes"), total("data", "inter_node_bus_bytes"),
-                         median / base if base else float("nan"), bubble))
+                         median / base if base else float("nan"), bubble,
+                         f"{predicted:.1f} ({predicted / median:.2f})" if predicted else "-"))
     if emulated:
         print("Compute emulated: " + ", ".join(f"{ms:g}" for ms in sorted(emulated)) +
               " ms per whole-model micro-step (each pipeline stage waits its parameter share)")
     print(f"Measured on emulated clusters, {link} between nodes, shared memory inside "
           "(scripts/grid_rank_order.sh); step = median over sittings of each sitting's median "
           "step; rank 0's bytes per step as the runs counted them (MB)\n")
+    if zt:
+        print("Predicted (model output, `zerotrain report`): the grid step-time model "
+              "(zero/analysis/grid_step_time.h) for grids, the data-parallel step-time model "
+              "for t1; in brackets predicted / measured; - where it predicts none\n")
     extra = " | bubble formula / stage 0 wait" if study == "pipeline" else ""
-    print(f"| system | case | step ms | sittings (min-max) | {other} bus MB | of it inter-node "
-          f"| data bus MB | of it inter-node | step / t1{extra} |")
-    print("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---:" +
+    print(f"| system | case | step ms | sittings (min-max) | predicted ms | {other} bus MB "
+          f"| of it inter-node | data bus MB | of it inter-node | step / t1{extra} |")
+    print("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---:" +
           (" | ---: |" if study == "pipeline" else " |"))
     for r in rows:
-        print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[5]} ({r[3]:.1f}-{r[4]:.1f}) | {r[6]:.2f} | "
-              f"{r[7]:.2f} | {r[8]:.2f} | {r[9]:.2f} | {r[10]:.2f}x |" +
+        print(f"| {r[0]} | {r[1]} | {r[2]:.1f} | {r[5]} ({r[3]:.1f}-{r[4]:.1f}) | {r[12]} | "
+              f"{r[6]:.2f} | {r[7]:.2f} | {r[8]:.2f} | {r[9]:.2f} | {r[10]:.2f}x |" +
               (f" {r[11]} |" if study == "pipeline" else ""))
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 4 or sys.argv[3] not in ("tensor", "pipeline"):
-        sys.exit("usage: grid_rank_order_table.py OUT_DIR LINK tensor|pipeline")
-    main(sys.argv[1], sys.argv[2], sys.argv[3])
+    if len(sys.argv) not in (4, 5) or sys.argv[3] not in ("tensor", "pipeline"):
+        sys.exit("usage: grid_rank_order_table.py OUT_DIR LINK tensor|pipeline [ZEROTRAIN]")
+    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) == 5 else None)

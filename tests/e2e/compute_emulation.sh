@@ -3,7 +3,8 @@
 # run issues exactly the collectives of a real run, call for call on every
 # rank (the comm traces, which hold no times, are identical); its outputs say
 # it is emulated and hold no loss; its measured compute is at least the
-# stated duration; bad emulation settings are one-line errors.
+# stated duration; bad emulation settings are one-line errors. A tensor
+# shard's calls are compared the same way.
 . "$(dirname "$0")/../support/e2e_lib.sh"
 EMULATE=(--set system.compute=emulate --set system.emulate_micro_step_ms=2
          --set system.emulate_optimizer_ms=1)
@@ -44,6 +45,25 @@ for r in 0 1; do
   cmp -s "$WORK/real_recompute/comm_trace_rank$r.jsonl" "$WORK/emu_recompute/comm_trace_rank$r.jsonl" ||
     fail "recompute block: emulated calls differ from real on rank $r"
 done
+
+# Tensor parallelism: a shard makes the real shard's combines (the tensor
+# group's all-reduces) at their places among ZeRO's calls, recomputed
+# forwards included.
+tensor_calls=0
+for v in "tp2_s1|2|--set parallel.tensor=2 --set zero.stage=1" \
+  "tp2_d2_s3_recompute|4|--set parallel.tensor=2 --set zero.stage=3 --set zero.stage3_param_persistence_threshold=0 --set train.recompute=block"; do
+  IFS='|' read -r name w rest <<<"$v"
+  read -ra args <<<"$rest"
+  run "real_$name" "$w" "${args[@]}"
+  run "emu_$name" "$w" "${args[@]}" "${EMULATE[@]}"
+  for ((r = 0; r < w; r++)); do
+    real=$WORK/real_$name/comm_trace_rank$r.jsonl emu=$WORK/emu_$name/comm_trace_rank$r.jsonl
+    grep -q '"dim":"tensor"' "$real" || fail "$name: rank $r traced no tensor-parallel call"
+    cmp -s "$real" "$emu" || fail "$name rank $r: emulated calls differ from real: $(diff "$real" "$emu" | head -4)"
+    tensor_calls=$((tensor_calls + $(grep -c '"dim":"tensor"' "$real")))
+  done
+done
+echo "compute emulation: tensor parallelism's $tensor_calls tensor-group calls identical to real runs (T = 2, W = 2 and 4)"
 
 # Every output says so, and no loss is pretended.
 out=$WORK/emu_s2_default_overlap_w2

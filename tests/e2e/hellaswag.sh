@@ -2,8 +2,8 @@
 # KJV verse, the right ending its next words, the three wrong ones gibberish
 # of the same length. A byte-level model trained for a few seconds gets every
 # example right by both criteria (the untrained one cannot); the scores during
-# training agree at W = 1, at W = 2 under ZeRO stage 3 and with 2 tensor-
-# parallel ranks; a malformed line
+# training agree at W = 1, at W = 2 under ZeRO stage 3, with 2 tensor-
+# parallel ranks and with 2 pipeline stages; a malformed line
 # stops the run before it starts, naming the line.
 . "$(dirname "$0")/../support/e2e_lib.sh"
 /usr/bin/python3 - "$ZT_DATA_DIR/kjv.txt" "$WORK/hs.jsonl" <<'PY'
@@ -58,6 +58,12 @@ mpirun -np 2 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/t2" "${SMALL[@]}
   --set parallel.tensor=2 >"$WORK/t2.log" 2>&1 || fail "train T=2: $(tail -2 "$WORK/t2.log")"
 [ "$(counts "$WORK/w1/metrics.jsonl")" = "$(counts "$WORK/t2/metrics.jsonl")" ] ||
   fail "W=1 and T=2 differ: $(counts "$WORK/w1/metrics.jsonl") vs $(counts "$WORK/t2/metrics.jsonl")"
+# Two pipeline stages score through the stages (the last one's token losses
+# broadcast to the first): the same counts again.
+mpirun -np 2 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/p2" "${SMALL[@]}" "${HS[@]}" \
+  --set parallel.pipeline=2 --set train.sample_every=0 >"$WORK/p2.log" 2>&1 || fail "train P=2: $(tail -2 "$WORK/p2.log")"
+[ "$(counts "$WORK/w1/metrics.jsonl")" = "$(counts "$WORK/p2/metrics.jsonl")" ] ||
+  fail "W=1 and P=2 differ: $(counts "$WORK/w1/metrics.jsonl") vs $(counts "$WORK/p2/metrics.jsonl")"
 
 # A malformed line: one line naming the file and the line, exit 2, no run directory.
 { head -2 "$WORK/hs.jsonl"; echo '{"ctx": "x", "endings": ["a", "b"], "label": 0}'; } >"$WORK/bad.jsonl"

@@ -61,6 +61,57 @@ run l4_t2p2_clip 4 "${L4[@]}" --set zero.stage=1 --set train.grad_clip=1.0 --set
   --set parallel.tensor=2
 same_losses l4_t2p2_clip l4_w1_clip 1.0
 
+# Samples through the stages: each token's window goes forward stage by
+# stage and the last stage's draw is broadcast, so 2 and 4 stages write the
+# sample one rank writes.
+SAMPLE=(--set zero.stage=1 --set train.sample_every=3 --set train.sample_tokens=24)
+run sample_w1 1 "${SAMPLE[@]}"
+run sample_p2 2 "${SAMPLE[@]}" --set parallel.pipeline=2
+run sample_l4_w1 1 "${SAMPLE[@]}" "${L4[@]}"
+run sample_l4_p4 4 "${SAMPLE[@]}" "${L4[@]}" --set parallel.pipeline=4
+sample_of() { sed -n '/^---- sample at step 3 ----$/,/^----$/p' "$WORK/$1.txt"; }
+for pair in "sample_p2 sample_w1" "sample_l4_p4 sample_l4_w1"; do
+  set -- $pair
+  [ -n "$(sample_of "$2")" ] && [ "$(sample_of "$1")" = "$(sample_of "$2")" ] ||
+    fail "$1's sample differs: '$(sample_of "$1")' against '$(sample_of "$2")'"
+done
+
+# ZeRO-2 and -3 under a pipeline, which DeepSpeed's engine refuses, behind
+# parallel.pipeline_zero_anyway: the losses of the same run without the
+# pipeline, and rank 0's data-parallel calls per step (3 steps: the first's
+# and twice the steady step's over 3) as `plan` lists them, stage 3's
+# forwards gathered as passes of their own.
+for stage in 2 3; do
+  run "s${stage}_d2" 2 --set zero.stage="$stage"
+  run "s${stage}_d2p2" 4 --set zero.stage="$stage" --set parallel.pipeline=2 \
+    --set parallel.pipeline_zero_anyway=true
+  same_losses "s${stage}_d2p2" "s${stage}_d2"
+done
+run s3_d2p2_noeval 4 --set zero.stage=3 --set parallel.pipeline=2 --set parallel.pipeline_zero_anyway=true \
+  --set train.eval_every=0 --set zero.stage3_param_persistence_threshold=0
+"$ZT_BIN" plan configs/tiny.yaml --world 4 "${SMALL[@]}" "${PP[@]}" --set zero.stage=3 --set parallel.pipeline=2 \
+  --set parallel.pipeline_zero_anyway=true --set train.eval_every=0 \
+  --set zero.stage3_param_persistence_threshold=0 >"$WORK/plan_s3.txt" 2>&1 || fail "plan at stage 3 with a pipeline"
+/usr/bin/python3 - "$WORK/plan_s3.txt" "$WORK/s3_d2p2_noeval/summary.json" <<'PY' || fail "stage 3 under a pipeline: the run's calls are not plan's"
+import json, re, sys
+plan, summary = open(sys.argv[1]).read().split("\n"), json.load(open(sys.argv[2]))
+block = []
+for line in plan:
+    if line.startswith("* stage 3"):
+        block.append(line)
+    elif block and line.startswith("  ") and "|" in line and not line.split("|")[0].strip():
+        block.append(line)
+    elif block:
+        break
+steady, first = {}, {}
+for line in block:
+    f = line.split("|")[1].split()
+    (first if "(first step)" in line else steady)[f[0]] = int(f[1])
+expect = {k: (first.get(k, steady.get(k, 0)) + 2 * steady.get(k, 0)) / 3 for k in set(steady) | set(first)}
+got = {k: v["calls"] for k, v in summary["comm"]["per_step_by_dimension"]["data"].items() if v["calls"]}
+print("  stage 3 under a pipeline, rank 0's data calls per step:", got, "plan:", expect)
+sys.exit(0 if all(abs(got.get(k, 0) - v) < 1e-9 for k, v in expect.items()) and set(got) <= set(expect) else 1)
+PY
 # summary.json counts rank 0's calls: stage 0 sends each micro-batch's
 # activation forward (12 at one data rank, 6 at two) and receives its
 # gradient back, and exchanges wte's gradient with the last stage once per
@@ -114,16 +165,25 @@ grep -q "^grid: 1 data-parallel x 1 tensor-parallel x 4 pipeline ranks" "$WORK/p
 grep -qE "^  0 +0\.\.0 +4 +[0-9]+ +13 +13 " "$WORK/plan.txt" || fail "plan: stage 0's row: $(grep -A6 '^pipeline over' "$WORK/plan.txt")"
 grep -qE "^  2 +2\.\.2 +2 +[0-9]+ +24 +24 " "$WORK/plan.txt" || fail "plan: stage 2's row"
 grep -q "tied wte gradient" "$WORK/plan.txt" || fail "plan --calls: no tied wte gradient"
+# plan --network on a grid: the grid step-time model at every ZeRO stage,
+# the configured one starred, DeepSpeed's refusals marked; --recovery is
+# refused (memory recovery copies data-parallel replicas).
 net=$(ls configs/networks/*.json | head -1)
+"$ZT_BIN" plan configs/tiny.yaml --world 4 "${SMALL[@]}" "${PP[@]}" "${L4[@]}" --set parallel.pipeline=4 \
+  --network "$net" --compute-ms 1,1 >"$WORK/plan_net.txt" 2>&1 || fail "plan --network with a pipeline: $(tail -2 "$WORK/plan_net.txt")"
+grep -q "^grid step-time model (a prediction, not a measurement" "$WORK/plan_net.txt" || fail "plan --network: no grid table"
+[ "$(grep -cE '^[* ] [0-3] +[0-9]+\.[0-9]{2} ' "$WORK/plan_net.txt")" = 4 ] || fail "plan --network: not one row per ZeRO stage"
+grep -qE '^\* 0 ' "$WORK/plan_net.txt" || fail "plan --network: the configured stage 0 is not starred"
+[ "$(grep -c "DeepSpeed's pipeline engine refuses it" "$WORK/plan_net.txt")" = 2 ] || fail "plan --network: refusals not marked"
 out=$("$ZT_BIN" plan configs/tiny.yaml --world 4 "${SMALL[@]}" "${PP[@]}" "${L4[@]}" --set parallel.pipeline=4 \
-  --network "$net" --compute-ms 1,1 2>&1) && fail "plan --network accepted a pipeline"
-printf '%s' "$out" | grep -q "with parallel.pipeline > 1: the step-time and recovery models cover data parallelism only" ||
-  fail "plan --network with a pipeline: $out"
+  --recovery 2>&1) && fail "plan --recovery accepted a pipeline"
+printf '%s' "$out" | grep -q "with parallel.pipeline > 1: the recovery model covers data parallelism only" ||
+  fail "plan --recovery with a pipeline: $out"
 train_refused "expected zero.stage 0 or 1 with parallel.pipeline 2: DeepSpeed .*PipelineEngine" 2 "${PP[@]}" \
   --set zero.stage=2 --set parallel.pipeline=2
 train_refused "expected parallel.pipeline <= model.n_layer 2" 3 "${PP[@]}" --set parallel.pipeline=3
 train_refused "key 'parallel.pipeline': expected a size dividing the world size 3" 3 "${PP[@]}" --set parallel.pipeline=2
-train_refused "expected no checkpoints or snapshots with parallel.pipeline 2" 2 "${PP[@]}" --set parallel.pipeline=2 \
-  --set train.checkpoint_every=1
+train_refused "expected train.recovery: none and no snapshots with parallel.pipeline 2" 2 "${PP[@]}" --set parallel.pipeline=2 \
+  --set train.recovery=memory
 train_refused "parallel.pipeline_schedule.*expected one of 1f1b, gpipe, got 'zigzag'" 1 --set parallel.pipeline_schedule=zigzag
 echo "PASS pipeline_parallel"

@@ -7,7 +7,9 @@
 #   runs over the world (comm trace: every one has group [2,1]);
 # - qwZ: the parameter all-gathers move int8 codes plus fp32 scales;
 # - qgZ: gradients move in all-to-alls over the node and across nodes;
-# - the quantized runs' losses stay within 2% of plain stage 3 at every step.
+# - the quantized runs' losses stay within 2% of plain stage 3 at every step;
+# - then on 2 x 4 with T = 2 (tensor innermost), qgZ's all-to-alls inside and
+#   across the nodes over each data-parallel group, losses within 2% too.
 # Without root, network namespaces or tc's tbf it prints a SKIPPED line and passes.
 here=$(cd "$(dirname "$0")/../.." && pwd)
 source "$here/tests/support/e2e_lib.sh"
@@ -59,6 +61,25 @@ for v in qwz qgz all; do
     fail "$v's losses are not within 2% of plain stage 3"
   echo "$v losses: $(losses "$WORK/$v/metrics.jsonl" | tr '\n' ' ')(plain: $(losses "$WORK/plain/metrics.jsonl" | tr '\n' ' '))"
 done
+"${C[@]}" down >/dev/null 2>&1 || fail "down failed"
+
+# qgZ inside a tensor-parallel grid, across nodes: 2 nodes x 4 ranks with
+# T = 2 innermost leave each data-parallel group of 4 two ranks per node, so
+# qgZ's all-to-alls run inside the node and across it, over the group's
+# ranks named in the world; the losses stay within 2% of plain stage 3's.
+"${C[@]}" up --nodes 2 --ranks-per-node 4 --link 200mbit >"$WORK/up8.log" 2>&1 ||
+  fail "up 2 x 4: $(cat "$WORK/up8.log")"
+"${C[@]}" run -- "$ZT_BIN" train configs/tiny.yaml "${base[@]}" --set zero.zero_quantized_gradients=true \
+  --set parallel.tensor=2 --run-dir "$WORK/qgz_grid" >"$WORK/qgz_grid.log" 2>&1 ||
+  fail "qgZ with T = 2 on 2 x 4: $(tail -3 "$WORK/qgz_grid.log")"
+grep -q '"op":"all_to_all","count":[0-9]*,"dtype":"int8".*"group":\[2,2\],"dim":"data"' "$WORK"/qgz_grid/comm_trace_rank0.jsonl ||
+  fail "qgZ in a grid: no int8 all-to-all inside the node (ranks 0 and 2)"
+grep -q '"op":"all_to_all","count":[0-9]*,"dtype":"int8".*"group":\[2,4\],"dim":"data"' "$WORK"/qgz_grid/comm_trace_rank0.jsonl ||
+  fail "qgZ in a grid: no int8 all-to-all across the nodes (ranks 0 and 4)"
+paste <(losses "$WORK/plain/metrics.jsonl") <(losses "$WORK/qgz_grid/metrics.jsonl") |
+  awk '{ d = ($2 - $1) / $1; if (d < 0) d = -d; if (d > 0.02) { print "step " NR ": qgZ in a grid " $2 " vs plain " $1; bad = 1 } } END { exit bad }' ||
+  fail "qgZ in a grid: losses not within 2% of plain stage 3"
+echo "qgZ with T = 2 on 2 x 4 losses: $(losses "$WORK/qgz_grid/metrics.jsonl" | tr '\n' ' ')"
 "${C[@]}" down >/dev/null 2>&1 || fail "down failed"
 [ -z "$(ip netns list | grep "^$P")" ] || fail "namespaces left after down"
 echo "PASS zeropp_cluster"

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "train/io/checkpoint.h"
 #include "train/loop/runtime.h"
 #include "zero/comm/communicators.h"
+#include "zero/grid/pipeline_schedule.h"
 
 namespace zt {
 namespace {
@@ -130,7 +132,7 @@ TEST_CASE("a saved checkpoint loads back bit for bit at every stage", "[checkpoi
       Engine loaded(load_stage);
       std::vector<std::string> rejected;
       const ResumePoint p =
-          resume_from_checkpoint(run, shape(), tokenizer_identity("byte"), *loaded.engine,
+          resume_from_checkpoint(run, shape(), {}, tokenizer_identity("byte"), *loaded.engine,
                                  [&](const std::string& why) { rejected.push_back(why); });
       CHECK(rejected.empty());
       REQUIRE(p.dir == step_dir(run, 7));
@@ -160,7 +162,7 @@ TEST_CASE("--resume falls back past corrupt checkpoints and refuses another mode
                     const std::string& tokenizer = "byte") {
     Engine fresh(1);
     const ResumePoint p =
-        resume_from_checkpoint(run, model, tokenizer_identity(tokenizer), *fresh.engine,
+        resume_from_checkpoint(run, model, {}, tokenizer_identity(tokenizer), *fresh.engine,
                                [&](const std::string& why) { rejected->push_back(why); });
     if (!p.dir.empty()) CHECK(fresh.state(0) == (p.meta.step == 2 ? at_two : e.state(0)));
     return p;
@@ -266,6 +268,54 @@ TEST_CASE("a whole rank file from another checkpoint of the same step is rejecte
   require_parts(weights_error(),
                 {step_dir(a, 6) + "/rank_00000.bin: the header says step 7, world 1, "
                                   "rank 0; meta.json says step 6"});
+}
+
+// A grid rank's optimizer pieces, cut at arbitrary points as ZeRO's
+// partitions cut them, land on the whole model's elements that rank holds:
+// the whole model's weights are their own flat indices, so a rank's part
+// (take_shard) holds at each of its elements the whole-model index that
+// element must be saved at.
+TEST_CASE("a grid rank's pieces map onto the whole model's layout", "[checkpoint][grid]") {
+  const GPTConfig c = gpt_shape(2, 4, 8, 12, 5);
+  const ParamTable whole(c);
+  std::vector<float> index(whole.total());
+  std::iota(index.begin(), index.end(), 0.0f);
+  for (int T : {1, 2, 4})
+    for (int P : {1, 2}) {
+      std::vector<int> covered(whole.total(), 0);
+      for (int t = 0; t < T; t++)
+        for (int s = 0; s < P; s++) {
+          const ParamTable part(c, TensorSplit{T, t}, stage_split(c.n_layer, P, s));
+          const std::vector<float> held = take_shard(whole, part, index.data());
+          std::vector<OptimPiece> pieces;
+          const size_t kShardBase = 1000;
+          for (size_t at = 0, len = 1; at < part.total(); at += len, len = len % 37 + 5) {
+            const size_t n = std::min(len, part.total() - at);
+            pieces.push_back({at, at, kShardBase + at, n, true, 0, true});
+          }
+          const std::vector<OptimPiece> mapped =
+              whole_model_pieces(pieces, whole_runs(whole, part));
+          if (T == 1 && P == 1) CHECK(mapped.size() == pieces.size());
+          size_t total = 0;
+          bool placed = true;
+          for (const OptimPiece& m : mapped) {
+            total += m.n;
+            CHECK(m.layout_offset + kShardBase == m.shard_offset);
+            for (size_t i = 0; i < m.n; i++) {
+              placed = placed && held[m.shard_offset - kShardBase + i] == float(m.flat_begin + i);
+              covered[m.flat_begin + i]++;
+            }
+          }
+          CHECK(placed);
+          CHECK(total == part.total());
+        }
+      // Every element of the whole model is some rank's; whole tensors are
+      // on every tensor rank, wte on the first and the last stage.
+      const size_t wte = whole.find("wte.weight")->numel;
+      CHECK(std::count(covered.begin(), covered.end(), 0) == 0);
+      CHECK(std::count(covered.begin(), covered.begin() + static_cast<long>(wte), P == 1 ? 1 : 2) ==
+            static_cast<long>(wte));
+    }
 }
 
 TEST_CASE("pruning keeps the newest checkpoints up to the current step", "[checkpoint]") {

@@ -118,6 +118,30 @@ TEST_CASE("grid step time: a pipeline's makespan is the bubble formula", "[grid_
         Approx(p.compute_s + p.bubble_s + p.tensor_s + p.pipeline_s + p.data_exposed_s));
 }
 
+TEST_CASE("grid step time: each pipeline boundary's messages at its own link",
+          "[grid_projection]") {
+  const GridCluster k = round_cluster(2, 4);
+  const double bytes = 1e6;
+  const double intra = 1e-6 + bytes / 100e9;
+  // D = 2, P = 4 on 2 x 4: stages 0 and 1 on node 0, 2 and 3 on node 1; only
+  // boundary 1 crosses, both of stage 1's ranks sending over node 0's link.
+  const GridShape g = run(2, 1, 4, 4, 1, 32, 1).grid;
+  CHECK(pipeline_message_seconds(k, g, bytes, 0) == Approx(intra));
+  CHECK(pipeline_message_seconds(k, g, bytes, 1) == Approx(10e-6 + bytes * 2 / 50e9));
+  CHECK(pipeline_message_seconds(k, g, bytes, 2) == Approx(intra));
+  // D = 4, P = 2: all four of node 0's ranks send across at once.
+  CHECK(pipeline_message_seconds(k, run(4, 1, 2, 4, 1, 32, 1).grid, bytes, 0) ==
+        Approx(10e-6 + bytes * 4 / 50e9));
+  // D = 2, P = 3 on 2 x 3: stage 0 = ranks 0-1 and rank 2 of stage 1 on
+  // node 0, rank 3 of stage 1 and stage 2 (4-5) on node 1. Boundary 0: rank
+  // 1's peer 3 is on node 1, rank 0's peer 2 is not: one sender. Boundary 1:
+  // rank 2's peer 4 crosses from node 0, rank 3's peer 5 stays on node 1.
+  const GridShape odd = run(2, 1, 3, 4, 1, 32, 1).grid;
+  const GridCluster six = round_cluster(2, 3);
+  CHECK(pipeline_message_seconds(six, odd, bytes, 0) == Approx(10e-6 + bytes / 50e9));
+  CHECK(pipeline_message_seconds(six, odd, bytes, 1) == Approx(10e-6 + bytes / 50e9));
+}
+
 TEST_CASE("grid step time: T = P = 1 at stage 0 is the data-parallel model's step",
           "[grid_projection]") {
   const GridCluster k = round_cluster(2, 4);

@@ -256,6 +256,21 @@ TEST_CASE("a message latency adds 2(P-1) latencies to GPipe, more to 1F1B", "[pi
   }
 }
 
+TEST_CASE("a message longer than a forward queues behind the one before it", "[pipeline]") {
+  // GPipe, P = 2, m = 2, tf = tb = 1, transfer 2. Stage 0: F0 0-1 (its
+  // activation arrives 3), F1 1-2, whose activation waits for the link until
+  // 3 and arrives 5. Stage 1: F0 3-4, F1 5-6, backwards 6-7 and 7-8; their
+  // gradients arrive 9 and, queued, 11. Stage 0: backwards 9-10, 11-12. A
+  // free link for every message would give (m + P - 1)(tf + tb) + 2(P - 1)d = 10.
+  const PipelineSimulation g =
+      simulate_pipeline(pipeline_actions(PipelineSchedule::GPipe, 2, 2), times(1, 1, 2));
+  CHECK(g.makespan_s == 12);
+  // The two directions are two links: 1F1B at P = 2, m = 1 sends one message
+  // each way and waits for no other: (tf + tb) x 2 + 2d.
+  CHECK(simulate_pipeline(pipeline_actions(PipelineSchedule::OneFOneB, 2, 1), times(1, 1, 2))
+            .makespan_s == 8);
+}
+
 TEST_CASE("a deadlock is one line naming each blocked stage, not a hang", "[pipeline]") {
   // Both stages receive first: stage 0 waits for micro-batch 0's gradient,
   // which stage 1 sends only after the activation that stage 0 never sends.

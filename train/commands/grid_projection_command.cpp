@@ -201,12 +201,14 @@ int run_grid_projection_command(const std::vector<std::string>& args) {
       "  - FLOPs per token, forward and backward: 72·C² + 12·S·C per block, 6·V·C for the LM "
       "head, 1/T of it per tensor rank (Narayanan et al. 2021); no recompute\n"
       "  - tensor: Megatron's all-reduces, none hidden, tensor ranks innermost (in a node)\n"
-      "  - pipeline: 1F1B flushed every step, every stage at the slowest stage's pace\n"
+      "  - pipeline: 1F1B flushed every step, every stage at the slowest stage's pace, each "
+      "boundary's messages at its own link, one at a time each way\n"
       "  - data: the ZeRO paper's calls in bf16 with overlap_comm, hidden only behind compute\n"
       "  - memory: model states + 1F1B activations (Korthikanti et al., attention scores stored); "
       "no workspace or buffers, so 'fits' is optimistic\n"
       "  - DeepSpeed: 'refuses' marks P > 1 at ZeRO stage 2 or 3 (its pipeline engine asserts "
-      "stage < 2); zerotrain runs them, so they are predicted and ranked\n");
+      "stage < 2); zerotrain runs them with parallel.pipeline_zero_anyway, so they are predicted "
+      "and ranked\n");
   for (const std::string& s : skipped) std::printf("not predicted: %s\n", s.c_str());
   std::printf(
       "\n(predicted, ms per step except tokens/s and GB; ranked by step among those that "

@@ -11,6 +11,7 @@
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
 #include "train/commands/offload_report.h"
+#include "train/commands/plan_predictions.h"
 #include "train/commands/planned_config.h"
 #include "train/commands/recovery_report.h"
 #include "train/commands/zeropp_report.h"
@@ -145,45 +146,6 @@ void print_startup_calls(const std::vector<StartupCall>& calls) {
   }
 }
 
-struct PredictedRow {
-  std::string label;
-  bool deepspeed_default;
-  StepPlan plan;
-  StepTimePrediction t;
-  std::string why_not;  // the network cannot time this variant (a curve it lacks)
-};
-
-void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel& net,
-                       const ComputeTimes& compute, int A, const std::string& configured) {
-  std::printf(
-      "\nstep-time model (a prediction, not a measurement; docs/step_time_model.md):\n"
-      "  network: %s\n  compute: %s: %.3f ms per micro-step (forward 1/3, backward 2/3), "
-      "optimizer %.3f ms over the whole model\n"
-      "  comm = every call's predicted time added up; exposed = what the compute does not hide; "
-      "step = compute + exposed; speed-up = the DeepSpeed-default path's step of the same stage "
-      "/ this step\n\n",
-      net.source.c_str(), compute.source.c_str(), compute.micro_step_s * 1e3,
-      compute.optimizer_s * 1e3);
-  std::printf("  %-30s %12s %12s %12s %12s %12s %10s\n", "configuration", "compute ms",
-              "optimizer ms", "comm ms", "exposed ms", "step ms", "speed-up");
-  for (const PredictedRow& r : rows) {
-    if (!r.why_not.empty()) {
-      std::printf("%s %-30s no prediction: %s\n", r.label == configured ? "*" : " ",
-                  r.label.c_str(), r.why_not.c_str());
-      continue;
-    }
-    double base = 0;
-    for (const PredictedRow& b : rows)
-      if (b.plan.stage == r.plan.stage && b.why_not.empty() && b.deepspeed_default)
-        base = b.t.step_s;
-    std::printf("%s %-30s %12.2f %12.2f %12.2f %12.2f %12.2f %9.2fx\n",
-                r.label == configured ? "*" : " ", r.label.c_str(), r.t.compute_s * 1e3,
-                r.t.optimizer_s * 1e3, r.t.comm_s * 1e3, r.t.exposed_s * 1e3, r.t.step_s * 1e3,
-                base > 0 ? base / r.t.step_s : 0.0);
-  }
-  std::printf("  (%d micro-steps per step)\n", A);
-}
-
 // What plan prints, built before anything is printed: the inputs, the
 // configured step's plan, and every variant planned (and timed, with a network).
 struct Planned : PlannedConfig {
@@ -220,11 +182,11 @@ Planned load_planned(const std::vector<std::string>& args) {
   // --deepspeed plans what DeepSpeed itself runs with that file: its switches, batch sizes and
   // clipping as `train --deepspeed` imports them, and its training dtype (as explain does).
   plan_config(p, p.path, f.all("--set"), f.get("--deepspeed"), layout);
-  if ((p.grid.tensor > 1 || p.grid.pipeline > 1) && (p.predict || p.recovery))
-    f.fail(std::string(p.predict ? "--network" : "--recovery") + " with parallel." +
-           (p.grid.tensor > 1 ? "tensor" : "pipeline") +
-           " > 1: the step-time and recovery models cover data parallelism only "
-           "(zerotrain grid-projection models the grid)");
+  const bool grid = p.grid.tensor > 1 || p.grid.pipeline > 1;
+  if (grid && p.recovery)
+    f.fail(std::string("--recovery with parallel.") + (p.grid.tensor > 1 ? "tensor" : "pipeline") +
+           " > 1: the recovery model covers data parallelism only (memory recovery copies "
+           "data-parallel replicas)");
   if (p.predict) {
     const std::string mismatch = network_layout_mismatch(p.net, p.world, p.per_node);
     if (!mismatch.empty()) f.fail("--network " + f.get("--network") + ": " + mismatch);
@@ -245,7 +207,7 @@ Planned load_planned(const std::vector<std::string>& args) {
                      {},
                      ""};
     if (same_variant(row.plan, v.z, p.mine, p.cfg.zero)) p.configured_label = v.label;
-    if (p.predict) {
+    if (p.predict && !grid) {
       try {
         row.t = predict_step(row.plan, p.world, p.A, p.nodes, p.net, p.compute);
       } catch (const std::runtime_error& e) {
@@ -431,7 +393,9 @@ int run_plan_command(const std::vector<std::string>& args) {
   if (p.grid.pipeline > 1) print_pipeline_calls(p);
   if (p.cfg.zero.offload_optimizer.enabled() || p.cfg.zero.offload_param.enabled())
     print_offload_memory(p.mine, p.cfg.zero, p.per_node);
-  if (p.predict) print_predictions(p.variants, p.net, p.compute, p.A, p.configured_label);
+  if (p.predict && (p.grid.tensor > 1 || p.grid.pipeline > 1))
+    print_grid_predictions(p.cfg, p.grid, p.world, p.per_node, p.A, p.net, p.compute);
+  else if (p.predict) print_predictions(p.variants, p.net, p.compute, p.A, p.configured_label);
   if (p.recovery) {
     RecoveryReportInputs r;
     r.cfg = &p.cfg;

@@ -33,6 +33,9 @@ void plan_config(PlannedConfig& out, const std::string& config_path,
   out.table.reset(
       new ParamTable(out.cfg.model, TensorSplit{out.grid.tensor, 0}, stage_split(L, P, 0)));
   out.s = zero_setup(out.cfg, *out.table, out.data_nodes.ranks_per_node());
+  if (P > 1)
+    out.s.pipeline_actions =
+        stage_actions(parse_pipeline_schedule(out.cfg.parallel.pipeline_schedule), P, 0, out.A);
   const int dp = out.grid.data;
   out.mine = plan_step(out.s, *out.table, dp, out.A, out.model, out.data_nodes);
   if (P > 1) {

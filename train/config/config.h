@@ -95,6 +95,9 @@ struct ParallelConfig {
   // "tensor-inner": a tensor group is `tensor` consecutive ranks (inside a
   // node when its ranks are a multiple); "data-inner": a data group is.
   std::string rank_order = "tensor-inner";
+  // Run ZeRO stages 2 and 3 under a pipeline although DeepSpeed's pipeline
+  // engine refuses them, so that their interference can be measured.
+  bool pipeline_zero_anyway = false;
 };
 
 struct Config {

@@ -215,6 +215,9 @@ const std::vector<ConfigKey>& config_keys() {
              "backward)"),
       ZT_KEY(parallel, rank_order, any_value(),
              "tensor-inner (a tensor group is consecutive ranks, inside a node) or data-inner"),
+      ZT_KEY(parallel, pipeline_zero_anyway, any_value(),
+             "run ZeRO stages 2 and 3 under a pipeline, which DeepSpeed's pipeline engine "
+             "refuses, to measure how they interfere (docs/pipeline.md)"),
   };
   return keys;
 }

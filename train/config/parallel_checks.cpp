@@ -18,13 +18,11 @@ ParallelProblem tensor_parallel_problem(const Config& c) {
             "expected model.vocab_size (" + std::to_string(c.model.vocab_size) +
                 ") to be a multiple of parallel.tensor (equal vocabulary rows per rank), got " +
                 std::to_string(T)};
-  if (c.system.compute != "real")
-    return {{"system.compute", "parallel.tensor"},
-            "expected system.compute: real" + with + " (emulation models data parallelism only)"};
-  if (c.train.checkpoint_every > 0 || c.train.recovery != "none" || c.train.snapshot_every > 0)
-    return {{"train.checkpoint_every", "train.recovery", "train.snapshot_every", "parallel.tensor"},
-            "expected no checkpoints or snapshots" + with +
-                " (saving a tensor-parallel run's shards is not written yet)"};
+  if (c.train.recovery != "none" || c.train.snapshot_every > 0)
+    return {{"train.recovery", "train.snapshot_every", "parallel.tensor"},
+            "expected train.recovery: none and no snapshots" + with +
+                " (recovery from memory copies data-parallel replicas; checkpoints are "
+                "written)"};
   return {};
 }
 
@@ -38,21 +36,18 @@ ParallelProblem pipeline_parallel_problem(const Config& c) {
                 " (each stage holds at least one block), got " + std::to_string(P)};
   const ZeroConfig& z = c.zero;
   const DeepSpeedRelease& release = z.deepspeed_version;
-  if (!pipeline_engine_accepts_zero_stage(release, z.stage))
+  if (!pipeline_engine_accepts_zero_stage(release, z.stage) && !c.parallel.pipeline_zero_anyway)
     return {{"zero.stage", "parallel.pipeline"},
             "expected zero.stage 0 or 1" + with + ": DeepSpeed " + release.str() +
                 "'s PipelineEngine.__init__ asserts that the ZeRO stage is below 2 "
-                "(deepspeed/runtime/pipe/engine.py, since 0.3.16), got " +
+                "(deepspeed/runtime/pipe/engine.py, since 0.3.16; "
+                "parallel.pipeline_zero_anyway: true runs it anyway), got " +
                 std::to_string(z.stage)};
-  if (c.train.checkpoint_every > 0 || c.train.recovery != "none" || c.train.snapshot_every > 0)
-    return {
-        {"train.checkpoint_every", "train.recovery", "train.snapshot_every", "parallel.pipeline"},
-        "expected no checkpoints or snapshots" + with +
-            " (saving a pipeline's stages is not written yet)"};
-  if (c.train.sample_every > 0 || c.train.hellaswag_every > 0)
-    return {{"train.sample_every", "train.hellaswag_every", "parallel.pipeline"},
-            "expected train.sample_every: 0 and train.hellaswag_every: 0" + with +
-                " (generation through the stages is not written yet)"};
+  if (c.train.recovery != "none" || c.train.snapshot_every > 0)
+    return {{"train.recovery", "train.snapshot_every", "parallel.pipeline"},
+            "expected train.recovery: none and no snapshots" + with +
+                " (recovery from memory copies data-parallel replicas; checkpoints are "
+                "written)"};
   return {};
 }
 

@@ -8,6 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
+#include <stdexcept>
 
 #include "data/shard.h"
 #include "train/config/config.h"
@@ -72,7 +74,8 @@ OptimPiece sub_piece(const OptimPiece& p, uint64_t begin, uint64_t end) {
 }
 
 // The parts of this rank's pieces that no lower rank holds (stage 0 replicates
-// the whole state on every rank: only rank 0 writes it). Collective.
+// the whole state on every rank: only rank 0 writes it; a grid's tensor ranks
+// all hold the LayerNorms). Collective.
 std::vector<OptimPiece> pieces_to_save(const std::vector<OptimPiece>& mine, int rank) {
   const std::vector<uint64_t> counts = allgather_u64({mine.size()});
   const uint64_t most = *std::max_element(counts.begin(), counts.end());
@@ -82,21 +85,27 @@ std::vector<OptimPiece> pieces_to_save(const std::vector<OptimPiece>& mine, int 
     extents[2 * i + 1] = mine[i].n;
   }
   const std::vector<uint64_t> all = allgather_u64(extents);
-  std::vector<std::pair<uint64_t, uint64_t>> lower;  // [begin, end) held by lower ranks
+  std::vector<std::pair<uint64_t, uint64_t>> held;  // [begin, end) held by lower ranks
   for (int r = 0; r < rank; r++)
     for (uint64_t i = 0; i < most; i++) {
       const uint64_t b = all[(r * most + i) * 2], n = all[(r * most + i) * 2 + 1];
-      if (n > 0) lower.push_back({b, b + n});
+      if (n > 0) held.push_back({b, b + n});
     }
-  std::sort(lower.begin(), lower.end());
+  std::sort(held.begin(), held.end());
+  std::vector<std::pair<uint64_t, uint64_t>> lower;  // merged: disjoint, ascending
+  for (const auto& x : held)
+    if (!lower.empty() && x.first <= lower.back().second)
+      lower.back().second = std::max(lower.back().second, x.second);
+    else lower.push_back(x);
   std::vector<OptimPiece> out;
   for (const OptimPiece& p : mine) {
     uint64_t at = p.flat_begin;
     const uint64_t end = p.flat_begin + p.n;
-    for (const auto& [b, e] : lower) {
-      if (e <= at || b >= end) continue;
-      if (b > at) out.push_back(sub_piece(p, at, b));
-      at = std::max(at, e);
+    auto it = std::upper_bound(lower.begin(), lower.end(), std::make_pair(at, UINT64_MAX));
+    if (it != lower.begin() && std::prev(it)->second > at) --it;
+    for (; it != lower.end() && it->first < end; ++it) {
+      if (it->first > at) out.push_back(sub_piece(p, at, it->first));
+      at = std::max(at, it->second);
       if (at >= end) break;
     }
     if (at < end) out.push_back(sub_piece(p, at, end));
@@ -164,6 +173,32 @@ std::string read_recorded(const std::string& dir, const FileRecord& rec, const s
 
 }  // namespace
 
+std::vector<OptimPiece> whole_model_pieces(const std::vector<OptimPiece>& pieces,
+                                           const std::vector<WholeRun>& part) {
+  if (part.empty()) return pieces;
+  std::vector<OptimPiece> out;
+  for (const OptimPiece& p : pieces) {
+    size_t at = p.flat_begin;
+    const size_t end = p.flat_begin + p.n;
+    auto run = std::upper_bound(part.begin(), part.end(), at,
+                                [](size_t x, const WholeRun& r) { return x < r.part; });
+    if (run == part.begin()) throw std::logic_error("whole_model_pieces: a piece before the part");
+    for (--run; at < end; ++run) {
+      if (run == part.end() || run->part > at || run->part + run->n <= at)
+        throw std::logic_error("whole_model_pieces: a piece outside the part's layout");
+      const size_t n = std::min(end, run->part + run->n) - at;
+      OptimPiece s = p;
+      s.flat_begin = run->whole + (at - run->part);
+      s.layout_offset = p.layout_offset + (at - p.flat_begin);
+      s.shard_offset = p.shard_offset + (at - p.flat_begin);
+      s.n = n;
+      out.push_back(s);
+      at += n;
+    }
+  }
+  return out;
+}
+
 void save_checkpoint(const CheckpointContext& c, int64_t step, ZeroEngine& engine, int rank,
                      int world) {
   const std::string root = c.run_dir + "/checkpoints";
@@ -179,7 +214,8 @@ void save_checkpoint(const CheckpointContext& c, int64_t step, ZeroEngine& engin
   }
   agree_or_throw(error, tmp, rank);
 
-  const std::vector<OptimPiece> pieces = pieces_to_save(engine.optimizer().pieces(), rank);
+  const std::vector<OptimPiece> pieces =
+      pieces_to_save(whole_model_pieces(engine.optimizer().pieces(), c.part), rank);
   RankRecord mine;
   try {
     mine = write_rank_file(tmp + "/" + rank_file_name(rank), step, world, rank, pieces, engine);
@@ -367,6 +403,7 @@ void CheckpointReader::read(uint64_t b, uint64_t e, int k, float* out) const {
 }
 
 ResumePoint resume_from_checkpoint(const std::string& run_dir, const GPTConfig& model,
+                                   const std::vector<WholeRun>& part,
                                    const TokenizerIdentity& tokenizer, ZeroEngine& engine,
                                    const std::function<void(const std::string&)>& on_reject) {
   int rank = 0, world = 1, local_rank = 0, local_size = 1;
@@ -391,7 +428,7 @@ ResumePoint resume_from_checkpoint(const std::string& run_dir, const GPTConfig& 
                                      std::vector<float>(shard, 0.0f)};
       try {
         CheckpointReader reader(*dir, meta, [&](int r) { return r % world == rank; });
-        for (const OptimPiece& p : engine.optimizer().pieces())
+        for (const OptimPiece& p : whole_model_pieces(engine.optimizer().pieces(), part))
           for (int k = 0; k < 3; k++)
             reader.read(p.flat_begin, p.flat_begin + p.n, k, state[k].data() + p.shard_offset);
       } catch (const DataError& e) {

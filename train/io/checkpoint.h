@@ -1,7 +1,12 @@
 // Sharded checkpoints. Each rank writes the optimizer state it owns (fp32
-// master, m, v) as a list of flat-layout pieces, so a checkpoint can be loaded
-// back at any world size and any stage (each rank picks the pieces it owns now)
-// and gathered into one model file by `export`.
+// master, m, v) as a list of pieces of the whole model's flat layout, so a
+// checkpoint can be loaded back at any world size, any stage and any grid
+// (each rank picks the pieces it owns now) and gathered into one model file
+// by `export`. A rank of a tensor-parallel or pipeline grid holds a part of
+// the model in its own layout; its pieces are mapped into the whole model's
+// (model/tensor_split.h: a column-cut tensor is one piece per row), and an
+// element several ranks hold (a LayerNorm on every tensor rank, the last
+// stage's copy of wte) is written by the lowest of them.
 //
 // RUN/checkpoints/step_00000100/ holds rank_00000.bin ... , config.yaml,
 // meta.json and, written last, COMPLETE (train/io/checkpoint_format.h has the
@@ -16,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "model/tensor_split.h"
 #include "train/io/checkpoint_format.h"
 #include "zero/stages/engine.h"
 
@@ -29,7 +35,15 @@ struct CheckpointContext {
   std::string config_yaml, config_json;
   TokenizerIdentity tokenizer;
   std::string model_dtype, device;
+  // This rank's part in the whole model's layout (whole_runs); empty: the
+  // rank's layout is the whole model's.
+  std::vector<WholeRun> part;
 };
+
+// The pieces in the whole model's layout: each piece cut where `part` stops
+// being contiguous in the whole model (shard and layout offsets follow).
+std::vector<OptimPiece> whole_model_pieces(const std::vector<OptimPiece>& pieces,
+                                           const std::vector<WholeRun>& part);
 
 // Collective over all ranks. A failed write on any rank removes the temporary
 // directory and throws JobError (the same line on every rank).
@@ -78,7 +92,9 @@ struct ResumePoint {
   CheckpointMeta meta;
   int rejected = 0;
 };
+// `part` as in CheckpointContext.
 ResumePoint resume_from_checkpoint(const std::string& run_dir, const GPTConfig& model,
+                                   const std::vector<WholeRun>& part,
                                    const TokenizerIdentity& tokenizer, ZeroEngine& engine,
                                    const std::function<void(const std::string&)>& on_reject);
 

@@ -53,7 +53,8 @@ int hellaswag_positions(const HellaswagSet& set, int seq_len) {
 
 std::vector<std::array<EndingLoss, 4>> hellaswag_losses(GPT& model, ModuleHooks& hooks,
                                                         const HellaswagSet& set, int rank,
-                                                        int world) {
+                                                        int world,
+                                                        const TokenLossForward& forward) {
   const size_t n = set.examples.size();
   const size_t B = size_t(model.B()), T = size_t(model.T());
   std::vector<Row> rows;
@@ -77,8 +78,9 @@ std::vector<std::array<EndingLoss, 4>> hellaswag_losses(GPT& model, ModuleHooks&
         targets[b * T + t] = row.at(offset + t + 1);
       }
     }
-    model.forward_loss(inputs.data(), targets.data(), hooks);
-    const std::vector<float>& token_losses = model.token_losses();
+    if (!forward) model.forward_loss(inputs.data(), targets.data(), hooks);
+    const std::vector<float>& token_losses =
+        forward ? forward(inputs.data(), targets.data()) : model.token_losses();
     for (size_t b = 0; b < B && f * B + b < rows.size(); ++b) {
       const size_t r = f * B + b;
       const Row& row = rows[r];
@@ -95,9 +97,10 @@ std::vector<std::array<EndingLoss, 4>> hellaswag_losses(GPT& model, ModuleHooks&
 }
 
 HellaswagResult score_hellaswag(GPT& model, ModuleHooks& hooks, const HellaswagSet& set, int rank,
-                                int world, const std::function<double(double)>& sum_over_ranks) {
+                                int world, const std::function<double(double)>& sum_over_ranks,
+                                const TokenLossForward& forward) {
   const std::vector<std::array<EndingLoss, 4>> losses =
-      hellaswag_losses(model, hooks, set, rank, world);
+      hellaswag_losses(model, hooks, set, rank, world, forward);
   HellaswagResult local;
   const size_t T1 = size_t(model.T()) + 1;
   for (size_t i = 0; i < losses.size(); ++i) {

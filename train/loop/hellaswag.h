@@ -52,11 +52,17 @@ struct EndingLoss {
   double mean() const { return tokens > 0 ? sum / tokens : 0; }
 };
 
+// One forward of the model's B x T inputs and targets, returning each
+// token's loss on the host: empty means the model's own forward_loss; a
+// pipeline passes its stages' (PipelineStage::forward_losses).
+using TokenLossForward = std::function<const std::vector<float>&(const int*, const int*)>;
+
 // The losses of the endings of this rank's examples (rank, rank + W, ...), in
 // that order; rows longer than model.T() + 1 keep their last T + 1 tokens.
 std::vector<std::array<EndingLoss, 4>> hellaswag_losses(GPT& model, ModuleHooks& hooks,
                                                         const HellaswagSet& set, int rank,
-                                                        int world);
+                                                        int world,
+                                                        const TokenLossForward& forward = {});
 
 struct HellaswagResult {
   int64_t examples = 0, correct = 0, correct_norm = 0, rows_cut = 0;
@@ -67,7 +73,8 @@ struct HellaswagResult {
 // Scores the whole set over the ranks; `sum_over_ranks` adds a value over
 // every rank (the identity at W = 1). Ties go to the lower ending index.
 HellaswagResult score_hellaswag(GPT& model, ModuleHooks& hooks, const HellaswagSet& set, int rank,
-                                int world, const std::function<double(double)>& sum_over_ranks);
+                                int world, const std::function<double(double)>& sum_over_ranks,
+                                const TokenLossForward& forward = {});
 
 // "hellaswag: acc 0.2940 (2952/10042) | acc_norm 0.2955 (2967/10042) | FILE"
 std::string describe_hellaswag(const HellaswagResult& r, const std::string& source);

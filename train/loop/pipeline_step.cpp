@@ -1,6 +1,7 @@
 #include "train/loop/pipeline_step.h"
 
 #include <chrono>
+#include <utility>
 
 #include "model/device_services.h"
 
@@ -19,11 +20,14 @@ int tied_embedding_tag(int micro_batches) { return 2 * micro_batches; }
 // the root's fetch names the micro-batch in the comm trace (the forwards of a
 // pipeline run outside ZeRO's micro-step brackets), and in the last
 // micro-batch's backward wte's gradient-ready is held back until the tied
-// copies' gradients are summed.
+// copies' gradients are summed. With `tied_sum`, each micro-batch's wte
+// gradient is also added into it before ZeRO takes it (ZeRO-2 and -3 reduce
+// it as the micro-step ends; the sum is what the other end needs).
 class StageHooks : public ModuleHooks {
  public:
-  StageHooks(ModuleHooks& zero, const ParamTable& table, Communicator& comm)
-      : zero_(zero), table_(table), comm_(comm) {}
+  StageHooks(ModuleHooks& zero, const ParamTable& table, Communicator& comm, Ops& ops,
+             void* tied_sum)
+      : zero_(zero), table_(table), comm_(comm), ops_(ops), tied_sum_(tied_sum) {}
   void set(int micro, bool hold_tied_grad) {
     micro_ = micro;
     hold_ = hold_tied_grad;
@@ -43,6 +47,8 @@ class StageHooks : public ModuleHooks {
   void release(int module, bool backward) override { zero_.release(module, backward); }
   void* grad(int param) override { return zero_.grad(param); }
   void grad_ready(int param) override {
+    if (param == 0 && tied_sum_)
+      ops_.services().add_inplace(tied_sum_, zero_.grad(0), table_.params().front().numel);
     if (param == 0 && hold_) held_ = true;
     else zero_.grad_ready(param);
   }
@@ -54,6 +60,8 @@ class StageHooks : public ModuleHooks {
   ModuleHooks& zero_;
   const ParamTable& table_;
   Communicator& comm_;
+  Ops& ops_;
+  void* tied_sum_;
   int micro_ = 0;
   bool hold_ = false, held_ = false;
 };
@@ -97,7 +105,14 @@ PipelineStepResult PipelineStage::train(StageCompute& model, ZeroEngine& engine,
   const size_t n = model.boundary_elems();
   const DType t = ops_.dtype();
   const int S = slots();
-  StageHooks stage_hooks(hooks, model.table(), pipe_);
+  // ZeRO-2 and -3 take each micro-batch's gradients as its backward ends, so
+  // the tied wte's copies keep their own sums of them aside for the exchange.
+  const bool tied = stages_ > 1 && (first() || last());
+  const size_t tied_bytes = model.table().params().front().numel * dtype_size(t);
+  void* tied_sum =
+      tied && engine.stage() >= 2 ? ops_.alloc(tied_bytes, MemCategory::Grads) : nullptr;
+  if (tied_sum) ops_.memzero(tied_sum, tied_bytes);
+  StageHooks stage_hooks(hooks, model.table(), pipe_, ops_, tied_sum);
   std::vector<int> in(static_cast<size_t>(model.tokens())), tgt(in.size());
   PipelineStepResult result;
   for (const PipeAction& a : actions_) {
@@ -132,7 +147,7 @@ PipelineStepResult PipelineStage::train(StageCompute& model, ZeroEngine& engine,
         wait_if_pending(gradient_sends_[static_cast<size_t>(slot)]);  // the slot's input gradient
         const bool last_micro = k == micro_batches_ - 1;
         engine.begin_micro_step(k, micro_batches_);
-        stage_hooks.set(k, last_micro && stages_ > 1 && (first() || last()));
+        stage_hooks.set(k, last_micro && tied);
         model.backward(slot, stage_hooks);
         if (!last_micro) engine.end_micro_step();
         break;
@@ -145,32 +160,40 @@ PipelineStepResult PipelineStage::train(StageCompute& model, ZeroEngine& engine,
     }
   }
   wait_all_sends();
-  if (stages_ > 1 && (first() || last())) {
-    sum_tied_embedding_grads(stage_hooks, model.table());
+  if (tied) {
+    sum_tied_embedding_grads(stage_hooks, model.table(), tied_sum);
     if (stage_hooks.holding()) stage_hooks.release_held();
   }
   engine.end_micro_step();
+  if (tied_sum) ops_.release(tied_sum);
   return result;
 }
 
-// Each end sends its copy's gradient to the other and adds the one it
-// receives: both then hold the sum (a + b and b + a round alike). The first
-// stage sends first and the last receives first, so that NCCL, which matches
-// in posting order, pairs them too.
-void PipelineStage::sum_tied_embedding_grads(ModuleHooks& hooks, const ParamTable& table) {
+// Each end sends its copy's gradient over the step to the other and adds the
+// one it receives into the last micro-batch's, which ZeRO has not taken yet.
+// At stages 0 and 1 that gradient is the step's (ZeRO accumulates it whole),
+// so both ends then hold the same sum (a + b and b + a round alike). At
+// stages 2 and 3 the step's sum is `tied_sum`, kept aside, and ZeRO took the
+// earlier micro-batches' already: each end's ZeRO then sums a + b over the
+// micro-steps in another grouping, so the copies can differ by rounding.
+// The first stage sends first and the last receives first, so that NCCL,
+// which matches in posting order, pairs them too.
+void PipelineStage::sum_tied_embedding_grads(ModuleHooks& hooks, const ParamTable& table,
+                                             const void* tied_sum) {
   const size_t n = table.params().front().numel;
   const DType t = ops_.dtype();
   void* grad = hooks.grad(0);
+  const void* mine = tied_sum ? tied_sum : grad;
   void* other = ops_.alloc(n * dtype_size(t), MemCategory::Grads);
   const int peer = first() ? stages_ - 1 : 0, tag = tied_embedding_tag(micro_batches_);
   pipe_.annotate(Phase::Backward, micro_batches_ - 1);
   Handle sent, received;
   if (first()) {
-    sent = pipe_.send_counted(grad, n, t, peer, tag, Purpose::Gradients);
+    sent = pipe_.send_counted(mine, n, t, peer, tag, Purpose::Gradients);
     received = pipe_.recv_counted(other, n, t, peer, tag, Purpose::Gradients);
   } else {
     received = pipe_.recv_counted(other, n, t, peer, tag, Purpose::Gradients);
-    sent = pipe_.send_counted(grad, n, t, peer, tag, Purpose::Gradients);
+    sent = pipe_.send_counted(mine, n, t, peer, tag, Purpose::Gradients);
   }
   sent->wait();
   received->wait();
@@ -178,17 +201,51 @@ void PipelineStage::sum_tied_embedding_grads(ModuleHooks& hooks, const ParamTabl
   ops_.release(other);
 }
 
-double PipelineStage::evaluate(StageCompute& model, ModuleHooks& hooks, const int* in,
-                               const int* tgt) {
-  const size_t n = model.boundary_elems();
-  if (!first()) recv_activation(model.stage_input(0), n, 0)->wait();
-  model.forward(0, in, tgt, GPT::Head::EvalLoss, 0.0f, hooks);
+// One forward through the stages outside the schedule (evaluation, samples,
+// HellaSwag): the stage before's n elements into `input`, `forward`, and
+// `output` on to the stage after.
+void PipelineStage::relay(void* input, const void* output, size_t n,
+                          const std::function<void()>& forward) {
+  if (!first()) recv_activation(input, n, 0)->wait();
+  forward();
   if (!last())
     pipe_
-        .send_counted(model.stage_output(0), n, ops_.dtype(), stage_ + 1, activation_tag(0),
-                      Purpose::Activations)
+        .send_counted(output, n, ops_.dtype(), stage_ + 1, activation_tag(0), Purpose::Activations)
         ->wait();
+}
+
+double PipelineStage::evaluate(StageCompute& model, ModuleHooks& hooks, const int* in,
+                               const int* tgt) {
+  relay(model.stage_input(0), model.stage_output(0), model.boundary_elems(),
+        [&] { model.forward(0, in, tgt, GPT::Head::EvalLoss, 0.0f, hooks); });
   return last() ? model.loss_sum(0) : 0.0;
+}
+
+const std::vector<float>& PipelineStage::forward_losses(GPT& model, ModuleHooks& hooks,
+                                                        const int* in, const int* tgt) {
+  const size_t tokens = static_cast<size_t>(model.B()) * model.T();
+  relay(model.stage_input(0), model.stage_output(0), tokens * model.table().config().n_embd,
+        [&] { model.forward_loss(in, tgt, hooks); });
+  token_losses_.assign(tokens, 0.0f);
+  if (last()) token_losses_ = model.token_losses();
+  pipe_.purpose(Purpose::Scalars);
+  pipe_.broadcast(token_losses_.data(), token_losses_.size(), DType::F32, stages_ - 1)->wait();
+  return token_losses_;
+}
+
+std::vector<int> PipelineStage::sample(GPT& model, ModuleHooks& hooks, std::vector<int> prompt,
+                                       const SampleSettings& s) {
+  const size_t C = static_cast<size_t>(model.table().config().n_embd);
+  return generate_tokens(
+      std::move(prompt), s, model.T(), [&](const int* window, int t, SplitMix64& rng) {
+        std::vector<float> logits;
+        relay(model.stage_input(0), model.stage_output(0), static_cast<size_t>(t) * C,
+              [&] { logits = model.forward_logits(window, 1, t, t - 1, hooks); });
+        int64_t pick = last() ? pick_token(logits, s, rng) : 0;
+        pipe_.purpose(Purpose::Scalars);
+        pipe_.broadcast(&pick, 1, DType::I64, stages_ - 1)->wait();
+        return static_cast<int>(pick);
+      });
 }
 
 }  // namespace zt

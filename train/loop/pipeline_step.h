@@ -18,6 +18,7 @@
 #include <functional>
 #include <vector>
 
+#include "train/loop/sampler.h"
 #include "train/loop/stage_compute.h"
 #include "zero/comm/comm_stats.h"
 #include "zero/grid/pipeline_schedule.h"
@@ -56,9 +57,21 @@ class PipelineStage {
   // One batch's forward and loss through the stages: the sum of its token
   // losses on the last stage, 0 elsewhere.
   double evaluate(StageCompute& model, ModuleHooks& hooks, const int* in, const int* tgt);
+  // Text through the stages (sample_tokens' window and draws): per token, the
+  // window's rows go forward stage by stage, the last stage draws the token
+  // from its logits and broadcasts it over the pipeline group, so every
+  // stage returns the same tokens. `model` is the stage's (B >= 1, T = seq_len).
+  std::vector<int> sample(GPT& model, ModuleHooks& hooks, std::vector<int> prompt,
+                          const SampleSettings& s);
+  // One forward of `model`'s B x T inputs and targets through the stages; the
+  // last stage broadcasts its token losses over the pipeline group, so every
+  // stage returns them (HellaSwag's scoring).
+  const std::vector<float>& forward_losses(GPT& model, ModuleHooks& hooks, const int* in,
+                                           const int* tgt);
 
  private:
-  void sum_tied_embedding_grads(ModuleHooks& hooks, const ParamTable& table);
+  void relay(void* input, const void* output, size_t n, const std::function<void()>& forward);
+  void sum_tied_embedding_grads(ModuleHooks& hooks, const ParamTable& table, const void* tied_sum);
   void wait_all_sends();
   Handle recv_activation(void* buf, size_t n, int micro);
 
@@ -68,6 +81,7 @@ class PipelineStage {
   int stage_, stages_;
   std::vector<PipeAction> actions_;
   std::vector<Handle> activation_sends_, gradient_sends_;  // per slot
+  std::vector<float> token_losses_;                        // forward_losses' answer
 };
 
 }  // namespace zt

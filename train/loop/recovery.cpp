@@ -63,7 +63,7 @@ int64_t recover_initial_state(const std::string& run_dir, const GPTConfig& model
     std::fflush(stdout);
   }
   const ResumePoint disk =
-      resume_from_checkpoint(run_dir, model, tokenizer, engine, [&](const std::string& why) {
+      resume_from_checkpoint(run_dir, model, {}, tokenizer, engine, [&](const std::string& why) {
         if (rank != 0) return;
         std::fprintf(stderr, "zerotrain: --recover: rejected %s\n", why.c_str());
         std::fflush(stderr);

@@ -101,14 +101,15 @@ RunModels::RunModels(const RunSettings& r, const RunData& d)
   const int slots = pipeline ? pipeline->slots() : 1;
   if (r.emulated) {
     const EmulatedDurations& d = *r.emulated;
-    // A pipeline stage waits its share of the whole model's micro-step, by
-    // parameter elements (the last stage's wte copy standing for the head).
+    // A pipeline stage or a tensor shard waits its share of the whole model's
+    // micro-step, by parameter elements (the last stage's wte copy standing
+    // for the head); a shard also makes the real shard's combines.
     const size_t whole = ParamTable(cfg.model).total();
     const double share = static_cast<double>(table.total()) / static_cast<double>(whole);
     emulated.reset(new EmulatedGPT(
         table, recompute,
         std::chrono::nanoseconds(static_cast<int64_t>(d.micro_step_ms * share * 1e6)),
-        d.forward_fraction));
+        d.forward_fraction, &ops, static_cast<size_t>(r.B) * static_cast<size_t>(r.T)));
     if (pipeline) stage = emulated_stage(table, *emulated, ops, r.B, r.T, slots);
     size_t updated = 0;
     for (const OptimPiece& p : engine->optimizer().pieces()) updated += p.n;
@@ -180,7 +181,8 @@ void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels&
   std::fflush(stdout);
 }
 
-CheckpointContext checkpoint_context(const TrainArgs& a, const RunSettings& r, Ops& ops) {
+CheckpointContext checkpoint_context(const TrainArgs& a, const RunSettings& r, const RunModels& m) {
+  const Ops& ops = *m.rt.ops;
   CheckpointContext ckpt;
   ckpt.run_dir = a.run_dir;
   ckpt.model = r.cfg.model;
@@ -190,6 +192,7 @@ CheckpointContext checkpoint_context(const TrainArgs& a, const RunSettings& r, O
   ckpt.tokenizer = tokenizer_identity(r.cfg.data.tokenizer);
   ckpt.model_dtype = dtype_name(ops.dtype());
   ckpt.device = ops.name();
+  ckpt.part = whole_runs(ParamTable(r.cfg.model), m.table);
   return ckpt;
 }
 

@@ -77,6 +77,6 @@ struct RunModels {
 };
 
 void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels& m, int world);
-CheckpointContext checkpoint_context(const TrainArgs& a, const RunSettings& r, Ops& ops);
+CheckpointContext checkpoint_context(const TrainArgs& a, const RunSettings& r, const RunModels& m);
 
 }  // namespace zt

@@ -2,9 +2,11 @@
 // last seq_len tokens, a self-contained RNG so the same seed gives the same text.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "data/splitmix64.h"
 #include "data/tokenizer.h"
 #include "model/gpt.h"
 
@@ -32,5 +34,17 @@ std::string sample_text(const Tokenizer& tokenizer, const std::vector<int>& toke
 // followed by the generated tokens.
 std::vector<int> sample_tokens(GPT& model, ModuleHooks& hooks, std::vector<int> prompt,
                                const SampleSettings& s);
+
+// The token after `window`'s t tokens, drawn with `rng`: one model's, or a
+// pipeline's through its stages (PipelineStage::sample).
+using NextToken = std::function<int(const int* window, int t, SplitMix64& rng)>;
+// The loop both run: s.tokens times, the last `window_size` tokens (at most)
+// in, one token out, from one RNG seeded with s.seed.
+std::vector<int> generate_tokens(std::vector<int> prompt, const SampleSettings& s, int window_size,
+                                 const NextToken& next);
+
+// The next token drawn from the whole vocabulary's logits: top-k, then
+// temperature, one uniform draw from `rng`.
+int pick_token(const std::vector<float>& logits, const SampleSettings& s, SplitMix64& rng);
 
 }  // namespace zt

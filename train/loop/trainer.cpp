@@ -114,13 +114,13 @@ StartupCounts issue_deepspeed_startup(const RunSettings& r, RunModels& m, float*
 // before anything is written, so that a checkpoint that does not verify or
 // does not fit this config leaves the run directory as it was. Returns the
 // first step to run.
-int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
-                           const TokenizerIdentity& tokenizer, RunModels& m, int rank,
-                           StartupCounts& startup) {
-  if ((a.recover || a.resume) && (m.grid.tensor > 1 || m.grid.pipeline > 1))
-    throw ConfigError(std::string(a.recover ? "--recover" : "--resume") +
-                      ": a run with parallel.tensor > 1 or parallel.pipeline > 1 writes no "
-                      "checkpoints or snapshots yet");
+int64_t load_initial_state(const TrainArgs& a, const RunSettings& r, const CheckpointContext& ckpt,
+                           RunModels& m, int rank, StartupCounts& startup) {
+  const TokenizerIdentity& tokenizer = ckpt.tokenizer;
+  if (a.recover && (m.grid.tensor > 1 || m.grid.pipeline > 1))
+    throw ConfigError(
+        "--recover: a run with parallel.tensor > 1 or parallel.pipeline > 1 takes no "
+        "snapshots yet (--resume loads its checkpoints)");
   // The model a script builds before deepspeed.initialize; a checkpoint replaces it.
   std::vector<float> w;
   const ParamTable whole(r.cfg.model);
@@ -138,7 +138,7 @@ int64_t load_initial_state(const TrainArgs& a, const RunSettings& r,
   ResumePoint resumed;
   if (a.resume) {
     resumed = resume_from_checkpoint(
-        a.run_dir, r.cfg.model, tokenizer, *m.engine, [&](const std::string& why) {
+        a.run_dir, r.cfg.model, ckpt.part, tokenizer, *m.engine, [&](const std::string& why) {
           if (rank != 0) return;
           std::fprintf(stderr, "zerotrain: --resume: rejected %s\n", why.c_str());
           std::fflush(stderr);
@@ -225,7 +225,7 @@ StepResult train_step(const RunSettings& r, RunModels& m, DataLoader& train_data
     train_data.micro_batch(step, micro, in.data(), tgt.data());
     watch_position(step, "forward_backward");
     m.engine->begin_micro_step(micro, r.accum);
-    if (m.emulated) m.emulated->forward_backward(*m.engine);
+    if (m.emulated) m.emulated->forward_backward(m.hooks());
     else
       loss_sum += m.model->forward_backward(in.data(), tgt.data(),
                                             static_cast<float>(1.0 / global_tokens), m.hooks());
@@ -273,9 +273,17 @@ void finish_step(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out
   HellaswagResult h;
   if (score) {
     // The examples are split over the data-parallel ranks; a tensor group's
-    // ranks score the same ones together, so each counts them once.
-    h = score_hellaswag(*m.hellaswag, m.hooks(), d.hellaswag, m.grid.data_index(rank), m.grid.data,
-                        [&](double x) { return sum_over_ranks(x) / m.grid.tensor; });
+    // ranks score the same ones together, and a pipeline's stages all hold
+    // the last stage's losses, so each counts them once.
+    TokenLossForward through_stages;
+    if (m.pipeline)
+      through_stages = [&](const int* in, const int* tgt) -> const std::vector<float>& {
+        return m.pipeline->forward_losses(*m.hellaswag, m.hooks(), in, tgt);
+      };
+    h = score_hellaswag(
+        *m.hellaswag, m.hooks(), d.hellaswag, m.grid.data_index(rank), m.grid.data,
+        [&](double x) { return sum_over_ranks(x) / (m.grid.tensor * m.grid.pipeline); },
+        through_stages);
     rec.hellaswag_examples = h.examples;
     rec.hellaswag_correct = h.correct;
     rec.hellaswag_correct_norm = h.correct_norm;
@@ -290,8 +298,10 @@ void finish_step(const RunSettings& r, RunModels& m, RunData& d, RunOutputs& out
   if (m.sampler && ((step + 1) % cfg.train.sample_every == 0 || last)) {
     SampleSettings ss{cfg.train.sample_tokens, cfg.train.temperature, cfg.train.top_k,
                       cfg.train.seed + static_cast<uint64_t>(step), d.tokenizer->vocab_size()};
-    std::vector<int> toks =
-        sample_tokens(*m.sampler, m.hooks(), sample_prompt(*d.tokenizer, ""), ss);
+    std::vector<int> prompt = sample_prompt(*d.tokenizer, "");
+    const std::vector<int> toks =
+        m.pipeline ? m.pipeline->sample(*m.sampler, m.hooks(), std::move(prompt), ss)
+                   : sample_tokens(*m.sampler, m.hooks(), std::move(prompt), ss);
     if (rank == 0) out.sample(step + 1, sample_text(*d.tokenizer, toks));
   }
   if (cfg.train.checkpoint_every > 0 && ((step + 1) % cfg.train.checkpoint_every == 0 || last)) {
@@ -425,10 +435,10 @@ int run_train(const TrainArgs& a) {
   RunModels models(settings, data);
   RunOutputs out(a.run_dir, rank == 0);
   if (rank == 0) print_run_header(a, settings, models, world);
-  const CheckpointContext ckpt = checkpoint_context(a, settings, *models.rt.ops);
+  const CheckpointContext ckpt = checkpoint_context(a, settings, models);
   LoopTotals totals;
   if (settings.cfg.system.comm_trace) models.rt.comm->hold_trace();
-  totals.start_step = load_initial_state(a, settings, ckpt.tokenizer, models, rank, totals.startup);
+  totals.start_step = load_initial_state(a, settings, ckpt, models, rank, totals.startup);
   models.snapshots =
       start_snapshots(a.run_dir, settings.cfg, *models.engine, totals.start_step, rank, world);
   open_run_outputs(a, settings, models, out, totals.start_step, rank);

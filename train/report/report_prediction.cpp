@@ -10,6 +10,7 @@
 #include "train/config/network_file.h"
 #include "train/config/zero_setup.h"
 #include "train/report/summary_file.h"
+#include "zero/analysis/grid_step_time.h"
 #include "zero/analysis/plan.h"
 
 namespace zt {
@@ -90,6 +91,43 @@ ComputeChoice choose_compute(const RunsDir& runs, const ReportRow& row, const st
   return c;
 }
 
+bool predict_grid_run(const Config& cfg, int world, int ranks_per_node, int accum,
+                      const NetworkModel& net, const ComputeChoice& compute,
+                      GridStepPrediction* out, std::string* why) {
+  if (!net.curves.empty())
+    *why = "the grid model reads link figures (a preset or an emulated cluster), not curves";
+  else if (cfg.parallel.tensor > 1 && cfg.parallel.rank_order != "tensor-inner")
+    *why = "the grid model places the tensor group innermost, not " + cfg.parallel.rank_order;
+  else if (compute.label.rfind("own compute", 0) == 0)
+    *why =
+        "a grid run's own compute is a stage's or a shard's; give --compute-from a run of the "
+        "whole model";
+  if (!why->empty()) return false;
+  GridRun run;
+  run.zero_stage = cfg.zero.stage;
+  run.schedule = parse_pipeline_schedule(cfg.parallel.pipeline_schedule);
+  run.dtype = cfg.system.device == "cuda" ? DType::BF16 : DType::F32;
+  run.grid.tp = cfg.parallel.tensor;
+  run.grid.pp = cfg.parallel.pipeline;
+  run.grid.dp = world / (run.grid.tp * run.grid.pp);
+  run.grid.micro_batches = accum;
+  run.grid.micro_batch = cfg.train.micro_batch;
+  run.grid.seq = cfg.model.seq_len;
+  GridShape whole = run.grid;
+  whole.tp = whole.pp = 1;
+  GridCluster k;
+  k.gpus_per_node = ranks_per_node;
+  k.nodes = world / ranks_per_node;
+  k.link = net.link;
+  k.flops_per_s = stage_flops_per_token(cfg.model, whole, 0) * static_cast<double>(whole.tokens()) /
+                  compute.times.micro_step_s;
+  k.memory_bytes_per_s =
+      32.0 * static_cast<double>(ParamTable(cfg.model).total()) / compute.times.optimizer_s;
+  k.device_memory_bytes = 1e300;
+  *out = predict_grid_step(cfg.model, run, k);
+  return true;
+}
+
 void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel* network,
                   const std::string& compute_from) {
   std::map<std::string, size_t> row_of;
@@ -110,6 +148,23 @@ void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel
       const int g = where.ranks_per_node > 0 && r.world % where.ranks_per_node == 0
                         ? where.ranks_per_node
                         : r.world;
+      if (cfg.parallel.tensor > 1 || cfg.parallel.pipeline > 1) {
+        const ComputeChoice compute = choose_compute(runs, r, runs_dir, compute_from);
+        GridStepPrediction p;
+        std::string why;
+        r.network = net.source;
+        if (!predict_grid_run(cfg, r.world, g, A, net, compute, &p, &why)) {
+          r.compute_source = "no prediction: " + why;
+          continue;
+        }
+        r.compute_source = compute.label +
+                           "; grid step-time model (ZeRO's reduce-scatter path; "
+                           "zero/analysis/grid_step_time.h)";
+        r.has_prediction = true;
+        r.predicted_step_ms = p.step_s * 1e3;
+        r.predicted_exposed_ms = (p.tensor_s + p.pipeline_s + p.data_exposed_s) * 1e3;
+        continue;
+      }
       const ZeroSetup setup = zero_setup(cfg, table, g);
       const std::string mismatch = network_layout_mismatch(net, r.world, g);
       if (!mismatch.empty()) throw ConfigError("--network: " + mismatch);

@@ -6,7 +6,9 @@
 #pragma once
 #include <string>
 
+#include "train/config/config.h"
 #include "train/report/report_table.h"
+#include "zero/analysis/grid_step_time.h"
 #include "zero/analysis/step_time_model.h"
 
 namespace zt {
@@ -31,6 +33,19 @@ struct ComputeChoice {
 };
 ComputeChoice choose_compute(const RunsDir& runs, const ReportRow& row, const std::string& runs_dir,
                              const std::string& compute_from);
+
+// A grid run (parallel.tensor or parallel.pipeline > 1) is predicted by the
+// grid step-time model (zero/analysis/grid_step_time.h) on the network's
+// link figures, its rates set so that the whole model's micro-step and
+// optimizer take the compute's times: FLOP/s = the whole model's FLOPs of a
+// micro-step over its time (so a stage's or shard's compute is its FLOP
+// share), bytes/s = 32 bytes per parameter over the optimizer's time. The
+// model places the tensor group innermost and takes ZeRO's reduce-scatter
+// path; a network of curves, another rank order or a compute that is the
+// row's own (a stage's) gets no prediction: false, with the reason in `why`.
+bool predict_grid_run(const Config& cfg, int world, int ranks_per_node, int accum,
+                      const NetworkModel& net, const ComputeChoice& compute,
+                      GridStepPrediction* out, std::string* why);
 
 // Fills predicted_step_ms and, over the same baseline as the speed-up
 // (tokens/s), the speed-ups (median step) measured and predicted. Throws

@@ -157,10 +157,18 @@ ReportRow read_summary(const std::string& path, const std::string& run_name) {
   r.n_embd = static_cast<int>(s.integer("config.model.n_embd"));
   r.seq_len = static_cast<int>(s.integer("config.model.seq_len"));
   const int64_t global_tokens = s.integer("config.train.global_batch_tokens");
-  const int64_t per_micro_step = int64_t(r.micro_batch) * r.seq_len * r.world;
+  // The data-parallel ranks share the batch; a tensor or pipeline group's
+  // ranks work on the same micro-batches.
+  const int64_t model_parallel =
+      (s.has("config.parallel.tensor") ? s.integer("config.parallel.tensor") : 1) *
+      (s.has("config.parallel.pipeline") ? s.integer("config.parallel.pipeline") : 1);
+  if (model_parallel <= 0 || r.world % model_parallel != 0)
+    s.fail("config.parallel: tensor x pipeline " + std::to_string(model_parallel) +
+           " does not divide world_size " + std::to_string(r.world));
+  const int64_t per_micro_step = int64_t(r.micro_batch) * r.seq_len * (r.world / model_parallel);
   if (per_micro_step <= 0 || global_tokens % per_micro_step != 0)
     s.fail("config.train.global_batch_tokens " + std::to_string(global_tokens) +
-           " is not a multiple of micro_batch x seq_len x world_size");
+           " is not a multiple of micro_batch x seq_len x data-parallel ranks");
   r.accum_steps = static_cast<int>(global_tokens / per_micro_step);
   r.params = s.integer("params");
 
@@ -342,16 +350,17 @@ std::string report_prediction_table(const std::vector<ReportRow>& rows) {
       "speed-up (median step) predicted | compute of the prediction |\n"
       "| --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |\n";
   for (const ReportRow& r : rows) {
-    if (!r.has_prediction) continue;
+    if (!r.has_prediction && r.compute_source.empty()) continue;
+    const bool p = r.has_prediction;  // else compute_source says why not
     const std::vector<std::string> f = {
         r.run,
         std::to_string(r.stage),
         path_label(r),
         fmt("%.1f", r.step_ms),
-        fmt("%.1f", r.predicted_step_ms),
-        fmt("%.2f", r.predicted_step_ms / r.step_ms),
+        p ? fmt("%.1f", r.predicted_step_ms) : "—",
+        p ? fmt("%.2f", r.predicted_step_ms / r.step_ms) : "—",
         fmt("%.1f", r.exposed_comm_ms_per_step),
-        fmt("%.1f", r.predicted_exposed_ms),
+        p ? fmt("%.1f", r.predicted_exposed_ms) : "—",
         r.step_speedup > 0 ? fmt("%.2fx", r.step_speedup) : "—",
         r.predicted_speedup > 0 ? fmt("%.2fx", r.predicted_speedup) : "—",
         r.compute_source};

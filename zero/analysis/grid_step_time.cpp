@@ -12,8 +12,6 @@
 namespace zt {
 namespace {
 
-// The model's dtype on the GPU (grid_memory's model states are bf16 too).
-constexpr DType kModelDType = DType::BF16;
 // AdamW's bytes per element of the rank's state: fp32 master, m, v and the
 // gradient, each read and written.
 constexpr double kAdamWBytesPerElement = 32;
@@ -54,9 +52,9 @@ struct StageTimes {
 // tensor_volume timed per call; "forward:" terms gate the forward, "step:"
 // terms run once after the flush, the rest (backward; recompute does not
 // arise here) the backward.
-void add_tensor_times(const GridShape& g, const GPTConfig& c, const GridCluster& k, int stage,
-                      StageTimes& st) {
-  const GridVolume v = tensor_volume(g, c, kModelDType, Recompute::None, stage);
+void add_tensor_times(const GridShape& g, const GPTConfig& c, const GridCluster& k, DType t,
+                      int stage, StageTimes& st) {
+  const GridVolume v = tensor_volume(g, c, t, Recompute::None, stage);
   const RankGroup group = tensor_group(g, RankOrder::TensorInnermost);
   for (const VolumeTerm& t : v.terms) {
     if (t.calls == 0) continue;
@@ -76,14 +74,13 @@ void add_tensor_times(const GridShape& g, const GPTConfig& c, const GridCluster&
 }
 
 void add_data_times(int zero_stage, const GridShape& g, const GPTConfig& c, const GridCluster& k,
-                    int stage, StageTimes& st) {
+                    DType t, int stage, StageTimes& st) {
   const uint64_t psi = stage_local_numel(g, c, stage);
   const uint64_t shard = psi / static_cast<uint64_t>(g.dp);
   const RankGroup group = data_group(g, RankOrder::TensorInnermost);
-  const double all_reduce = grid_call_seconds(k, Primitive::AllReduce, kModelDType, psi, group);
-  const double reduce_scatter =
-      grid_call_seconds(k, Primitive::ReduceScatter, kModelDType, shard, group);
-  const double all_gather = grid_call_seconds(k, Primitive::AllGather, kModelDType, shard, group);
+  const double all_reduce = grid_call_seconds(k, Primitive::AllReduce, t, psi, group);
+  const double reduce_scatter = grid_call_seconds(k, Primitive::ReduceScatter, t, shard, group);
+  const double all_gather = grid_call_seconds(k, Primitive::AllGather, t, shard, group);
   auto beyond = [](double comm, double compute) { return std::max(0.0, comm - compute); };
   switch (zero_stage) {
     case 0: st.after_flush_data_s = all_reduce; break;
@@ -103,10 +100,10 @@ void add_data_times(int zero_stage, const GridShape& g, const GPTConfig& c, cons
   st.optimizer_s = state * kAdamWBytesPerElement / k.memory_bytes_per_s;
 }
 
-// `steps` steps of `bytes` each way between two stages' ranks. Stage p holds
-// ranks [p·D·T, (p+1)·D·T): two stages are on different nodes when the world
-// spans nodes (the slowest boundary, and the first and last stage), and then
-// a stage's D·T ranks (at most a node's G) send across the node link at once.
+// `steps` steps of `bytes` each way between the first and the last stage's
+// ranks. Stage p holds ranks [p·D·T, (p+1)·D·T): the two ends are on
+// different nodes when the world spans nodes, and then a stage's D·T ranks
+// (at most a node's G) send across the node link at once.
 double between_stages_seconds(const GridCluster& k, const GridShape& g, double bytes, int steps) {
   if (k.nodes > 1) {
     const int senders = std::min(k.gpus_per_node, g.dp * g.tp);
@@ -137,8 +134,19 @@ double grid_call_seconds(const GridCluster& k, Primitive p, DType t, uint64_t co
   return link_model(k).call_seconds(call, k.world(), nodes);
 }
 
-double pipeline_message_seconds(const GridCluster& k, const GridShape& g, double bytes) {
-  return g.pp == 1 ? 0 : between_stages_seconds(k, g, bytes, 1);
+double pipeline_message_seconds(const GridCluster& k, const GridShape& g, double bytes,
+                                int boundary) {
+  // Rank i of stage p sends to rank i of stage p + 1, D·T ranks further; the
+  // pairs on different nodes share their sending node's link.
+  const int DT = g.dp * g.tp, G = k.gpus_per_node;
+  std::vector<int> across(static_cast<size_t>(k.nodes), 0);
+  for (int i = 0; i < DT; i++) {
+    const int from = boundary * DT + i, to = from + DT;
+    if (from / G != to / G) across[static_cast<size_t>(from / G)]++;
+  }
+  const int senders = *std::max_element(across.begin(), across.end());
+  if (senders > 0) return k.link.inter_latency_s + bytes * senders / k.link.inter_node_bytes_per_s;
+  return k.link.intra_latency_s + bytes / k.link.intra_node_bytes_per_s;
 }
 
 GridStepPrediction predict_grid_step(const GPTConfig& c, const GridRun& r, const GridCluster& k) {
@@ -157,15 +165,15 @@ GridStepPrediction predict_grid_step(const GPTConfig& c, const GridRun& r, const
     const double micro_s = stage_flops_per_token(c, g, s) * g.tokens() / k.flops_per_s;
     st.forward.compute_s = micro_s / 3;
     st.backward.compute_s = micro_s * 2 / 3;
-    add_tensor_times(g, c, k, s, st);
-    add_data_times(r.zero_stage, g, c, k, s, st);
+    add_tensor_times(g, c, k, r.dtype, s, st);
+    add_data_times(r.zero_stage, g, c, k, r.dtype, s, st);
     // The tied embedding's all-reduce over the first and last stage: a ring
     // of 2 ranks, 2 steps of half its bus bytes (bus = buffer x 2(2-1)/2).
-    for (const VolumeTerm& t : pipeline_volume(g, c, kModelDType, s).terms)
+    for (const VolumeTerm& t : pipeline_volume(g, c, r.dtype, s).terms)
       if (t.call == GridCall::AllReduce)
         st.tied_s += between_stages_seconds(k, g, t.bus_bytes / 2, 2);
     memory = std::max(memory, static_cast<double>(grid_model_states_bytes(r.zero_stage, g, c, s)) +
-                                  stage_activation_bytes(PipelineSchedule::OneFOneB, g, c, s));
+                                  stage_activation_bytes(r.schedule, g, c, s));
   }
   // Every stage runs at the slowest stage's pace; the critical stage is the
   // one whose micro-batch takes longest, the last one to finish after the
@@ -181,13 +189,16 @@ GridStepPrediction predict_grid_step(const GPTConfig& c, const GridRun& r, const
       critical = s;
     if (stages[s].after_flush() > stages[last].after_flush()) last = s;
   }
-  const double message_s = pipeline_message_seconds(
-      k, g, static_cast<double>(g.tokens()) * c.n_embd * dtype_size(kModelDType));
-  const double makespan = g.pp == 1
-                              ? m * (forward_s + backward_s)
-                              : one_f_one_b_makespan(g.pp, m, forward_s, backward_s, message_s);
+  const double message_bytes = static_cast<double>(g.tokens()) * c.n_embd * dtype_size(r.dtype);
+  std::vector<double> message_s;
+  for (int p = 0; p + 1 < g.pp; p++)
+    message_s.push_back(pipeline_message_seconds(k, g, message_bytes, p));
+  const double makespan =
+      g.pp == 1 ? m * (forward_s + backward_s)
+                : pipeline_makespan(r.schedule, g.pp, m, forward_s, backward_s, message_s);
   const double messages_s =
-      makespan - (g.pp == 1 ? makespan : one_f_one_b_makespan(g.pp, m, forward_s, backward_s, 0));
+      makespan -
+      (g.pp == 1 ? makespan : pipeline_makespan(r.schedule, g.pp, m, forward_s, backward_s, {}));
 
   const StageTimes& cs = stages[critical];
   const StageTimes& ls = stages[last];

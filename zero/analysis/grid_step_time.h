@@ -20,14 +20,16 @@
 // Each call is timed alone by step_time_model's link rule over the tensor
 // group (tensor innermost: ranks t + T·(d + D·p), so T <= G stays in a node).
 //
-// Pipeline (1F1B, flushed every step): the makespan of pipeline_simulator's
-// run of the schedule with the slowest stage's forward and backward on every
-// stage and one message time, the slowest boundary's, on every boundary. With
-// no message time it is (m + P - 1)·(t_f + t_b), bubble (P - 1)/(m + P - 1).
-// A message of N·C elements goes at the intra-node rate, or, when the stages
-// span nodes, at the node link shared by the D·T ranks (at most G) of the
-// boundary stage that send across at once. The tied embedding's gradient is
-// all-reduced between the first and last stage after the flush.
+// Pipeline (1F1B, or GPipe where the run says so; flushed every step): the
+// makespan of pipeline_simulator's run of the schedule with the slowest
+// stage's forward and backward on every stage, and each boundary's own
+// message time, a link carrying one message at a time in each direction.
+// With no message time it is (m + P - 1)·(t_f + t_b), bubble
+// (P - 1)/(m + P - 1). A message of N·C elements goes at the intra-node rate
+// when every rank of the stage and its peer share a node, else at the node
+// link, shared by the ranks of the busiest node whose peers are on another.
+// The tied embedding's gradient is all-reduced between the first and last
+// stage after the flush.
 //
 // ZeRO over the D data-parallel ranks of each (tensor, pipeline) coordinate,
 // Ψ_s = the stage's local parameters (stage_local_numel), bf16, overlap_comm
@@ -58,6 +60,7 @@
 #include "model/gpt_config.h"
 #include "zero/analysis/grid_volume.h"
 #include "zero/analysis/step_time_model.h"
+#include "zero/grid/pipeline_schedule.h"
 
 namespace zt {
 
@@ -71,11 +74,15 @@ struct GridCluster {
   int world() const { return nodes * gpus_per_node; }
 };
 
-// One configuration: the grid (dp x tp x pp = the cluster's world, m, B, S)
-// and the ZeRO stage over its data-parallel groups.
+// One configuration: the grid (dp x tp x pp = the cluster's world, m, B, S),
+// the ZeRO stage over its data-parallel groups, the pipeline's schedule, and
+// the dtype its activations and gradients travel in (bf16 on GPUs; fp32 on
+// the CPU backend). Memory is bf16 mixed precision whatever it says.
 struct GridRun {
   GridShape grid;
   int zero_stage = 0;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
+  DType dtype = DType::BF16;
 };
 
 // The predicted step and its parts, which add up to it: compute (the critical
@@ -104,8 +111,11 @@ double stage_flops_per_token(const GPTConfig& c, const GridShape& g, int stage);
 double grid_call_seconds(const GridCluster& k, Primitive p, DType t, uint64_t count,
                          const RankGroup& group);
 
-// Seconds of one pipeline message of `bytes` between neighbouring stages.
-double pipeline_message_seconds(const GridCluster& k, const GridShape& g, double bytes);
+// Seconds of one pipeline message of `bytes` across `boundary` (stages
+// boundary and boundary + 1): at the intra-node rate, or at the node link
+// shared by that node's ranks whose peers are on another node.
+double pipeline_message_seconds(const GridCluster& k, const GridShape& g, double bytes,
+                                int boundary);
 
 // The prediction; throws std::invalid_argument (one line) when the grid does
 // not cover the cluster's world or cannot split the model (check_grid).

@@ -148,7 +148,8 @@ class RecordingBackend : public GatherBackend {
   int next_ = 0;
 };
 
-// Two steps of stage 3 through the engine's own gatherer and bucket schedule.
+// Two steps of stage 3 through the engine's own gatherers and bucket schedule,
+// micro-step by micro-step, or with a pipeline in its stage's action order.
 void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DType model,
                  StepPlan& plan) {
   const Stage3Schedule sched(s, table, W, model);
@@ -160,10 +161,14 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
   const RankGroup shard = sched.mics.shard;
   RecordingBackend rec(table, layout, sched.mics, model, s.z.zero_quantized_weights);
   ParamStates st = released_param_states(table.params().size());
-  ParamGatherer train(table, layout, s.z, st, rec);
+  ParamGatherer train(table, layout, s.z, st, rec), eval(table, layout, s.z, st, rec);
   for (std::vector<PlannedCall>* out : {&plan.first_step, &plan.steady_step}) {
     rec.out = out;
-    for (int m = 0; m < A; m++) {
+    // Micro-step m's events [begin, end) through gatherer g; `in_micro`: inside
+    // ZeRO's micro-step (its backward, or its whole pass without a pipeline),
+    // where gradients arrive and are reduced. A forward outside it (a
+    // pipeline's) is a pass of its own, closed at the root's release.
+    auto run_events = [&](int m, size_t begin, size_t end, ParamGatherer& g, bool in_micro) {
       rec.micro = m;
       // Each bucket's calls; in the last micro-step, MiCS's replica all-reduce after each.
       auto reduce = [&](const std::vector<int>& buckets, double at) {
@@ -179,7 +184,8 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
       };
       size_t arrived = 0;
       double done = 0;  // parameter elements of the modules that ran in this pass
-      for (const ModuleEvent& e : s.events) {
+      for (size_t i = begin; i < end; i++) {
+        const ModuleEvent& e = s.events[i];
         // A GradReady event's index is a parameter's, not a module's.
         const bool root = e.kind != ModuleEvent::GradReady && table.modules()[e.index].is_root();
         if (e.kind == ModuleEvent::Fetch) {
@@ -188,18 +194,34 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
             done = 0;
           }
           rec.position = done / table.total();
-          if (root && !e.backward) train.start_forward();
-          train.fetch(e.index, e.backward);
+          if (root && !e.backward && in_micro) g.start_forward();
+          g.fetch(e.index, e.backward);
         } else if (e.kind == ModuleEvent::Release) {
           for (int p : table.modules()[e.index].params) done += table.params()[p].numel;
           rec.position = done / table.total();
-          train.release(e.index, e.backward);
-          if (root && e.backward) train.end_backward();
+          g.release(e.index, e.backward);
+          if (root && e.backward) g.end_backward();
+          if (root && !e.backward && !in_micro) g.end_pass();
         } else {
           reduce(grads.reduce_at[arrived++], rec.position);
         }
       }
-      reduce(grads.reduce_at[arrived], 1.0);
+      if (in_micro) reduce(grads.reduce_at[arrived], 1.0);
+    };
+    if (s.pipeline_actions.empty()) {
+      for (int m = 0; m < A; m++) run_events(m, 0, s.events.size(), train, true);
+    } else {
+      size_t backward_begin = 0;
+      while (backward_begin < s.events.size() &&
+             !(s.events[backward_begin].kind == ModuleEvent::Fetch &&
+               s.events[backward_begin].backward &&
+               table.modules()[s.events[backward_begin].index].is_root()))
+        backward_begin++;
+      for (const PipeAction& a : s.pipeline_actions) {
+        if (a.op == PipeOp::Forward) run_events(a.micro_batch, 0, backward_begin, eval, false);
+        if (a.op == PipeOp::Backward)
+          run_events(a.micro_batch, backward_begin, s.events.size(), train, true);
+      }
     }
     rec.phase = Phase::Step;
     rec.position = 0;

@@ -69,6 +69,8 @@ class Simulation {
   PipelineTimes times_;
   std::vector<StageState> state_;
   std::map<MessageKey, double> sent_;  // message -> arrival time
+  // (from, to) -> when the link in that direction finishes its last message
+  std::map<std::pair<int, int>, double> link_free_;
   std::set<MessageKey> received_;
   PipelineSimulation result_;
 
@@ -98,8 +100,15 @@ class Simulation {
                                  ", expected 0.." + std::to_string(lists_.size() - 1));
       const bool gradient = carries_gradient(a.op);
       if (is_send(a.op)) {
-        if (!sent_.emplace(MessageKey{gradient, s, peer, k}, st.clock + times_.message_s).second)
+        double& link_free = link_free_[{s, peer}];
+        const size_t boundary = static_cast<size_t>(std::min(s, peer));
+        const double transfer = boundary < times_.boundary_message_s.size()
+                                    ? times_.boundary_message_s[boundary]
+                                    : times_.message_s;
+        const double arrival = std::max(st.clock, link_free) + transfer;
+        if (!sent_.emplace(MessageKey{gradient, s, peer, k}, arrival).second)
           throw std::runtime_error("pipeline: " + at(s, a) + " is sent a second time");
+        link_free = arrival;
       } else {
         const MessageKey key{gradient, peer, s, k};
         const auto it = sent_.find(key);
@@ -148,7 +157,9 @@ class Simulation {
 PipelineSimulation simulate_pipeline(const std::vector<std::vector<PipeAction>>& stages,
                                      const PipelineTimes& times) {
   if (stages.empty()) throw std::invalid_argument("pipeline: expected at least 1 stage, got 0");
-  if (times.forward_s < 0 || times.backward_s < 0 || times.message_s < 0)
+  bool negative = times.forward_s < 0 || times.backward_s < 0 || times.message_s < 0;
+  for (double t : times.boundary_message_s) negative = negative || t < 0;
+  if (negative)
     throw std::invalid_argument("pipeline: forward, backward and message times must be >= 0");
   return Simulation(stages, times).run();
 }

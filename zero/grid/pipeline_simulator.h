@@ -8,7 +8,10 @@
 // - Forward takes forward_s, Backward backward_s, on every stage.
 // - A send is posted and the stage moves on at once (MPI_Isend: the buffer is
 //   kept until delivery, so a send never waits for its receive); its message
-//   arrives at the peer message_s later.
+//   arrives at the peer message_s later, message_s being its transfer time:
+//   the link between two stages carries one message at a time in each
+//   direction, so a message posted while the one before it in its direction
+//   is still in flight starts when that one arrives (GPipe's bursts queue).
 // - A receive waits until the matching send's message (same kind, same
 //   micro-batch, from the peer stage) has arrived.
 // - When no stage can take its next action and some have actions left, the
@@ -28,7 +31,10 @@ namespace zt {
 struct PipelineTimes {
   double forward_s = 0;   // one micro-batch's forward through one stage
   double backward_s = 0;  // one micro-batch's backward through one stage
-  double message_s = 0;   // a message's latency, posting to arrival
+  double message_s = 0;   // a message's transfer time, on a free link from posting to arrival
+  // When given (one per boundary, p between stages p and p + 1): the
+  // transfer time of that boundary's messages instead of message_s.
+  std::vector<double> boundary_message_s;
 };
 
 struct PipelineSimulation {

@@ -11,6 +11,7 @@
 #include "model/ops.h"
 #include "model/param_table.h"
 #include "zero/comm/communicator.h"
+#include "zero/grid/pipeline_schedule.h"
 #include "zero/layout/param_groups.h"
 #include "zero/optim/shard_optimizer.h"
 #include "zero/stages/model_parallel_norm.h"
@@ -29,6 +30,10 @@ struct ZeroSetup {
   // this rank counts toward the gradient norm, and the group its sum of
   // squares is added over after ZeRO's own reduction. Default: none.
   ModelParallelNorm model_parallel;
+  // With a pipeline: this stage's action list. Its forwards run outside the
+  // micro-steps (stage 3 gathers for each as a pass of its own); only `plan`
+  // reads it, to issue stage 3's calls in the order the run does.
+  std::vector<PipeAction> pipeline_actions;
 };
 
 class ZeroEngine : public ModuleHooks {
