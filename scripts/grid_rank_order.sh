@@ -17,6 +17,10 @@
 # micro-step and MS/5 per optimizer step (a tensor shard or a pipeline stage
 # waits its share and makes the real one's calls).
 #
+# Per system and tensor size T > 1, once before the sittings: commbench
+# --group-size T on the cluster (every tensor group calling at once), the
+# curves report's grid model takes for the tensor calls (--tensor-curves).
+#
 # Systems: 2 x 2 and 2 x 4, ZeRO stage 1, configs/tiny.yaml with 8192 tokens
 # per step (16 micro-batches of 4 x 128), on the byte-level corpus (make
 # data), real compute.
@@ -48,20 +52,39 @@ if [ -n "$emulate" ]; then
   common+=(--set system.compute=emulate --set system.emulate_micro_step_ms="$emulate"
     --set system.emulate_optimizer_ms="$(/usr/bin/python3 -c "print($emulate / 5)")")
 fi
+# The cases of a system of $1 ranks per node: name, tensor, rank order,
+# pipeline, schedule.
+cases_of() {
+  if [ "$study" = pipeline ]; then
+    cases=("t1 1 tensor-inner 1 1f1b" "p2 1 tensor-inner 2 1f1b" "p2-gpipe 1 tensor-inner 2 gpipe"
+      "t2p2 2 tensor-inner 2 1f1b")
+    if [ "$1" -ge 4 ]; then cases+=("p4 1 tensor-inner 4 1f1b"); fi
+  else
+    cases=("t1 1 tensor-inner 1 1f1b" "t2-tensor-inner 2 tensor-inner 1 1f1b"
+      "t2-data-inner 2 data-inner 1 1f1b")
+    if [ "$1" -ge 4 ]; then
+      cases+=("t4-tensor-inner 4 tensor-inner 1 1f1b" "t4-data-inner 4 data-inner 1 1f1b")
+    fi
+  fi
+}
 mkdir -p "$out"
+for system in 2x2 2x4; do
+  nodes=${system%x*} per=${system#*x}
+  cases_of "$per"
+  for tensor in $(for c in "${cases[@]}"; do read -r _ t _ <<<"$c"; echo "$t"; done | sort -u); do
+    [ "$tensor" -gt 1 ] || continue
+    curves=$out/$system/tensor-curves-t$tensor.json
+    mkdir -p "$out/$system"
+    scripts/cluster.sh --prefix ztg- run --timeout 300 --nodes "$nodes" --ranks-per-node "$per" \
+      --link "$link" -- "$zt" commbench --primitives all_reduce,all_gather --group-size "$tensor" \
+      --min-bytes 4 --max-bytes 1M --max-seconds 2 --out "$curves" >"${curves%.json}.log" 2>&1 ||
+      { echo "grid_rank_order.sh: $system commbench --group-size $tensor failed: ${curves%.json}.log" >&2; exit 1; }
+  done
+done
 for rep in $(seq 1 "$repeat"); do
   for system in 2x2 2x4; do
     nodes=${system%x*} per=${system#*x}
-    # name, tensor, rank order, pipeline, schedule
-    if [ "$study" = pipeline ]; then
-      cases=("t1 1 tensor-inner 1 1f1b" "p2 1 tensor-inner 2 1f1b" "p2-gpipe 1 tensor-inner 2 gpipe"
-        "t2p2 2 tensor-inner 2 1f1b")
-      [ "$per" -ge 4 ] && cases+=("p4 1 tensor-inner 4 1f1b")
-    else
-      cases=("t1 1 tensor-inner 1 1f1b" "t2-tensor-inner 2 tensor-inner 1 1f1b"
-        "t2-data-inner 2 data-inner 1 1f1b")
-      [ "$per" -ge 4 ] && cases+=("t4-tensor-inner 4 tensor-inner 1 1f1b" "t4-data-inner 4 data-inner 1 1f1b")
-    fi
+    cases_of "$per"
     for c in "${cases[@]}"; do
       read -r name tensor order pipeline schedule <<<"$c"
       dir=$out/$system/$name/sitting$rep

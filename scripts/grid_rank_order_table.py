@@ -20,9 +20,13 @@ import tempfile
 
 def predicted_ms(zt, case_dir):
     """The step `zerotrain report` predicts for the case's sittings (one
-    config, one prediction), or None where it predicts none."""
+    config, one prediction), or None where it predicts none; tensor calls
+    from the system's commbench --group-size curves where it has them."""
+    curves = []
+    for path in sorted(glob.glob(os.path.join(os.path.dirname(case_dir), "tensor-curves-t*.json"))):
+        curves += ["--tensor-curves", path]
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([zt, "report", case_dir, "--out", tmp, "--no-plots"], check=True,
+        subprocess.run([zt, "report", case_dir, "--out", tmp, "--no-plots"] + curves, check=True,
                        stdout=subprocess.DEVNULL)
         with open(os.path.join(tmp, "report.csv")) as f:
             got = [float(r["predicted_step_ms"]) for r in csv.DictReader(f) if r["predicted_step_ms"]]
@@ -72,8 +76,10 @@ def main(out, link, study, zt):
           "step; rank 0's bytes per step as the runs counted them (MB)\n")
     if zt:
         print("Predicted (model output, `zerotrain report`): the grid step-time model "
-              "(zero/analysis/grid_step_time.h) for grids, the data-parallel step-time model "
-              "for t1; in brackets predicted / measured; - where it predicts none\n")
+              "(zero/analysis/grid_step_time.h) for grids, its tensor calls from the system's "
+              "`commbench --group-size T` curves (tensor-curves-tT.json), the data-parallel "
+              "step-time model for t1; in brackets predicted / measured; - where it predicts "
+              "none\n")
     extra = " | bubble formula / stage 0 wait" if study == "pipeline" else ""
     print(f"| system | case | step ms | sittings (min-max) | predicted ms | {other} bus MB "
           f"| of it inter-node | data bus MB | of it inter-node | step / t1{extra} |")

@@ -4,7 +4,10 @@
 # cluster description from ZT_CLUSTER embedded; one-line errors with exit 2
 # for an unreadable ZT_CLUSTER and an --out that cannot be written (before
 # anything is measured); --host-nvme's host block (copies, host AdamW, files),
-# read back by plan's step-time model for an offloaded optimizer. About 5 s.
+# read back by plan's step-time model for an offloaded optimizer; at W = 4
+# --group-size 2 (two tensor groups measuring at once), its curves refused as
+# a whole-world --network and taken by report --tensor-curves for the tensor
+# calls of a T = 2 run. About 15 s.
 here=$(cd "$(dirname "$0")/../.." && pwd)
 source "$here/tests/support/e2e_lib.sh"
 cat >"$WORK/cluster.json" <<'JSON'
@@ -65,6 +68,50 @@ hi = lo + up                           # or none of them do
 got = float(row.group(1)) / 1e3
 assert lo - 1e-5 <= got <= hi + 1e-5, (lo, got, hi)  # plan prints 0.01 ms
 PY
+
+mpirun -np 4 "$ZT_BIN" commbench --primitives all_reduce,reduce_scatter,all_gather --group-size 2 \
+  --max-bytes 4K --iters 2 --warmup 1 --out "$WORK/g2.json" >"$WORK/g2.log" 2>&1 ||
+  fail "commbench --group-size 2 exited $?: $(tail -3 "$WORK/g2.log")"
+grep -q '^# groups: 2 blocks of 2 consecutive ranks' "$WORK/g2.log" || fail "no groups line: $(head -5 "$WORK/g2.log")"
+/usr/bin/python3 - "$WORK/g2.json" <<'PY' || fail "the grouped JSON is not what it should be"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["world"] == 4 and d["group_size"] == 2, d
+factor = {"all_reduce": 1.0, "reduce_scatter": 0.5, "all_gather": 0.5}  # 2(N-1)/N, (N-1)/N at N = 2
+for c in d["curves"]:
+    assert c["bus_factor"] == factor[c["primitive"]], c
+    assert all(pt["check"] == "ok" for pt in c["points"]), c
+PY
+expect_error "--group-size above W" "--group-size" "$ZT_BIN" commbench --group-size 2 --max-bytes 64
+expect_error "grouped curves as a whole-world --network" "measured over groups of 2 ranks" \
+  "$ZT_BIN" plan configs/tiny.yaml --world 4 --network "$WORK/g2.json" --compute-ms 10,2
+
+# report --tensor-curves: a T = 2 run at W = 2, compute emulated, on a preset.
+mpirun -np 2 "$ZT_BIN" commbench --primitives all_reduce,all_gather --group-size 2 --max-bytes 1M \
+  --iters 2 --warmup 1 --out "$WORK/t2.json" >"$WORK/t2.log" 2>&1 || fail "commbench at W = 2 exited $?"
+# A decoy of the same world over groups of 1: report must pick the file of T = 2.
+mpirun -np 2 "$ZT_BIN" commbench --primitives all_reduce,all_gather --group-size 1 --max-bytes 1M \
+  --iters 2 --warmup 1 --out "$WORK/t1.json" >"$WORK/t1.log" 2>&1 || fail "commbench --group-size 1 exited $?"
+mkdir -p "$WORK/runs"
+mpirun -np 2 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/runs/t2" "${SMALL[@]}" \
+  --set parallel.tensor=2 --set train.steps=2 --set system.compute=emulate \
+  --set system.emulate_micro_step_ms=5 --set system.emulate_optimizer_ms=1 >"$WORK/t2-train.log" 2>&1 || fail "the T = 2 run exited $?: $(tail -3 "$WORK/t2-train.log")"
+preset=configs/networks/h100_ib400_8gpu.json
+"$ZT_BIN" report "$WORK/runs" --no-plots --network "$preset" --out "$WORK/link" >/dev/null 2>&1 || fail "report (link rule) failed"
+"$ZT_BIN" report "$WORK/runs" --no-plots --network "$preset" --tensor-curves "$WORK/t1.json" \
+  --tensor-curves "$WORK/t2.json" \
+  --out "$WORK/curves" >/dev/null 2>&1 || fail "report --tensor-curves failed"
+/usr/bin/python3 - "$WORK/link/report.csv" "$WORK/curves/report.csv" <<'PY' || fail "report did not take the tensor curves"
+import csv, sys
+link, measured = (next(csv.DictReader(open(p))) for p in sys.argv[1:])
+assert "tensor calls by the link rule" in link["prediction_compute_source"], link
+assert "tensor calls measured by commbench" in measured["prediction_compute_source"], measured
+assert "t2.json (W = 2)" in measured["prediction_compute_source"], measured
+# Shared memory's measured calls take longer than the preset's NVLink figures.
+assert float(measured["predicted_step_ms"]) > float(link["predicted_step_ms"]), (link, measured)
+PY
+expect_error "a preset as --tensor-curves" "not commbench's JSON" \
+  "$ZT_BIN" report "$WORK/runs" --no-plots --tensor-curves "$preset" --out "$WORK/bad"
 
 echo 'not json' >"$WORK/bad.json"
 out=$(ZT_CLUSTER="$WORK/bad.json" "$ZT_BIN" commbench --max-bytes 64 2>&1)

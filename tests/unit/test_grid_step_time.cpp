@@ -2,6 +2,8 @@
 // value worked out by hand in the comment beside it, on clusters with round
 // link figures, and the properties the model must keep.
 #include <stdexcept>
+#include <utility>
+#include <vector>
 
 #include "tests/support/catch.h"
 #include "zero/analysis/grid_step_time.h"
@@ -98,6 +100,26 @@ TEST_CASE("grid step time: tensor time of a micro-batch at T = 2", "[grid_projec
   CHECK(p.tensor_s == Approx(expected));
 }
 
+TEST_CASE("grid step time: tensor calls from curves measured over the tensor groups",
+          "[grid_projection]") {
+  GridCluster k = round_cluster(1, 2);
+  auto curve = [](Primitive p, DType t, std::vector<double> bytes, std::vector<double> s) {
+    return CallCurve{p, t, std::move(bytes), std::move(s)};
+  };
+  k.tensor_curves = {curve(Primitive::AllReduce, DType::BF16, {1000, 10000}, {10e-6, 100e-6}),
+                     curve(Primitive::AllReduce, DType::F32, {1000, 10000}, {20e-6, 200e-6})};
+  // An all-gather's curve missing: one line naming it.
+  CHECK_THROWS_WITH(predict_grid_step(small_model(), run(1, 2, 1, 1, 1, 32, 0), k),
+                    Catch::Contains("no all_gather fp32 curve"));
+  k.tensor_curves.push_back(curve(Primitive::AllGather, DType::F32, {100, 1000}, {5e-6, 50e-6}));
+  const GridStepPrediction p = predict_grid_step(small_model(), run(1, 2, 1, 1, 1, 32, 0), k);
+  // The 18 bf16 all-reduces of 4096 B: 10 + (4096 - 1000)/9000 x 90 = 40.96 us
+  // each. Cross-entropy's fp32 all-reduce of 128 B and the norm's of 4 B: below
+  // the first point, 20 us each. Its all-gather, payload 256 B: 5 + 156/900 x
+  // 45 = 12.8 us. The link figures no longer count.
+  CHECK(p.tensor_s == Approx(18 * 40.96e-6 + 20e-6 + 12.8e-6 + 20e-6));
+}
+
 TEST_CASE("grid step time: a pipeline's makespan is the bubble formula", "[grid_projection]") {
   GridCluster k = round_cluster(1, 4);
   k.link.intra_node_bytes_per_s = 1e21;  // messages and the tied all-reduce: no time
@@ -191,6 +213,23 @@ TEST_CASE("grid step time: stage 2's reduce-scatter stalls each backward by what
   const double optimizer = 27312 * 32 / 1e12;
   CHECK(p.data_exposed_s == Approx(2 * exposed_per_backward + call));
   CHECK(p.step_s == Approx(2 * micro + 2 * exposed_per_backward + optimizer + call));
+}
+
+TEST_CASE("grid step time: DeepSpeed's all-reduce path at stage 2 reduces the whole Ψ",
+          "[grid_projection]") {
+  const GridCluster k = round_cluster(2, 4);
+  GridRun r = run(8, 1, 1, 2, 1, 32, 2);
+  r.gradient_reduce = Primitive::AllReduce;
+  const GridStepPrediction p = predict_grid_step(small_model(), r, k);
+  // As above, but an all-reduce of Ψ = 436992 B: bus 436992 x 2·7/8 = 764736 B,
+  // a node link carries a quarter of 4 x that, 764736 B at 50 GB/s =
+  // 15.29472 us; 14 steps of 10 us: 155.29472 us in each backward.
+  const double all_reduce = 140e-6 + 15.29472e-6, all_gather = 70e-6 + 7.64736e-6;
+  const double micro = 44040192 / 100e12;
+  CHECK(p.data_exposed_s == Approx(2 * (all_reduce - micro * 2 / 3) + all_gather));
+  r.gradient_reduce = Primitive::Broadcast;
+  CHECK_THROWS_WITH(predict_grid_step(small_model(), r, k),
+                    Catch::Contains("expected reduce_scatter, all_reduce or reduce"));
 }
 
 TEST_CASE("grid step time: 7B on one GPU does not fit 80 GB", "[grid_projection]") {

@@ -138,7 +138,10 @@ std::vector<Command> build_commands() {
                   "configuration on an emulated cluster of N x G ranks"),
          option("--compute-from", "SUMMARY.json",
                 "the predictions' compute: this run's (default: stated emulated compute, else "
-                "the stage-0 run of the same micro-batch)")}},
+                "the stage-0 run of the same micro-batch)"),
+         repeated("--tensor-curves", "COMMBENCH.json",
+                  "a grid run's tensor calls: commbench --group-size T measured at its world "
+                  "and T (default the link rule)")}},
        "tables and plots comparing the runs under a directory",
        run_report_command},
       {{"tokenize",
@@ -163,6 +166,8 @@ std::vector<Command> build_commands() {
          option("--iters", "N", "timed calls per size (default 20)"),
          option("--max-seconds", "S", "time budget per size; 0: always --iters (default 5)"),
          option("--root", "R", "root rank of reduce and broadcast (default 0)"),
+         option("--group-size", "N",
+                "blocks of N consecutive ranks measure at once, as tensor groups (default W)"),
          option("--seed", "S", "seed of the input values (default 1)"),
          option("--device", "auto|cpu|cuda", "as system.device (default auto)"),
          option("--communicator", "auto|mpi|nccl", "as system.communicator (default auto)"),

@@ -216,11 +216,16 @@ std::vector<DType> parse_dtypes(const CliArgs& f, DType model_dtype) {
 // The job the curves were measured on, as the tables and the JSON describe it.
 struct BenchJob {
   int rank = 0, world = 1, nodes = 1;
-  int rpn = 1;  // ranks per node; -1: nodes differ in size
+  int group = 1;  // ranks per measuring group (the world unless --group-size)
+  int rpn = 1;    // ranks per node; -1: nodes differ in size
   ClusterDescription cluster;
   std::string communicator, device, device_note;
   bool writer() const { return rank == 0; }
   bool has_cluster() const { return !cluster.json.empty(); }
+  // The link% column: against the link between nodes, so only where the
+  // measuring groups cross it.
+  bool groups_cross_nodes() const { return group == world || rpn <= 0 || rpn % group != 0; }
+  bool link_column() const { return has_cluster() && groups_cross_nodes(); }
   double link_percent(double busbw_GBps) const {
     return busbw_GBps * 8e9 / cluster.rate_bits_per_s * 100;
   }
@@ -233,6 +238,11 @@ void print_header(const BenchJob& job, const CommbenchSpec& spec) {
       job.communicator.c_str(), job.world, job.nodes, job.nodes == 1 ? "" : "s",
       job.rpn > 0 ? std::to_string(job.rpn).c_str() : "uneven", job.rpn == 1 ? "" : "s",
       job.device.c_str());
+  if (job.group < job.world)
+    std::printf(
+        "# groups: %d blocks of %d consecutive ranks (the tensor groups of a tensor-innermost "
+        "grid), all measuring at once; W below is the group's\n",
+        job.world / job.group, job.group);
   const ClusterDescription& cluster = job.cluster;
   if (!job.has_cluster()) std::printf("# cluster: none (ZT_CLUSTER not set)\n");
   else
@@ -255,7 +265,7 @@ void print_header(const BenchJob& job, const CommbenchSpec& spec) {
       "# time: mean per call, max over ranks; median: of the calls' durations (max over ranks)\n"
       "# algbw = size / time; busbw = algbw x bus factor%s\n"
       "# #wrong: elements off the exact result, over all ranks%s\n",
-      job.has_cluster() ? "; link%: busbw x 8 / link rate" : "",
+      job.link_column() ? "; link%: busbw x 8 / link rate" : "",
       job.communicator == "mpi"
           ? "; the MPI communicator widens bf16 to fp32 (2x the bytes on the wire)"
           : "");
@@ -268,18 +278,18 @@ void print_point(const BenchJob& job, const CommbenchCurve& c, const CommbenchPo
     std::printf(
         "#\n# %s %s (bus factor %s = %.4g)\n# %14s %12s %6s %6s %12s %12s %12s %12s%s %7s\n",
         primitive_name(c.primitive), dtype_name(c.dtype), bus_factor_formula(c.primitive),
-        bus_factor(c.primitive, job.world), "size(B)", "count", "type", "calls", "time(us)",
-        "median(us)", "algbw(GB/s)", "busbw(GB/s)", job.has_cluster() ? "   link%" : "", "#wrong");
+        bus_factor(c.primitive, job.group), "size(B)", "count", "type", "calls", "time(us)",
+        "median(us)", "algbw(GB/s)", "busbw(GB/s)", job.link_column() ? "   link%" : "", "#wrong");
   std::printf("  %14llu %12llu %6s %6d %12.1f %12.1f %12.5f %12.5f",
               static_cast<unsigned long long>(pt.bytes), static_cast<unsigned long long>(pt.count),
               dtype_name(c.dtype), pt.iters, pt.time_us, pt.median_us, pt.algbw_GBps,
               pt.busbw_GBps);
-  if (job.has_cluster()) std::printf(" %7.1f", job.link_percent(pt.busbw_GBps));
+  if (job.link_column()) std::printf(" %7.1f", job.link_percent(pt.busbw_GBps));
   std::printf(" %7llu\n", static_cast<unsigned long long>(pt.wrong));
   std::fflush(stdout);
 }
 
-std::string curve_json(const CommbenchCurve& c, int world) {
+std::string curve_json(const CommbenchCurve& c, int group) {
   std::string points = "[";
   for (const CommbenchPoint& pt : c.points) {
     JsonObject o;
@@ -293,7 +303,7 @@ std::string curve_json(const CommbenchCurve& c, int world) {
   }
   JsonObject cj;
   cj.add("primitive", primitive_name(c.primitive)).add("dtype", dtype_name(c.dtype));
-  cj.add("bus_factor", bus_factor(c.primitive, world));
+  cj.add("bus_factor", bus_factor(c.primitive, group));
   cj.raw("points", points + "]");
   return cj.str();
 }
@@ -303,13 +313,14 @@ JsonObject curves_document(const BenchJob& job, const CommbenchSpec& spec,
                            const std::vector<CommbenchCurve>& curves) {
   JsonObject doc;
   doc.add("communicator", job.communicator).add("world", job.world).add("nodes", job.nodes);
+  doc.add("group_size", job.group);
   doc.raw("ranks_per_node", job.rpn > 0 ? std::to_string(job.rpn) : "null");
   doc.raw("cluster", job.has_cluster() ? job.cluster.json : "null");
   doc.add("device", job.device).add("warmup", spec.warmup).add("iters", spec.iters);
   doc.add("max_seconds", spec.max_seconds).add("root", spec.root);
   std::string curves_json = "[";
   for (const CommbenchCurve& c : curves)
-    curves_json += (curves_json.size() > 1 ? ",\n " : "\n ") + curve_json(c, job.world);
+    curves_json += (curves_json.size() > 1 ? ",\n " : "\n ") + curve_json(c, job.group);
   doc.raw("curves", curves_json + "]");
   return doc;
 }
@@ -319,15 +330,15 @@ void print_largest_sizes(const BenchJob& job, const std::vector<CommbenchCurve>&
   for (const CommbenchCurve& c : curves) {
     const CommbenchPoint& big = c.points.back();
     const double median_busbw =
-        big.bytes / (big.median_us * 1e-6) / 1e9 * bus_factor(c.primitive, job.world);
+        big.bytes / (big.median_us * 1e-6) / 1e9 * bus_factor(c.primitive, job.group);
     std::printf("# %s %s at %s: busbw %.5f GB/s", primitive_name(c.primitive), dtype_name(c.dtype),
                 human_bytes(big.bytes).c_str(), big.busbw_GBps);
-    if (job.has_cluster())
+    if (job.link_column())
       std::printf(" = %.1f%% of the %.6g Mbit/s link", job.link_percent(big.busbw_GBps),
                   job.cluster.rate_bits_per_s / 1e6);
     if (std::isfinite(median_busbw)) {
       std::printf("; median call %.5f GB/s", median_busbw);
-      if (job.has_cluster()) std::printf(" = %.1f%%", job.link_percent(median_busbw));
+      if (job.link_column()) std::printf(" = %.1f%%", job.link_percent(median_busbw));
     }
     std::printf("\n");
   }
@@ -352,7 +363,12 @@ int run_commbench_command(const std::vector<std::string>& args) {
   int local_rank = 0, local_size = 1;
   mpi_ranks(&job.rank, &job.world, &local_rank, &local_size);
   check_destinations(f, request, job.rank);
-  spec.root = static_cast<int>(f.get_int("--root", 0, 0, job.world - 1));
+  job.group = static_cast<int>(f.get_int("--group-size", job.world, 1, job.world));
+  if (job.world % job.group != 0)
+    f.fail("--group-size " + std::to_string(job.group) + " does not divide the world of " +
+           std::to_string(job.world) + " ranks");
+  spec.group_size = job.group;
+  spec.root = static_cast<int>(f.get_int("--root", 0, 0, job.group - 1));
   spec.dtypes = parse_dtypes(f, rt.ops->dtype());
   const NodeMap node_map = job_nodes();
   job.nodes = node_map.nodes();

@@ -46,8 +46,8 @@ void print_grid_predictions(const Config& cfg, const Grid& grid, int world, int 
       "\ngrid step-time model (a prediction, not a measurement; zero/analysis/grid_step_time.h, "
       "docs/grid_projection.md):\n  network: %s\n  compute: %s: %.3f ms per whole-model "
       "micro-step, optimizer %.3f ms over the whole model; a shard or stage takes its FLOP share\n"
-      "  ZeRO's calls as the paper's (reduce-scatter and all-gather); step = compute + bubble + "
-      "tensor + pipeline + data exposed\n\n",
+      "  gradients reduced by the primitive of each stage's gradient path as the config selects "
+      "it; step = compute + bubble + tensor + pipeline + data exposed\n\n",
       net.source.c_str(), times.source.c_str(), times.micro_step_s * 1e3, times.optimizer_s * 1e3);
   std::printf("  %-10s %10s %10s %10s %10s %10s %14s\n", "ZeRO stage", "step ms", "compute",
               "bubble", "tensor", "pipeline", "data exposed");
@@ -60,7 +60,7 @@ void print_grid_predictions(const Config& cfg, const Grid& grid, int world, int 
     GridStepPrediction t;
     std::string why;
     const char* mark = stage == cfg.zero.stage ? "*" : " ";
-    if (!predict_grid_run(c, world, per_node, A, net, compute, &t, &why)) {
+    if (!predict_grid_run(c, world, per_node, A, net, compute, {}, &t, &why)) {
       std::printf("%s %-10d no prediction: %s\n", mark, stage, why.c_str());
       continue;
     }

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <vector>
 
 #include "train/cli/command_registry.h"
 #include "train/cli/commands.h"
@@ -29,6 +30,7 @@ namespace fs = std::filesystem;
 
 struct ReportArgs {
   std::string runs_dir, out_dir, network, compute_from;
+  std::vector<std::string> tensor_curves;
   bool plots = true;
 };
 
@@ -42,6 +44,7 @@ ReportArgs parse_report_args(const std::vector<std::string>& args) {
   a.plots = !f.has("--no-plots");
   a.network = f.get("--network");
   a.compute_from = f.get("--compute-from");
+  a.tensor_curves = f.all("--tensor-curves");
   if (const std::string problem = output_dir_problem(a.out_dir); !problem.empty())
     f.fail((f.has("--out") ? "--out " : "RUNS_DIR (the default --out) ") + a.out_dir + ": " +
            problem);
@@ -127,11 +130,19 @@ int run_report_command(const std::vector<std::string>& args) {
   try {
     NetworkModel network;
     if (!a.network.empty()) network = read_network_file(a.network);
+    std::vector<NetworkModel> tensor_curves;
+    for (const std::string& path : a.tensor_curves) {
+      tensor_curves.push_back(read_network_file(path));
+      if (tensor_curves.back().measured_group_size == 0)
+        throw ConfigError("--tensor-curves " + path +
+                          ": not commbench's JSON (expected curves measured with --group-size)");
+    }
     // RUNS_DIR/sitting-K/RUN: scripts/sweep.sh --repeat's sittings, compared within each.
     SittingSet sittings;
     const bool repeated = is_sitting_set(a.runs_dir);
     RunsDir runs = repeated ? load_sitting_set(a.runs_dir, sittings) : load_runs_dir(a.runs_dir);
-    predict_rows(runs, a.runs_dir, a.network.empty() ? nullptr : &network, a.compute_from);
+    predict_rows(runs, a.runs_dir, a.network.empty() ? nullptr : &network, a.compute_from,
+                 tensor_curves);
     std::error_code ec;
     fs::create_directories(a.out_dir, ec);
     if (ec) throw std::runtime_error("report: " + a.out_dir + ": cannot create: " + ec.message());

@@ -102,10 +102,22 @@ NetworkModel commbench_network(const JsonValue& root, const std::string& path) {
   if (per_node && per_node->kind == JsonValue::Kind::number && per_node->number() >= 1 &&
       per_node->number() == std::floor(per_node->number()))
     net.measured_ranks_per_node = static_cast<int>(std::min(per_node->number(), 1e9));
+  net.measured_group_size = net.measured_world;
+  if (const JsonValue* group = root.find("group_size")) {
+    const double n = group->kind == JsonValue::Kind::number ? group->number() : 0;
+    if (!(n >= 1) || n != std::floor(n) || n > net.measured_world ||
+        net.measured_world % static_cast<int>(n) != 0)
+      throw ConfigError(path + ": key 'group_size': expected an integer that divides 'world' (" +
+                        world->text + ")");
+    net.measured_group_size = static_cast<int>(n);
+  }
   const JsonValue* communicator = root.find("communicator");
   net.open_mpi =
       communicator && communicator->kind == JsonValue::Kind::string && communicator->text == "mpi";
-  net.source = "measured by commbench: " + path + " (W = " + world->text + ")";
+  net.source = "measured by commbench: " + path + " (W = " + world->text;
+  if (net.measured_group_size < net.measured_world)
+    net.source += ", groups of " + std::to_string(net.measured_group_size);
+  net.source += ")";
   return net;
 }
 
@@ -229,6 +241,10 @@ std::string compute_shape(const GPTConfig& m, int micro_batch) {
 
 std::string network_layout_mismatch(const NetworkModel& net, int world, int ranks_per_node) {
   if (net.measured_world == 0) return "";
+  if (net.measured_group_size < net.measured_world)
+    return "measured over groups of " + std::to_string(net.measured_group_size) +
+           " ranks (commbench --group-size), not over the whole world: curves of a tensor "
+           "group are report's --tensor-curves";
   const int measured_g =
       net.measured_ranks_per_node > 0 ? net.measured_ranks_per_node : net.measured_world;
   if (net.measured_world == world && measured_g == ranks_per_node) return "";

@@ -12,6 +12,7 @@
 #include "train/report/summary_file.h"
 #include "zero/analysis/grid_step_time.h"
 #include "zero/analysis/plan.h"
+#include "zero/schedule/grad_path_registry.h"
 
 namespace zt {
 namespace {
@@ -30,6 +31,17 @@ RunPlacement placement_of(const std::string& summary_path, int world) {
   if (c && c->kind == JsonValue::Kind::object)
     p.cluster = cluster_from_json(*c, summary_path + ": cluster");
   return p;
+}
+
+// The curves of `files` measured at this row's layout and tensor group; null
+// when none is.
+const NetworkModel* tensor_curves_for(const std::vector<NetworkModel>& files, int world,
+                                      int ranks_per_node, int tensor) {
+  for (const NetworkModel& f : files)
+    if (f.measured_world == world && f.measured_group_size == tensor &&
+        (f.measured_ranks_per_node == 0 || f.measured_ranks_per_node == ranks_per_node))
+      return &f;
+  return nullptr;
 }
 
 }  // namespace
@@ -93,7 +105,8 @@ ComputeChoice choose_compute(const RunsDir& runs, const ReportRow& row, const st
 
 bool predict_grid_run(const Config& cfg, int world, int ranks_per_node, int accum,
                       const NetworkModel& net, const ComputeChoice& compute,
-                      GridStepPrediction* out, std::string* why) {
+                      const std::vector<CallCurve>& tensor_curves, GridStepPrediction* out,
+                      std::string* why) {
   if (!net.curves.empty())
     *why = "the grid model reads link figures (a preset or an emulated cluster), not curves";
   else if (cfg.parallel.tensor > 1 && cfg.parallel.rank_order != "tensor-inner")
@@ -105,6 +118,7 @@ bool predict_grid_run(const Config& cfg, int world, int ranks_per_node, int accu
   if (!why->empty()) return false;
   GridRun run;
   run.zero_stage = cfg.zero.stage;
+  run.gradient_reduce = select_grad_path(cfg.zero).primitive;
   run.schedule = parse_pipeline_schedule(cfg.parallel.pipeline_schedule);
   run.dtype = cfg.system.device == "cuda" ? DType::BF16 : DType::F32;
   run.grid.tp = cfg.parallel.tensor;
@@ -124,12 +138,13 @@ bool predict_grid_run(const Config& cfg, int world, int ranks_per_node, int accu
   k.memory_bytes_per_s =
       32.0 * static_cast<double>(ParamTable(cfg.model).total()) / compute.times.optimizer_s;
   k.device_memory_bytes = 1e300;
+  k.tensor_curves = tensor_curves;
   *out = predict_grid_step(cfg.model, run, k);
   return true;
 }
 
 void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel* network,
-                  const std::string& compute_from) {
+                  const std::string& compute_from, const std::vector<NetworkModel>& tensor_curves) {
   std::map<std::string, size_t> row_of;
   for (size_t i = 0; i < runs.rows.size(); i++) row_of[runs.rows[i].run] = i;
   for (ReportRow& r : runs.rows) {
@@ -153,13 +168,20 @@ void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel
         GridStepPrediction p;
         std::string why;
         r.network = net.source;
-        if (!predict_grid_run(cfg, r.world, g, A, net, compute, &p, &why)) {
+        const int T = cfg.parallel.tensor;
+        const NetworkModel* measured =
+            T > 1 ? tensor_curves_for(tensor_curves, r.world, g, T) : nullptr;
+        if (!predict_grid_run(cfg, r.world, g, A, net, compute,
+                              measured ? measured->curves : std::vector<CallCurve>{}, &p, &why)) {
           r.compute_source = "no prediction: " + why;
           continue;
         }
-        r.compute_source = compute.label +
-                           "; grid step-time model (ZeRO's reduce-scatter path; "
-                           "zero/analysis/grid_step_time.h)";
+        r.compute_source = compute.label + "; grid step-time model (gradients by " +
+                           primitive_name(select_grad_path(cfg.zero).primitive) +
+                           ", the run's path; zero/analysis/grid_step_time.h)";
+        if (T > 1)
+          r.compute_source +=
+              measured ? "; tensor calls " + measured->source : "; tensor calls by the link rule";
         r.has_prediction = true;
         r.predicted_step_ms = p.step_s * 1e3;
         r.predicted_exposed_ms = (p.tensor_s + p.pipeline_s + p.data_exposed_s) * 1e3;

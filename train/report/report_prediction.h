@@ -5,6 +5,7 @@
 // "cluster"). Runs with neither get no prediction.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "train/config/config.h"
 #include "train/report/report_table.h"
@@ -40,17 +41,24 @@ ComputeChoice choose_compute(const RunsDir& runs, const ReportRow& row, const st
 // optimizer take the compute's times: FLOP/s = the whole model's FLOPs of a
 // micro-step over its time (so a stage's or shard's compute is its FLOP
 // share), bytes/s = 32 bytes per parameter over the optimizer's time. The
-// model places the tensor group innermost and takes ZeRO's reduce-scatter
-// path; a network of curves, another rank order or a compute that is the
-// row's own (a stage's) gets no prediction: false, with the reason in `why`.
+// model places the tensor group innermost and reduces the gradients with
+// the primitive of the run's gradient path (select_grad_path); a network of curves, another rank
+// order or a compute that is the row's own (a stage's) gets no prediction: false, with the reason
+// in `why`. `tensor_curves` (may be empty): the tensor group's calls measured over every group at
+// once (commbench --group-size T), in place of the link rule.
 bool predict_grid_run(const Config& cfg, int world, int ranks_per_node, int accum,
                       const NetworkModel& net, const ComputeChoice& compute,
-                      GridStepPrediction* out, std::string* why);
+                      const std::vector<CallCurve>& tensor_curves, GridStepPrediction* out,
+                      std::string* why);
 
 // Fills predicted_step_ms and, over the same baseline as the speed-up
-// (tokens/s), the speed-ups (median step) measured and predicted. Throws
-// std::runtime_error naming the run's file.
+// (tokens/s), the speed-ups (median step) measured and predicted. A grid row
+// of T > 1 takes its tensor calls from the one of `tensor_curves` (commbench
+// files, report --tensor-curves) measured at its world, ranks per node and
+// group size T; without one, from the link rule, and its label says which.
+// Throws std::runtime_error naming the run's file.
 void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel* network,
-                  const std::string& compute_from = "");
+                  const std::string& compute_from = "",
+                  const std::vector<NetworkModel>& tensor_curves = {});
 
 }  // namespace zt

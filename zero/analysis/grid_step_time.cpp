@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "zero/analysis/grid_memory.h"
@@ -48,6 +49,18 @@ struct StageTimes {
   }
 };
 
+// One tensor-group call of `payload_bytes`: from the cluster's measured
+// curve of its primitive and dtype where it has tensor curves.
+double tensor_call_seconds(const GridCluster& k, Primitive p, DType t, double payload_bytes,
+                           uint64_t count, const RankGroup& group) {
+  if (k.tensor_curves.empty()) return grid_call_seconds(k, p, t, count, group);
+  for (const CallCurve& c : k.tensor_curves)
+    if (c.primitive == p && c.dtype == t) return curve_seconds(c, payload_bytes);
+  throw std::invalid_argument(std::string("tensor curves: no ") + primitive_name(p) + " " +
+                              dtype_name(t) + " curve (measure it with commbench --primitives " +
+                              primitive_name(p) + " --dtype " + dtype_name(t) + ")");
+}
+
 // Forward and backward tensor time per micro-batch of `stage`: each term of
 // tensor_volume timed per call; "forward:" terms gate the forward, "step:"
 // terms run once after the flush, the rest (backward; recompute does not
@@ -62,7 +75,7 @@ void add_tensor_times(const GridShape& g, const GPTConfig& c, const GridCluster&
     const double per_call_bytes = t.payload_bytes / static_cast<double>(t.calls);
     const double whole = per_call_bytes / dtype_size(t.dtype);
     const uint64_t count = static_cast<uint64_t>(p == Primitive::AllReduce ? whole : whole / g.tp);
-    const double call_s = grid_call_seconds(k, p, t.dtype, count, group);
+    const double call_s = tensor_call_seconds(k, p, t.dtype, per_call_bytes, count, group);
     if (t.what.rfind("step:", 0) == 0) {
       st.after_flush_tensor_s += static_cast<double>(t.calls) * call_s;
       continue;
@@ -73,30 +86,43 @@ void add_tensor_times(const GridShape& g, const GPTConfig& c, const GridCluster&
   }
 }
 
-void add_data_times(int zero_stage, const GridShape& g, const GPTConfig& c, const GridCluster& k,
-                    DType t, int stage, StageTimes& st) {
+void add_data_times(const GridRun& r, const GPTConfig& c, const GridCluster& k, int stage,
+                    StageTimes& st) {
+  const GridShape& g = r.grid;
+  const DType t = r.dtype;
   const uint64_t psi = stage_local_numel(g, c, stage);
   const uint64_t shard = psi / static_cast<uint64_t>(g.dp);
   const RankGroup group = data_group(g, RankOrder::TensorInnermost);
   const double all_reduce = grid_call_seconds(k, Primitive::AllReduce, t, psi, group);
-  const double reduce_scatter = grid_call_seconds(k, Primitive::ReduceScatter, t, shard, group);
   const double all_gather = grid_call_seconds(k, Primitive::AllGather, t, shard, group);
-  auto beyond = [](double comm, double compute) { return std::max(0.0, comm - compute); };
-  switch (zero_stage) {
-    case 0: st.after_flush_data_s = all_reduce; break;
-    case 1:
-      st.after_flush_data_s = beyond(reduce_scatter, st.backward.compute_s) + all_gather;
+  double gradients = 0;
+  switch (r.gradient_reduce) {
+    case Primitive::ReduceScatter:
+      gradients = grid_call_seconds(k, Primitive::ReduceScatter, t, shard, group);
       break;
+    case Primitive::AllReduce: gradients = all_reduce; break;
+    case Primitive::Reduce:
+      gradients = g.dp * grid_call_seconds(k, Primitive::Reduce, t, shard, group);
+      break;
+    default:
+      throw std::invalid_argument(std::string("grid step time: gradients reduced by ") +
+                                  primitive_name(r.gradient_reduce) +
+                                  ": expected reduce_scatter, all_reduce or reduce");
+  }
+  auto beyond = [](double comm, double compute) { return std::max(0.0, comm - compute); };
+  switch (r.zero_stage) {
+    case 0: st.after_flush_data_s = all_reduce; break;
+    case 1: st.after_flush_data_s = beyond(gradients, st.backward.compute_s) + all_gather; break;
     case 2:
-      st.backward.data_exposed_s = beyond(reduce_scatter, st.backward.compute_s);
+      st.backward.data_exposed_s = beyond(gradients, st.backward.compute_s);
       st.after_flush_data_s = all_gather;
       break;
     default:
       st.forward.data_exposed_s = beyond(all_gather, st.forward.compute_s);
-      st.backward.data_exposed_s = beyond(all_gather + reduce_scatter, st.backward.compute_s);
+      st.backward.data_exposed_s = beyond(all_gather + gradients, st.backward.compute_s);
       break;
   }
-  const double state = zero_stage == 0 ? static_cast<double>(psi) : static_cast<double>(shard);
+  const double state = r.zero_stage == 0 ? static_cast<double>(psi) : static_cast<double>(shard);
   st.optimizer_s = state * kAdamWBytesPerElement / k.memory_bytes_per_s;
 }
 
@@ -128,7 +154,7 @@ double grid_call_seconds(const GridCluster& k, Primitive p, DType t, uint64_t co
   call.primitive = p;
   call.dtype = t;
   call.count = static_cast<size_t>(count);
-  call.root = -1;
+  call.root = p == Primitive::Reduce ? 0 : -1;  // a rooted reduce's root: the group's first
   call.group = group;
   const NodeMap nodes = NodeMap::uniform(k.world(), k.gpus_per_node);
   return link_model(k).call_seconds(call, k.world(), nodes);
@@ -166,7 +192,7 @@ GridStepPrediction predict_grid_step(const GPTConfig& c, const GridRun& r, const
     st.forward.compute_s = micro_s / 3;
     st.backward.compute_s = micro_s * 2 / 3;
     add_tensor_times(g, c, k, r.dtype, s, st);
-    add_data_times(r.zero_stage, g, c, k, r.dtype, s, st);
+    add_data_times(r, c, k, s, st);
     // The tied embedding's all-reduce over the first and last stage: a ring
     // of 2 ranks, 2 steps of half its bus bytes (bus = buffer x 2(2-1)/2).
     for (const VolumeTerm& t : pipeline_volume(g, c, r.dtype, s).terms)

@@ -18,7 +18,9 @@
 // parallelism, no recompute) on the critical path, none hidden: each all-
 // reduce waits for the matrix product before it and gates the one after.
 // Each call is timed alone by step_time_model's link rule over the tensor
-// group (tensor innermost: ranks t + T·(d + D·p), so T <= G stays in a node).
+// group (tensor innermost: ranks t + T·(d + D·p), so T <= G stays in a node),
+// or, where the cluster carries curves measured over its tensor groups
+// (commbench --group-size T: every group calling at once), by those curves.
 //
 // Pipeline (1F1B, or GPipe where the run says so; flushed every step): the
 // makespan of pipeline_simulator's run of the schedule with the slowest
@@ -33,18 +35,20 @@
 //
 // ZeRO over the D data-parallel ranks of each (tensor, pipeline) coordinate,
 // Ψ_s = the stage's local parameters (stage_local_numel), bf16, overlap_comm
-// on, the ZeRO paper's calls (reduce-scatter and all-gather at stages 1-3,
-// not DeepSpeed's default all-reduce path), each timed alone over the data
-// group, hidden only behind the compute of the pass that issues it (not
-// behind the tensor all-reduces, which share the rank's links):
+// on, each call timed alone over the data group, hidden only behind the
+// compute of the pass that issues it (not behind the tensor all-reduces,
+// which share the rank's links). The gradients' call at stages 1-3 is the
+// run's (GridRun::gradient_reduce): the ZeRO paper's reduce-scatter of Ψ_s
+// (the default), an all-reduce of Ψ_s (DeepSpeed's default path at stages 1
+// and 2), or D rooted reduces of Ψ_s/D one after another (per-owner):
 //   stage 0: one all-reduce of Ψ_s after the flush, exposed;
-//   stage 1: one reduce-scatter in the stage's last backward (the part longer
-//            than that backward's compute exposed), an all-gather of the
-//            updated parameters after the optimizer, exposed;
-//   stage 2: a reduce-scatter in every backward (the part longer than its
-//            compute stalls that backward), the same all-gather;
+//   stage 1: the gradients' call in the stage's last backward (the part
+//            longer than that backward's compute exposed), an all-gather of
+//            the updated parameters after the optimizer, exposed;
+//   stage 2: the gradients' call in every backward (the part longer than
+//            its compute stalls that backward), the same all-gather;
 //   stage 3: an all-gather of Ψ_s in every forward and one more with the
-//            reduce-scatter in every backward (each pass stalled by what
+//            gradients' call in every backward (each pass stalled by what
 //            exceeds its compute), no gather after the step.
 // Optimizer: AdamW over the rank's state (Ψ_s, or Ψ_s/D at stages 1-3), 32
 // bytes per element (fp32 master, m, v and gradient read and written) at the
@@ -56,6 +60,7 @@
 // gathered parameters: the mark "fits" is optimistic.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "model/gpt_config.h"
 #include "zero/analysis/grid_volume.h"
@@ -71,6 +76,9 @@ struct GridCluster {
   double flops_per_s = 0;          // achieved per GPU on the model's matrix products
   double memory_bytes_per_s = 0;   // device memory bandwidth (the optimizer)
   double device_memory_bytes = 0;  // per GPU
+  // Measured over every tensor group at once (commbench --group-size T);
+  // empty: the link rule.
+  std::vector<CallCurve> tensor_curves;
   int world() const { return nodes * gpus_per_node; }
 };
 
@@ -81,6 +89,8 @@ struct GridCluster {
 struct GridRun {
   GridShape grid;
   int zero_stage = 0;
+  // The gradients' call at stages 1-3: ReduceScatter, AllReduce or Reduce.
+  Primitive gradient_reduce = Primitive::ReduceScatter;
   PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   DType dtype = DType::BF16;
 };

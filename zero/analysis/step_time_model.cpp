@@ -7,16 +7,6 @@
 namespace zt {
 namespace {
 
-double curve_seconds(const CallCurve& c, double bytes) {
-  const std::vector<double>& x = c.bytes;
-  const std::vector<double>& y = c.seconds;
-  if (bytes <= x.front()) return y.front();
-  if (bytes >= x.back()) return y.back() * bytes / x.back();
-  const size_t i = std::upper_bound(x.begin(), x.end(), bytes) - x.begin();
-  const double w = (bytes - x[i - 1]) / (x[i] - x[i - 1]);
-  return y[i - 1] + w * (y[i] - y[i - 1]);
-}
-
 // Ring steps of one call (latency terms); an all-to-all's W - 1 exchanges.
 int ring_steps(Primitive p, int world) {
   if (world <= 1) return 0;
@@ -93,6 +83,16 @@ const CallCurve& curve_of(const NetworkModel& net, const PlannedCall& c) {
 }
 
 }  // namespace
+
+double curve_seconds(const CallCurve& c, double bytes) {
+  const std::vector<double>& x = c.bytes;
+  const std::vector<double>& y = c.seconds;
+  if (bytes <= x.front()) return y.front();
+  if (bytes >= x.back()) return y.back() * bytes / x.back();
+  const size_t i = std::upper_bound(x.begin(), x.end(), bytes) - x.begin();
+  const double w = (bytes - x[i - 1]) / (x[i] - x[i - 1]);
+  return y[i - 1] + w * (y[i] - y[i - 1]);
+}
 
 double NetworkModel::call_seconds(const PlannedCall& c, int world, const NodeMap& nodes) const {
   const RankGroup g = c.group.size > 0 ? c.group : RankGroup{world, 1};

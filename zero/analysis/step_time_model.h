@@ -56,6 +56,7 @@ struct CallCurve {
   DType dtype;
   std::vector<double> bytes, seconds;  // ascending bytes
 };
+double curve_seconds(const CallCurve& c, double payload_bytes);
 
 // Time per call from link figures (a preset of published numbers, or an
 // emulated cluster's shaped link): latency per algorithm step, then the bytes
@@ -90,6 +91,7 @@ struct NetworkModel {
   // The layout curves were measured at (0: not measured; a preset's or a
   // cluster's link scales to any layout, a curve does not).
   int measured_world = 0, measured_ranks_per_node = 0;
+  int measured_group_size = 0;  // commbench --group-size: ranks per measuring group
   // Seconds for one call alone on the network. Throws std::runtime_error
   // when curves lack the primitive.
   double call_seconds(const PlannedCall& c, int world, const NodeMap& nodes) const;

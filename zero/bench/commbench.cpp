@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -260,17 +261,28 @@ CommbenchPoint commbench_point(Communicator& comm, Ops& ops, Primitive p, DType 
 std::vector<CommbenchCurve> run_commbench(
     Communicator& comm, Ops& ops, const CommbenchSpec& spec,
     const std::function<void(const CommbenchCurve&, const CommbenchPoint&)>& on_point) {
-  if (spec.root < 0 || spec.root >= comm.world())
+  const int W = comm.world(), N = spec.group_size > 0 ? spec.group_size : W;
+  if (N > W || W % N != 0)
+    throw std::runtime_error("commbench: group size " + std::to_string(N) +
+                             " does not divide the world of " + std::to_string(W) + " ranks");
+  if (spec.root < 0 || spec.root >= N)
     throw std::runtime_error("commbench: root " + std::to_string(spec.root) + " outside 0.." +
-                             std::to_string(comm.world() - 1));
+                             std::to_string(N - 1));
   if (spec.iters < 1 || spec.warmup < 0)
     throw std::runtime_error("commbench: needs iters >= 1 and warmup >= 0");
+  std::unique_ptr<Communicator> group;
+  if (N < W) {
+    std::vector<int> members(static_cast<size_t>(N));
+    for (int i = 0; i < N; i++) members[static_cast<size_t>(i)] = comm.rank() / N * N + i;
+    group = comm.subgroup(members);
+  }
+  Communicator& measured = group ? *group : comm;
   std::vector<CommbenchCurve> curves;
   for (Primitive p : spec.primitives) {
     for (DType t : spec.dtypes) {
       curves.push_back({p, t, {}});
-      for (uint64_t bytes : commbench_sizes(p, t, comm.world(), spec.min_bytes, spec.max_bytes)) {
-        curves.back().points.push_back(commbench_point(comm, ops, p, t, bytes, spec));
+      for (uint64_t bytes : commbench_sizes(p, t, N, spec.min_bytes, spec.max_bytes)) {
+        curves.back().points.push_back(commbench_point(measured, ops, p, t, bytes, spec));
         if (on_point) on_point(curves.back(), curves.back().points.back());
       }
     }

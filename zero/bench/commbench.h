@@ -5,6 +5,10 @@
 // come from the Ops backend, so a CUDA backend measures NCCL or the MPI
 // communicator on device buffers. Timings and check results are combined over
 // MPI_COMM_WORLD with MPI itself, outside the communicator being measured.
+// With a group size N < W, every block of N consecutive ranks (the tensor
+// groups of a grid whose tensor dimension is innermost) measures its own
+// calls, all blocks at once: what a tensor group's call costs while every
+// other group's runs beside it, the time still the maximum over all ranks.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -26,7 +30,8 @@ struct CommbenchSpec {
   // Per size: when one call takes long, time only about this many seconds'
   // worth of calls (at least one); 0 = always `iters`.
   double max_seconds = 5;
-  int root = 0;  // of reduce and broadcast
+  int root = 0;        // of reduce and broadcast, within the group
+  int group_size = 0;  // ranks per measuring group; 0: the whole world
   uint64_t seed = 1;
 };
 
