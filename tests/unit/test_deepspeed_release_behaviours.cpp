@@ -69,6 +69,12 @@ TEST_CASE("each behaviour changes at the release RELEASES.md names", "[deepspeed
   CHECK_FALSE(at("0.19.2").stage3_regathers_first_bucket);
   CHECK(at("0.19.3").stage3_regathers_first_bucket);
   CHECK(at("0.19.8").stage3_regathers_first_bucket);
+  // hpZ's forwards read the secondary pieces from 0.13.2 (traced: 0.12.6 not,
+  // 0.14.4 does; read in 0.13.1's and 0.13.2's all_gather_coalesced).
+  CHECK_FALSE(at("0.12.6").hpz_forward_reads_secondary);
+  CHECK_FALSE(at("0.13.1").hpz_forward_reads_secondary);
+  CHECK(at("0.13.2").hpz_forward_reads_secondary);
+  CHECK(at("0.14.4").hpz_forward_reads_secondary);
 }
 
 TEST_CASE("a release outside the verified range is refused in one line naming the range",

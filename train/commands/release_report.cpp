@@ -70,6 +70,15 @@ const std::vector<Behaviour>& behaviours() {
                     : "the embeddings stay gathered between micro-steps";
        },
        [](const ZeroConfig& z, DType) { return z.stage == 3; }},
+      {"hpZ's forward gathers",
+       [](const DeepSpeedBehaviours& b, const ZeroConfig&, DType) -> std::string {
+         return b.hpz_forward_reads_secondary
+                    ? "read the secondary pieces where a tensor has one, zero.Init's in the first "
+                      "step (from 0.13.2)"
+                    : "cross the data-parallel group; only backward gathers read the secondary "
+                      "pieces";
+       },
+       [](const ZeroConfig& z, DType) { return z.stage == 3 && z.zero_hpz_partition_size > 1; }},
       {"start-up parameter broadcast",
        [](const DeepSpeedBehaviours& b, const ZeroConfig&, DType model) -> std::string {
          return b.startup_broadcast_as_bytes

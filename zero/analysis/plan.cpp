@@ -161,6 +161,7 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
   const RankGroup shard = sched.mics.shard;
   RecordingBackend rec(table, layout, sched.mics, model, s.z.zero_quantized_weights);
   ParamStates st = released_param_states(table.params().size());
+  st.secondary = started_secondaries(layout, table.params().size());
   ParamGatherer train(table, layout, s.z, st, rec), eval(table, layout, s.z, st, rec);
   for (std::vector<PlannedCall>* out : {&plan.first_step, &plan.steady_step}) {
     rec.out = out;

@@ -39,6 +39,7 @@ DeepSpeedBehaviours deepspeed_behaviours(const DeepSpeedRelease& r) {
   b.overflow_check_bf16_stages12 = !(r < DeepSpeedRelease{0, 19, 3});
   b.has_bf16_check_grad_overflow = !(r < DeepSpeedRelease{0, 17, 1});
   b.stage3_regathers_first_bucket = !(r < DeepSpeedRelease{0, 19, 3});
+  b.hpz_forward_reads_secondary = !(r < DeepSpeedRelease{0, 13, 2});
   b.stage12_startup_barrier = r < DeepSpeedRelease{0, 11, 0};
   b.startup_broadcast_as_bytes = !(r < DeepSpeedRelease{0, 19, 8});
   b.stage3_trace_check_in_forward = !(r < DeepSpeedRelease{0, 15, 4});

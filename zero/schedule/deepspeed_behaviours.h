@@ -55,6 +55,13 @@ struct DeepSpeedBehaviours {
   // the first prefetch bucket afresh in every micro-step's forward, not only
   // in the first.
   bool stage3_regathers_first_bucket = false;
+  // 0.13.2 (traced: 0.10.3 to 0.12.6 gather every forward over the world,
+  // 0.14.4 over the hpZ group; read in 0.13.1's and 0.13.2's source:
+  // all_gather_coalesced's use_secondary_tensor drops `and not forward`):
+  // hpZ's forward gathers read the secondary pieces too, so the first step's
+  // forwards read zero.Init's and later micro-steps' forwards their own.
+  // Before, only backward gathers do.
+  bool hpz_forward_reads_secondary = true;
 
   // Start-up and the first optimizer step (deepspeed_startup.h issues the
   // start-up calls; the stage-3 gatherer the trace checks).

@@ -16,7 +16,9 @@ constexpr int64_t kNeverFetched = -10000000000;  // DeepSpeed's int(-1e10)
 
 ParamGatherer::ParamGatherer(const ParamTable& table, const Stage3Layout& layout,
                              const ZeroConfig& z, ParamStates& states, GatherBackend& backend)
-    : table_(table), layout_(layout), z_(z), st_(states), backend_(backend) {
+    : table_(table), layout_(layout), z_(z), st_(states), backend_(backend),
+      forward_reads_secondary_(
+          deepspeed_behaviours(z.deepspeed_version).hpz_forward_reads_secondary) {
   const auto& mods = table.modules();
   fetch_set_.resize(mods.size());
   for (size_t m = 0; m < mods.size(); m++) {
@@ -44,7 +46,8 @@ void ParamGatherer::gather(const std::vector<int>& params) {
   std::sort(todo.begin(), todo.end());
   for (int p : todo) n_available_ += static_cast<int64_t>(table_.params()[p].numel);
   std::vector<int> with_secondary, without;
-  for (int p : todo) (st_.secondary[p] ? with_secondary : without).push_back(p);
+  const bool read_secondary = in_backward_ || forward_reads_secondary_;
+  for (int p : todo) (st_.secondary[p] && read_secondary ? with_secondary : without).push_back(p);
   for (const std::vector<int>* part : {&with_secondary, &without}) {
     if (part->empty()) continue;
     const int call = st_.next_call++;
@@ -57,7 +60,8 @@ void ParamGatherer::gather(const std::vector<int>& params) {
   }
 }
 
-void ParamGatherer::fetch(int module, bool /*backward*/) {
+void ParamGatherer::fetch(int module, bool backward) {
+  in_backward_ = backward;
   // trace_prologue, then record_module.
   if (mode_ == Mode::Complete && (static_cast<int64_t>(module_order_.size()) <= step_ ||
                                   module_order_[static_cast<size_t>(step_)] != module)) {

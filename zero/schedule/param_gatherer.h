@@ -31,7 +31,8 @@
 //   that have one read it over the hpZ group, in a call of their own issued
 //   before the call for the others (DeepSpeed's all_gather_coalesced with
 //   use_secondary_tensor). So only each step's first gather of a tensor
-//   crosses the world; the step drops every secondary piece.
+//   crosses the world; the step drops every secondary piece. Before 0.13.2
+//   only backward gathers read the pieces (hpz_forward_reads_secondary).
 // Counters follow DeepSpeed, quirks included: the available-element count
 // restarts at 0 each pass while the embeddings stay gathered.
 //
@@ -169,6 +170,10 @@ class ParamGatherer {
   std::vector<int64_t> trace_elems_before_;       // trace step -> elements fetched before it
   int64_t step_ = 0;
   int64_t n_available_ = 0;
+  // Whether the current fetch (and the prefetches it issues) is a backward's,
+  // and whether the release's forwards read secondary pieces as well.
+  bool in_backward_ = false;
+  bool forward_reads_secondary_ = true;
 };
 
 }  // namespace zt

@@ -42,6 +42,10 @@ ParamStates released_param_states(size_t n) {
   return st;
 }
 
+std::vector<bool> started_secondaries(const Stage3Layout& layout, size_t params) {
+  return std::vector<bool>(params, layout.hpz() > 1);
+}
+
 void run_stage3_step(ParamGatherer& gatherer, const std::function<void()>& update) {
   gatherer.release_all();
   update();

@@ -47,6 +47,10 @@ struct Stage3Schedule {
 
 // Every parameter released, nothing in flight: how a stage-3 run starts.
 ParamStates released_param_states(size_t params);
+// Which parameters hold a secondary piece before the first step: every one
+// under hpZ (zero.Init cuts them; Stage3Gathers::build_secondaries), none
+// without.
+std::vector<bool> started_secondaries(const Stage3Layout& layout, size_t params);
 
 // The step's sequence, in stage3.py's order: every parameter released, the
 // norms and the update (`update`), then the persistent tensors gathered anew.

@@ -116,8 +116,16 @@ class Stage3 : public ZeroEngine {
   void init_weights(const float* full_host) override {
     optimizer_.init_master(full_host);
     refresh_params_from_master();
+    if (layout_.hpz() > 1) {
+      gathers_.build_secondaries(full_host);
+      states_.secondary = started_secondaries(layout_, table_.params().size());
+    }
   }
-  // Partitioned afresh, as DeepSpeed starts: nothing gathered.
+  // Partitioned afresh: nothing gathered, and (a resume's weights) no
+  // secondary piece. DeepSpeed 0.14.4 keeps zero.Init's pieces through
+  // load_checkpoint (_rigid_load_state_dict re-partitions only parameters
+  // that are gathered, and none is), so its first step after a resume would
+  // gather the starting weights' pieces; zerotrain gathers over the world.
   void refresh_params_from_master() override {
     gathers_.write_shard(optimizer_);
     for (size_t p = 0; p < states_.status.size(); p++) {

@@ -160,6 +160,25 @@ void Stage3Gathers::drop(int param, bool keep_secondary) {
   live_.dropped(param);
 }
 
+void Stage3Gathers::build_secondaries(const float* full_host) {
+  drop_secondaries();
+  const size_t group_rank = static_cast<size_t>(hpz_comm_->rank());
+  for (size_t p = 0; p < secondary_.size(); p++) {
+    const ParamInfo& info = table_.params()[p];
+    const size_t sec = layout_.secondary_piece(static_cast<int>(p)), begin = group_rank * sec;
+    secondary_[p] = ops_.alloc(sec * es_, MemCategory::Params);  // zeroed: the padding
+    if (begin < info.numel) {
+      const size_t n = std::min(sec, info.numel - begin);
+      float* staged = static_cast<float*>(ops_.alloc(n * sizeof(float), MemCategory::CommBuffers));
+      ops_.from_host(staged, full_host + info.offset + begin, n * sizeof(float));
+      ops_.from_f32(secondary_[p], staged, n);
+      ops_.release(staged);
+    }
+    secondary_live_ += sec;
+  }
+  secondary_peak_ = std::max(secondary_peak_, secondary_live_);
+}
+
 void Stage3Gathers::drop_all() {
   for (size_t p = 0; p < full_.size(); p++) drop(static_cast<int>(p), false);
 }

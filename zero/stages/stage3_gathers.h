@@ -46,6 +46,11 @@ class Stage3Gathers : public GatherBackend {
   std::vector<int64_t> broadcast_from_rank0(const std::vector<int64_t>& mine) override;
   void read_ahead(const std::vector<int>& params) override;
 
+  // hpZ: every parameter's secondary piece cut from the whole model's
+  // starting values (flat layout, fp32 on the host), as DeepSpeed's zero.Init
+  // cuts them when it partitions (partition_parameters.py _partition_param_sec,
+  // 0.14.4): the first step then gathers over the hpZ group only.
+  void build_secondaries(const float* full_host);
   // Every gathered copy dropped; secondary pieces stay.
   void drop_all();
   // Parameter p's gathered copy; nullptr while it is not available.
