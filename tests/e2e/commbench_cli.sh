@@ -110,6 +110,10 @@ assert "t2.json (W = 2)" in measured["prediction_compute_source"], measured
 # Shared memory's measured calls take longer than the preset's NVLink figures.
 assert float(measured["predicted_step_ms"]) > float(link["predicted_step_ms"]), (link, measured)
 PY
+mpirun -np 2 "$ZT_BIN" commbench --primitives all_gather --group-size 2 --max-bytes 1K --iters 2 \
+  --warmup 1 --out "$WORK/gather-only.json" >/dev/null 2>&1 || fail "commbench of all_gather alone exited $?"
+expect_error "tensor curves without an all-reduce" "--tensor-curves measured by commbench: $WORK/gather-only.json (W = 2): tensor curves: no all_reduce fp32 curve" \
+  "$ZT_BIN" report "$WORK/runs" --no-plots --network "$preset" --tensor-curves "$WORK/gather-only.json" --out "$WORK/bad"
 expect_error "a preset as --tensor-curves" "not commbench's JSON" \
   "$ZT_BIN" report "$WORK/runs" --no-plots --tensor-curves "$preset" --out "$WORK/bad"
 

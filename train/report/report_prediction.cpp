@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <map>
+#include <stdexcept>
 
 #include "data/json_reader.h"
 #include "model/param_table.h"
@@ -171,8 +172,16 @@ void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel
         const int T = cfg.parallel.tensor;
         const NetworkModel* measured =
             T > 1 ? tensor_curves_for(tensor_curves, r.world, g, T) : nullptr;
-        if (!predict_grid_run(cfg, r.world, g, A, net, compute,
-                              measured ? measured->curves : std::vector<CallCurve>{}, &p, &why)) {
+        bool predicted = false;
+        try {
+          predicted =
+              predict_grid_run(cfg, r.world, g, A, net, compute,
+                               measured ? measured->curves : std::vector<CallCurve>{}, &p, &why);
+        } catch (const std::invalid_argument& e) {
+          throw ConfigError((measured ? "--tensor-curves " + measured->source + ": " : "") +
+                            e.what());
+        }
+        if (!predicted) {
           r.compute_source = "no prediction: " + why;
           continue;
         }
