@@ -114,6 +114,15 @@ mpirun -np 2 "$ZT_BIN" commbench --primitives all_gather --group-size 2 --max-by
   --warmup 1 --out "$WORK/gather-only.json" >/dev/null 2>&1 || fail "commbench of all_gather alone exited $?"
 expect_error "tensor curves without an all-reduce" "--tensor-curves measured by commbench: $WORK/gather-only.json (W = 2): tensor curves: no all_reduce fp32 curve" \
   "$ZT_BIN" report "$WORK/runs" --no-plots --network "$preset" --tensor-curves "$WORK/gather-only.json" --out "$WORK/bad"
+plan=$("$ZT_BIN" plan configs/tiny.yaml --world 2 --set parallel.tensor=2 --network "$preset" \
+  --compute-ms 5,1 --tensor-curves "$WORK/t2.json" 2>&1) || fail "plan --tensor-curves: $plan"
+printf '%s\n' "$plan" | grep -qF "tensor calls: measured by commbench: $WORK/t2.json (W = 2)" ||
+  fail "plan does not name its tensor curves: $plan"
+expect_error "plan --tensor-curves of another layout" "expected commbench --group-size 2 at W = 2 with 2 ranks per node, got group size 2 at W = 4" \
+  "$ZT_BIN" plan configs/tiny.yaml --world 2 --set parallel.tensor=2 --network "$preset" \
+  --compute-ms 5,1 --tensor-curves "$WORK/g2.json"
+expect_error "plan --tensor-curves without a tensor group" "needs --network and parallel.tensor > 1" \
+  "$ZT_BIN" plan configs/tiny.yaml --world 2 --network "$preset" --compute-ms 5,1 --tensor-curves "$WORK/t2.json"
 expect_error "a preset as --tensor-curves" "not commbench's JSON" \
   "$ZT_BIN" report "$WORK/runs" --no-plots --tensor-curves "$preset" --out "$WORK/bad"
 

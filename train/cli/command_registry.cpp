@@ -100,6 +100,8 @@ std::vector<Command> build_commands() {
          option("--network", "NET.json", "predict step times on this network"),
          option("--compute-from", "SUMMARY.json", "--network: compute times of a measured run"),
          option("--compute-ms", "MICRO,OPT", "--network: compute times in milliseconds"),
+         option("--tensor-curves", "COMMBENCH.json",
+                "--network on a grid: tensor calls from commbench --group-size T at this layout"),
          flag("--recovery",
               "add the recovery model: replicas, snapshot cost, a node failure's cost"),
          option("--relaunch-s", "S",

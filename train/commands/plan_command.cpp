@@ -153,6 +153,8 @@ struct Planned : PlannedConfig {
   bool predict = false, calls = false, recovery = false;
   double relaunch_s = -1;  // --relaunch-s; < 0: not given
   NetworkModel net;
+  bool has_tensor_curves = false;
+  NetworkModel tensor_curves;  // --tensor-curves: the tensor groups' calls, measured
   ComputeTimes compute;
   std::vector<PredictedRow> variants;  // in plan's row order; t and why_not with a network
   std::string configured_label;
@@ -187,6 +189,24 @@ Planned load_planned(const std::vector<std::string>& args) {
     f.fail(std::string("--recovery with parallel.") + (p.grid.tensor > 1 ? "tensor" : "pipeline") +
            " > 1: the recovery model covers data parallelism only (memory recovery copies "
            "data-parallel replicas)");
+  if (f.has("--tensor-curves")) {
+    const std::string path = f.get("--tensor-curves");
+    if (!p.predict || p.grid.tensor < 2)
+      f.fail("--tensor-curves " + path + " needs --network and parallel.tensor > 1");
+    p.tensor_curves = read_network_file(path);
+    p.has_tensor_curves = true;
+    const NetworkModel& t = p.tensor_curves;
+    if (t.measured_group_size == 0)
+      f.fail("--tensor-curves " + path +
+             ": not commbench's JSON (expected curves measured with --group-size)");
+    const int rpn = t.measured_ranks_per_node > 0 ? t.measured_ranks_per_node : t.measured_world;
+    if (t.measured_group_size != p.grid.tensor || t.measured_world != p.world || rpn != p.per_node)
+      f.fail("--tensor-curves " + path + ": expected commbench --group-size " +
+             std::to_string(p.grid.tensor) + " at W = " + std::to_string(p.world) + " with " +
+             std::to_string(p.per_node) + " ranks per node, got group size " +
+             std::to_string(t.measured_group_size) + " at W = " + std::to_string(t.measured_world) +
+             " with " + std::to_string(rpn));
+  }
   if (p.predict) {
     const std::string mismatch = network_layout_mismatch(p.net, p.world, p.per_node);
     if (!mismatch.empty()) f.fail("--network " + f.get("--network") + ": " + mismatch);
@@ -394,7 +414,8 @@ int run_plan_command(const std::vector<std::string>& args) {
   if (p.cfg.zero.offload_optimizer.enabled() || p.cfg.zero.offload_param.enabled())
     print_offload_memory(p.mine, p.cfg.zero, p.per_node);
   if (p.predict && (p.grid.tensor > 1 || p.grid.pipeline > 1))
-    print_grid_predictions(p.cfg, p.grid, p.world, p.per_node, p.A, p.net, p.compute);
+    print_grid_predictions(p.cfg, p.grid, p.world, p.per_node, p.A, p.net, p.compute,
+                           p.has_tensor_curves ? &p.tensor_curves : nullptr);
   else if (p.predict) print_predictions(p.variants, p.net, p.compute, p.A, p.configured_label);
   if (p.recovery) {
     RecoveryReportInputs r;

@@ -41,7 +41,8 @@ void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel
 // as report predicts grid runs (predict_grid_run), at every ZeRO stage over
 // the grid's data-parallel groups; the configured stage is starred.
 void print_grid_predictions(const Config& cfg, const Grid& grid, int world, int per_node, int A,
-                            const NetworkModel& net, const ComputeTimes& times) {
+                            const NetworkModel& net, const ComputeTimes& times,
+                            const NetworkModel* tensor) {
   std::printf(
       "\ngrid step-time model (a prediction, not a measurement; zero/analysis/grid_step_time.h, "
       "docs/grid_projection.md):\n  network: %s\n  compute: %s: %.3f ms per whole-model "
@@ -49,6 +50,9 @@ void print_grid_predictions(const Config& cfg, const Grid& grid, int world, int 
       "  gradients reduced by the primitive of each stage's gradient path as the config selects "
       "it; step = compute + bubble + tensor + pipeline + data exposed\n\n",
       net.source.c_str(), times.source.c_str(), times.micro_step_s * 1e3, times.optimizer_s * 1e3);
+  if (grid.tensor > 1)
+    std::printf("  tensor calls: %s\n\n",
+                tensor ? tensor->source.c_str() : "by the link rule (no --tensor-curves)");
   std::printf("  %-10s %10s %10s %10s %10s %10s %14s\n", "ZeRO stage", "step ms", "compute",
               "bubble", "tensor", "pipeline", "data exposed");
   ComputeChoice compute;
@@ -60,7 +64,8 @@ void print_grid_predictions(const Config& cfg, const Grid& grid, int world, int 
     GridStepPrediction t;
     std::string why;
     const char* mark = stage == cfg.zero.stage ? "*" : " ";
-    if (!predict_grid_run(c, world, per_node, A, net, compute, {}, &t, &why)) {
+    if (!predict_grid_run(c, world, per_node, A, net, compute,
+                          tensor ? tensor->curves : std::vector<CallCurve>{}, &t, &why)) {
       std::printf("%s %-10d no prediction: %s\n", mark, stage, why.c_str());
       continue;
     }

@@ -243,8 +243,8 @@ std::string network_layout_mismatch(const NetworkModel& net, int world, int rank
   if (net.measured_world == 0) return "";
   if (net.measured_group_size < net.measured_world)
     return "measured over groups of " + std::to_string(net.measured_group_size) +
-           " ranks (commbench --group-size), not over the whole world: curves of a tensor "
-           "group are report's --tensor-curves";
+           " ranks (commbench --group-size), not over the whole world: give a tensor "
+           "group's curves as --tensor-curves";
   const int measured_g =
       net.measured_ranks_per_node > 0 ? net.measured_ranks_per_node : net.measured_world;
   if (net.measured_world == world && measured_g == ranks_per_node) return "";
