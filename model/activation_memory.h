@@ -28,8 +28,13 @@ namespace zt {
 // Each set is kept per block (x L) or, when its level recomputes it, once,
 // shared by all blocks: none keeps A, R, M per block; attn shares A; mlp
 // shares M; block shares all three.
+// Sequence parallelism (tensor > 1) keeps the residual stream and the
+// LayerNorm statistics for the shard's N/tensor rows alone: r_mid, the block
+// inputs, the final residual, the input's gradient and every mean/rstd (the
+// LayerNorm outputs stay whole, gathered), and adds 2C e of LayerNorm
+// gradient scratch once.
 uint64_t activation_bytes(const GPTConfig& c, int B, int T, Recompute r, DType model,
-                          int tensor = 1);
+                          int tensor = 1, bool sequence = false);
 
 // One pipeline stage's (model/gpt.h), with `blocks` blocks, keeping `slots`
 // micro-batches' activations at once (the schedule's peak in flight,
@@ -45,6 +50,7 @@ uint64_t activation_bytes(const GPTConfig& c, int B, int T, Recompute r, DType m
 //   once      (3NC + NA + NF) e          (projection scratch, backward scratch)
 // The whole model is the one stage with every block, first and last, one slot.
 uint64_t stage_activation_bytes(const GPTConfig& c, int B, int T, Recompute r, DType model,
-                                int tensor, int blocks, bool first, bool last, int slots);
+                                int tensor, int blocks, bool first, bool last, int slots,
+                                bool sequence = false);
 
 }  // namespace zt

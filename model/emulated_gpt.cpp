@@ -67,8 +67,7 @@ void EmulatedGPT::combine_before(size_t i, ModuleHooks& hooks) {
   auto it = std::lower_bound(combines_.begin(), combines_.end(), i,
                              [](const CombinePoint& c, size_t at) { return c.before_event < at; });
   for (; it != combines_.end() && it->before_event == i; ++it)
-    hooks.combine(it->module, it->backward, it->what, combine_buffer_,
-                  tokens_ * (it->whole_width ? width_ : 1));
+    hooks.combine(it->module, it->backward, it->what, combine_buffer_, it->count(tokens_, width_));
 }
 
 // `device` is when the emulated device finishes its queued compute. A hook's

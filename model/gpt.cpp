@@ -10,24 +10,31 @@
 namespace zt {
 
 GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute, int slots)
-    : table_(table), ops_(ops), B_(B), T_(T), recompute_(recompute), es_(dtype_size(ops.dtype())) {
+    : table_(table), ops_(ops), B_(B), T_(T), recompute_(recompute), es_(dtype_size(ops.dtype())),
+      sequence_split_(table.sequence_split()) {
   const GPTConfig& c = table.config();
   const size_t N = static_cast<size_t>(B) * T, C = c.n_embd, NH = table.heads();
+  // The residual stream's rows: all N, or the shard's under sequence parallelism.
+  const size_t R = table.residual_rows(N);
+  if (sequence_split_ && N % static_cast<size_t>(table.split().degree) != 0)
+    throw std::invalid_argument("sequence parallelism: a micro-batch's " + std::to_string(N) +
+                                " tokens do not split into " +
+                                std::to_string(table.split().degree) + " equal parts");
   const size_t A = table.attn_width(), F = table.mlp_width(), V = table.vocab_rows();
   const bool first = table.has_embeddings(), last = table.has_head();
   auto attention_set = [&](Block& b) {
     b.ln1 = act(N * C);
     b.qkv = act(N * 3 * A);
     b.atty = act(N * A);
-    b.ln1_mean = stat(N);
-    b.ln1_rstd = stat(N);
+    b.ln1_mean = stat(R);
+    b.ln1_rstd = stat(R);
     b.lse = stat(N * NH);
   };
   auto residual_set = [&](Block& b) {
-    b.r_mid = act(N * C);
+    b.r_mid = act(R * C);
     b.ln2 = act(N * C);
-    b.ln2_mean = stat(N);
-    b.ln2_rstd = stat(N);
+    b.ln2_mean = stat(R);
+    b.ln2_rstd = stat(R);
   };
   auto mlp_set = [&](Block& b) {
     b.fch = act(N * F);
@@ -45,17 +52,17 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute, i
   for (Slot& s : slots_) {
     s.blocks.assign(static_cast<size_t>(table.blocks()), shared);
     for (Block& b : s.blocks) {
-      b.r_in = act(N * C);  // the first block's: the embedding, or the stage's input
+      b.r_in = act(R * C);  // the first block's: the embedding, or the stage's input
       if (!share_attention) attention_set(b);
       if (!share_residual) residual_set(b);
       if (!share_mlp) mlp_set(b);
     }
-    s.r_out = act(N * C);
+    s.r_out = act(R * C);
     if (last) {
       s.lnf = act(N * C);
       s.logits = act(N * V);
-      s.lnf_mean = stat(N);
-      s.lnf_rstd = stat(N);
+      s.lnf_mean = stat(R);
+      s.lnf_rstd = stat(R);
       s.losses = stat(N);
       if (vocab_split()) {
         s.lse = stat(N);
@@ -68,7 +75,7 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute, i
       s.tokens = static_cast<int*>(ops_.alloc(N * sizeof(int), MemCategory::Activations));
       allocations_.push_back(s.tokens);
     } else {
-      s.dinput = act(N * C);
+      s.dinput = act(R * C);
     }
   }
   slot_ = &slots_.front();
@@ -77,6 +84,7 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute, i
   dln_ = act(N * C);
   datty_ = act(N * A);
   dwide_ = act(N * std::max(3 * A, F));
+  if (sequence_split_) layernorm_grads_ = act(2 * C);
   host_losses_.resize(N);
   auto m = [&](const std::string& name) { return table.module_index(name); };
   root_ = m("");
@@ -129,7 +137,10 @@ void GPT::stage_forward(int slot, const int* inputs, const int* targets, Head he
 void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
   const int N = b * t, C = c.n_embd;
-  void* embed = slot_->blocks.front().r_in;
+  const size_t R = table_.residual_rows(N), first = first_row(N);
+  void* r_in = slot_->blocks.front().r_in;
+  // The lookup's partial sum goes through fcproj_ when only the shard's rows are kept.
+  void* embed = sequence_split_ ? fcproj_ : r_in;
   // The two embeddings are separate modules, as in PyTorch: lookup, then the
   // position add in place (bit-identical to one fused add).
   if (table_.has_embeddings()) {
@@ -138,25 +149,62 @@ void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
       if (vocab_split()) {
         ops_.embedding_rows_forward(embed, slot_->tokens, wte[0], table_.vocab_begin(),
                                     table_.vocab_rows(), N, C);
-        hooks.combine(wte_, false, Combine::Sum, embed, static_cast<size_t>(N) * C);
+        if (!sequence_split_)
+          hooks.combine(wte_, false, Combine::Sum, embed, static_cast<size_t>(N) * C);
       } else {
         ops_.encoder_forward(embed, slot_->tokens, wte[0], nullptr, b, t, C);
       }
     }
     const ModuleScope wpe(hooks, wpe_, false);
-    ops_.encoder_forward(embed, slot_->tokens, nullptr, wpe[0], b, t, C);
+    if (!sequence_split_) {
+      ops_.encoder_forward(embed, slot_->tokens, nullptr, wpe[0], b, t, C);
+    } else {
+      // Each token's row is nonzero on one shard only, so adding the position
+      // on shard 0 before the sum gives the sum of the unsplit lookup, exactly.
+      if (table_.split().index == 0)
+        ops_.encoder_forward(embed, slot_->tokens, nullptr, wpe[0], b, t, C);
+      zero_padding(embed, N);
+      sum_partial(wpe_, false, embed, N, hooks);
+      ops_.copy(r_in, row(embed, first), R * C * es_);
+    }
   }
   for (int l = table_.first_block(); l <= last_block(); l++) block_forward(l, b, t, false, hooks);
   const void* r_mid = block(last_block()).r_mid;
   if (!table_.has_head()) {
     // The residual stream leaves the stage whole: r_mid + the MLP's projection.
-    ops_.copy(slot_->r_out, r_mid, static_cast<size_t>(N) * C * es_);
-    ops_.services().add_inplace(slot_->r_out, fcproj_, static_cast<size_t>(N) * C);
+    ops_.copy(slot_->r_out, r_mid, R * C * es_);
+    ops_.services().add_inplace(slot_->r_out, row(fcproj_, first), R * C);
     return;
   }
   const ModuleScope lnf(hooks, ln_f_, false);
-  ops_.residual_layernorm_forward(slot_->r_out, slot_->lnf, slot_->lnf_mean, slot_->lnf_rstd, r_mid,
-                                  fcproj_, lnf[0], lnf[1], N, C);
+  ops_.residual_layernorm_forward(slot_->r_out, row(slot_->lnf, first), slot_->lnf_mean,
+                                  slot_->lnf_rstd, r_mid, row(fcproj_, first), lnf[0], lnf[1],
+                                  static_cast<int>(R), C);
+  gather_rows(ln_f_, false, slot_->lnf, N, hooks);
+}
+
+size_t GPT::first_row(int n) const {
+  return sequence_split_ ? table_.split().index * table_.residual_rows(n) : 0;
+}
+
+void GPT::zero_padding(void* buf, int n) {
+  const size_t padded = table_.residual_rows(n) * table_.split().degree;
+  if (sequence_split_ && padded > static_cast<size_t>(n))
+    ops_.memzero(row(buf, n), (padded - n) * table_.config().n_embd * es_);
+}
+
+void GPT::sum_partial(int module, bool backward, void* buf, int n, ModuleHooks& hooks) {
+  const size_t C = table_.config().n_embd;
+  if (sequence_split_)
+    hooks.combine(module, backward, Combine::ScatterSum, buf,
+                  table_.residual_rows(n) * table_.split().degree * C);
+  else hooks.combine(module, backward, Combine::Sum, buf, static_cast<size_t>(n) * C);
+}
+
+void GPT::gather_rows(int module, bool backward, void* buf, int n, ModuleHooks& hooks) {
+  if (!sequence_split_) return;
+  hooks.combine(module, backward, Combine::GatherRows, buf,
+                table_.residual_rows(n) * table_.split().degree * table_.config().n_embd);
 }
 
 // A recompute runs the whole block but the MLP's projection, from the kept
@@ -172,13 +220,15 @@ void GPT::block_forward(int l, int b, int t, bool recompute, ModuleHooks& hooks)
 }
 
 void GPT::ln1_forward(int l, int n, bool add_residual, ModuleHooks& hooks) {
-  const int C = table_.config().n_embd;
+  const int C = table_.config().n_embd, R = static_cast<int>(table_.residual_rows(n));
+  const size_t first = first_row(n);
   Block& k = block(l);
   const ModuleScope w(hooks, modules_of(l).ln_1, false);
   if (add_residual)
-    ops_.residual_layernorm_forward(k.r_in, k.ln1, k.ln1_mean, k.ln1_rstd, block(l - 1).r_mid,
-                                    fcproj_, w[0], w[1], n, C);
-  else ops_.layernorm_forward(k.ln1, k.ln1_mean, k.ln1_rstd, k.r_in, w[0], w[1], n, C);
+    ops_.residual_layernorm_forward(k.r_in, row(k.ln1, first), k.ln1_mean, k.ln1_rstd,
+                                    block(l - 1).r_mid, row(fcproj_, first), w[0], w[1], R, C);
+  else ops_.layernorm_forward(row(k.ln1, first), k.ln1_mean, k.ln1_rstd, k.r_in, w[0], w[1], R, C);
+  gather_rows(modules_of(l).ln_1, false, k.ln1, n, hooks);
 }
 
 void GPT::attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks) {
@@ -194,16 +244,19 @@ void GPT::attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks) {
   if (project) {
     const ModuleScope proj(hooks, m.attn_proj, false);
     ops_.matmul_forward(fcproj_, nullptr, k.atty, proj[0], proj[1], N, A, C);
-    hooks.combine(m.attn_proj, false, Combine::Sum, fcproj_, static_cast<size_t>(N) * C);
+    zero_padding(fcproj_, N);
+    sum_partial(m.attn_proj, false, fcproj_, N, hooks);
   }
 }
 
 void GPT::ln2_forward(int l, int n, ModuleHooks& hooks) {
-  const int C = table_.config().n_embd;
+  const int C = table_.config().n_embd, R = static_cast<int>(table_.residual_rows(n));
+  const size_t first = first_row(n);
   Block& k = block(l);
   const ModuleScope w(hooks, modules_of(l).ln_2, false);
-  ops_.residual_layernorm_forward(k.r_mid, k.ln2, k.ln2_mean, k.ln2_rstd, k.r_in, fcproj_, w[0],
-                                  w[1], n, C);
+  ops_.residual_layernorm_forward(k.r_mid, row(k.ln2, first), k.ln2_mean, k.ln2_rstd, k.r_in,
+                                  row(fcproj_, first), w[0], w[1], R, C);
+  gather_rows(modules_of(l).ln_2, false, k.ln2, n, hooks);
 }
 
 void GPT::mlp_forward(int l, int n, bool project, ModuleHooks& hooks) {
@@ -218,7 +271,8 @@ void GPT::mlp_forward(int l, int n, bool project, ModuleHooks& hooks) {
   if (project) {
     const ModuleScope fcp(hooks, m.mlp_proj, false);
     ops_.matmul_forward(fcproj_, nullptr, k.fcg, fcp[0], fcp[1], n, F, C);
-    hooks.combine(m.mlp_proj, false, Combine::Sum, fcproj_, static_cast<size_t>(n) * C);
+    zero_padding(fcproj_, n);
+    sum_partial(m.mlp_proj, false, fcproj_, n, hooks);
   }
 }
 
@@ -262,29 +316,47 @@ void GPT::stage_backward(int slot, ModuleHooks& hooks) {
   const GPTConfig& c = table_.config();
   const int N = B_ * T_, C = c.n_embd, NH = table_.heads(), V = table_.vocab_rows();
   const int A = table_.attn_width(), F = table_.mlp_width();
+  const int R = static_cast<int>(table_.residual_rows(N));
+  const size_t first = first_row(N);
   const ModuleScope root(hooks, root_, true);
 
   // dres_ carries the gradient of the residual stream backwards through the
-  // blocks; a stage without the head starts from the one received (output_grad).
+  // blocks (the shard's rows of it under sequence parallelism); a stage
+  // without the head starts from the one received (output_grad).
   auto layernorm = [&](int module, void* dout_in, void* inp, const float* mean, const float* rstd) {
     const ModuleScope w(hooks, module, true);
     const std::vector<int>& p = table_.modules()[module].params;
-    ops_.layernorm_backward(dres_, hooks.grad(p[0]), hooks.grad(p[1]), dout_in, inp, w[0], mean,
-                            rstd, N, C);
+    if (!sequence_split_) {
+      ops_.layernorm_backward(dres_, hooks.grad(p[0]), hooks.grad(p[1]), dout_in, inp, w[0], mean,
+                              rstd, N, C);
+    } else {
+      // The shard's rows give part of the weight and bias gradients: summed
+      // across shards aside, then added to the micro-step's.
+      char* dw = static_cast<char*>(layernorm_grads_);
+      ops_.memzero(dw, 2 * static_cast<size_t>(C) * es_);
+      ops_.layernorm_backward(row(dres_, first), dw, dw + C * es_, row(dout_in, first), inp, w[0],
+                              mean, rstd, R, C);
+      hooks.combine(module, true, Combine::SumLayerNormGrads, dw, 2 * static_cast<size_t>(C));
+      ops_.services().add_inplace(hooks.grad(p[0]), dw, C);
+      ops_.services().add_inplace(hooks.grad(p[1]), dw + C * es_, C);
+    }
     hooks.grad_ready(p[0]);
     hooks.grad_ready(p[1]);
   };
   // A projection whose weight keeps only its shard's output rows leaves a
-  // partial input gradient, combined across shards.
-  auto linear = [&](int module, void* dinp, const void* dout, const void* inp, const void* pre_gelu,
+  // partial input gradient, combined across shards; one that keeps its input
+  // columns needs the whole output gradient, gathered under sequence
+  // parallelism.
+  auto linear = [&](int module, void* dinp, void* dout, const void* inp, const void* pre_gelu,
                     int in, int out) {
     const ModuleScope w(hooks, module, true);
     const std::vector<int>& p = table_.modules()[module].params;
+    const ShardCut cut = table_.params()[p[0]].cut;
+    if (cut == ShardCut::Columns) gather_rows(module, true, dout, N, hooks);
     ops_.matmul_backward(dinp, hooks.grad(p[0]), hooks.grad(p[1]), dout, inp, w[0], pre_gelu, N, in,
                          out);
-    const ShardCut cut = table_.params()[p[0]].cut;
     if (cut == ShardCut::Rows || cut == ShardCut::QkvRows)
-      hooks.combine(module, true, Combine::Sum, dinp, static_cast<size_t>(N) * in);
+      sum_partial(module, true, dinp, N, hooks);
     hooks.grad_ready(p[1]);
     hooks.grad_ready(p[0]);
   };
@@ -294,7 +366,7 @@ void GPT::stage_backward(int slot, ModuleHooks& hooks) {
       const ModuleScope head(hooks, lm_head_, true);
       ops_.matmul_backward(dln_, hooks.grad(0), nullptr, s.logits, s.lnf, head[0], nullptr, N, C,
                            V);
-      hooks.combine(lm_head_, true, Combine::Sum, dln_, static_cast<size_t>(N) * C);
+      if (vocab_split()) sum_partial(lm_head_, true, dln_, N, hooks);
     }
     ops_.memzero(dres_, static_cast<size_t>(N) * C * es_);
     layernorm(ln_f_, dln_, s.r_out, s.lnf_mean, s.lnf_rstd);
@@ -324,13 +396,14 @@ void GPT::stage_backward(int slot, ModuleHooks& hooks) {
     layernorm(m.ln_1, dln_, k.r_in, k.ln1_mean, k.ln1_rstd);
   }
   if (!table_.has_embeddings()) {
-    ops_.copy(s.dinput, dres_, static_cast<size_t>(N) * C * es_);
+    ops_.copy(s.dinput, row(dres_, first), static_cast<size_t>(R) * C * es_);
     // The head's copy of wte: its gradient is complete with the stage's backward.
     if (table_.has_head()) hooks.grad_ready(0);
     return;
   }
   {
     const ModuleScope wpe(hooks, wpe_, true);
+    gather_rows(wpe_, true, dres_, N, hooks);
     ops_.encoder_backward(nullptr, hooks.grad(1), dres_, s.tokens, B_, T_, C);
     hooks.grad_ready(1);
   }

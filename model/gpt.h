@@ -19,6 +19,19 @@
 // (the vocabulary is split, so no shard holds whole logits). The model itself
 // knows nothing of ranks.
 //
+// Sequence parallelism (the split's `sequence`, Korthikanti et al. 2022): the
+// residual stream (r_in, r_mid, the stage's output) and the LayerNorms' work
+// keep the shard's rows of the pass, R = N/degree tokens at row index·R of
+// the whole. Each LayerNorm's output is written at its rows of a whole-size
+// buffer and gathered whole (GatherRows) for the column-cut projection after
+// it, and kept so for that projection's weight gradient; each partial sum of
+// tensor parallelism (the projections' outputs, the embedding lookup, the
+// input gradients) is a ScatterSum instead, and the output gradient a
+// row-cut projection needs whole is gathered. A LayerNorm's weight and bias
+// gradients then cover the shard's rows alone and are summed across shards
+// (SumLayerNormGrads) before they are ready. The position embedding enters
+// the embedding's sum once, on shard 0, like the row-cut biases.
+//
 // Activation recompute (model/recompute.h): a block's activations fall into
 // three sets, attention (ln1, qkv, atty and their statistics), residual (r_mid,
 // ln2 and its statistics) and MLP (fch, fcg). A set the level recomputes is
@@ -79,11 +92,15 @@ class GPT {
   void stage_backward(int slot, ModuleHooks& hooks);
   // The sum of slot's token losses after its forward (last stage), copied to token_losses().
   double stage_loss_sum(int slot);
-  // The residual stream at the stage's boundaries, [B*T, n_embd] each.
-  size_t boundary_elems() const { return static_cast<size_t>(B_) * T_ * table_.config().n_embd; }
+  // The residual stream at the stage's boundaries, [B*T, n_embd] each (the
+  // shard's rows under sequence parallelism: stage_boundary_elems).
+  size_t boundary_elems() const { return stage_boundary_elems(table_, B_, T_); }
+  static size_t stage_boundary_elems(const ParamTable& table, int B, int T) {
+    return table.residual_rows(static_cast<size_t>(B) * T) * table.config().n_embd;
+  }
   void* stage_input(int slot) { return slots_[slot].blocks.front().r_in; }
   const void* stage_output(int slot) const { return slots_[slot].r_out; }
-  void* output_grad() { return dres_; }
+  void* output_grad() { return row(dres_, first_row(B_ * T_)); }
   const void* input_grad(int slot) const { return slots_[slot].dinput; }
   int slots() const { return static_cast<int>(slots_.size()); }
 
@@ -156,6 +173,20 @@ class GPT {
   }
   int last_block() const { return table_.first_block() + table_.blocks() - 1; }
   double loss_sum(int n);
+  // The shard's first row of a pass over n tokens (0 without sequence
+  // parallelism), and buf's row r of the residual width.
+  size_t first_row(int n) const;
+  void* row(void* buf, size_t r) const {
+    return static_cast<char*>(buf) + r * static_cast<size_t>(table_.config().n_embd) * es_;
+  }
+  // Where a pass's rows are padded to a multiple of the degree (sequence
+  // parallelism): zeros in buf's rows [n, padded) of the residual width.
+  void zero_padding(void* buf, int n);
+  // Sum (tensor parallelism) or ScatterSum (sequence parallelism) of buf's
+  // whole rows of a pass over n tokens.
+  void sum_partial(int module, bool backward, void* buf, int n, ModuleHooks& hooks);
+  // Gathers buf's rows whole under sequence parallelism (nothing otherwise).
+  void gather_rows(int module, bool backward, void* buf, int n, ModuleHooks& hooks);
 
   void upload_tokens(const int* inputs, const int* targets, int n);
   void* act(size_t elems);
@@ -175,6 +206,8 @@ class GPT {
   // backward scratch
   void *dres_, *dln_, *datty_, *dwide_;
   std::vector<float> host_losses_;
+  bool sequence_split_;
+  void* layernorm_grads_ = nullptr;  // [2C] a LayerNorm's gradients over the shard's rows
 };
 
 }  // namespace zt

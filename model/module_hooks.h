@@ -12,13 +12,20 @@
 namespace zt {
 
 // What the shards of a tensor-parallel model combine before the model goes on
-// (model/param_table.h: the split), each over buf[count].
+// (model/param_table.h: the split), each over buf[count]. Under sequence
+// parallelism a shard's part of the rows is the count/degree elements at
+// index·count/degree.
 enum class Combine {
   Sum,        // model dtype: the sum over shards (a column-cut projection's
               // output; a row-cut one's input gradient; the embedding lookup)
   SumFloats,  // fp32: the sum over shards (the target's logit, on one shard)
   LogSumExp,  // fp32 per row: each shard's log-sum-exp over its vocabulary
               // rows, merged into the whole vocabulary's
+  // Sequence parallelism, in Sum's places:
+  GatherRows,         // model dtype: every shard's part of the rows, gathered whole
+  ScatterSum,         // model dtype: the sum over shards, each keeping its part
+  SumLayerNormGrads,  // model dtype: a LayerNorm's weight and bias gradients
+                      // [2C] from the shard's rows, summed over shards
 };
 
 class ModuleHooks {
@@ -74,14 +81,21 @@ class ModuleScope {
 
 // One combine of a split model's micro-step (GPT::combine_points): over the
 // micro-batch's tokens times the residual width (whole_width) or times one,
-// after the first `before_event` events of the micro-step
-// (GPT::training_events) and before the next.
+// or over a LayerNorm's two parameters (SumLayerNormGrads), after the first
+// `before_event` events of the micro-step (GPT::training_events) and before
+// the next.
 struct CombinePoint {
   int module;
   bool backward;
   Combine what;
   bool whole_width;
   size_t before_event;
+  // Elements of the combine's buffer for a micro-batch of `tokens` tokens
+  // and residual width `width`.
+  size_t count(size_t tokens, size_t width) const {
+    if (what == Combine::SumLayerNormGrads) return 2 * width;
+    return tokens * (whole_width ? width : 1);
+  }
 };
 
 // One event of a training micro-step, in order (GPT::training_events).

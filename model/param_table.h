@@ -43,6 +43,9 @@ enum class ShardCut { Whole, Rows, QkvRows, Columns };
 struct TensorSplit {
   int degree = 1;
   int index = 0;
+  // Sequence parallelism (Korthikanti et al. 2022): the residual stream, the
+  // LayerNorms and the residual adds keep 1/degree of a pass's tokens.
+  bool sequence = false;
 };
 
 // Which pipeline stage a table holds: stage `index` of `stages`, with blocks
@@ -117,6 +120,15 @@ class ParamTable {
   int mlp_width() const { return 4 * cfg_.n_embd / split_.degree; }
   int vocab_rows() const { return cfg_.vocab_size / split_.degree; }
   int vocab_begin() const { return split_.index * vocab_rows(); }
+  bool sequence_split() const { return split_.sequence && split_.degree > 1; }
+  // Rows of the residual stream the shard keeps in a pass over `tokens`
+  // tokens: all of them, or under sequence parallelism 1/degree of them, the
+  // pass padded to a multiple of the degree (a sampling pass's may not be).
+  size_t residual_rows(size_t tokens) const {
+    if (!sequence_split()) return tokens;
+    const size_t d = static_cast<size_t>(split_.degree);
+    return (tokens + d - 1) / d;
+  }
   const std::vector<ParamInfo>& params() const { return params_; }
   const std::vector<UnitRange>& units() const { return units_; }
   const std::vector<ModuleInfo>& modules() const { return modules_; }

@@ -73,36 +73,38 @@ int index_in(const ParamTable& table, const std::string& name, bool param) {
 }
 
 // The narrowest model with `layers` blocks: `width` heads, channels and
-// vocabulary rows, one position.
-GPTConfig narrow_config(int layers, int width) {
+// vocabulary rows, `positions` positions.
+GPTConfig narrow_config(int layers, int width, int positions = 1) {
   GPTConfig c;
   c.n_layer = layers;
   c.n_head = width;
   c.n_embd = width;
   c.vocab_size = width;
-  c.seq_len = 1;
+  c.seq_len = positions;
   return c;
 }
 
-// One forward_backward of a one-token micro-batch on `table`, recorded.
+// One forward_backward of a micro-batch of the table's positions, recorded.
 EventRecorder record_pass(const ParamTable& table, Recompute recompute) {
   const std::unique_ptr<Ops> ops = make_cpu_ops();
   EventRecorder recorder(table);
-  GPT model(table, *ops, 1, 1, recompute);
-  const int token = 0;
-  model.forward_backward(&token, &token, 1.0f, recorder);
+  const int tokens = table.config().seq_len;
+  GPT model(table, *ops, 1, tokens, recompute);
+  const std::vector<int> zeros(static_cast<size_t>(tokens), 0);
+  model.forward_backward(zeros.data(), zeros.data(), 1.0f, recorder);
   return recorder;
 }
 
 }  // namespace
 
 // The narrowest split model: two shards of one head and one vocabulary row
-// each, a two-channel residual stream, one token; a combine over n elements
-// is then per token either the width (2) or one.
+// each, a two-channel residual stream, one token (two under sequence
+// parallelism, one per shard); a combine over n elements is then per token
+// either the width (2) or one, or a LayerNorm's two parameters.
 std::vector<CombinePoint> GPT::combine_points(const ParamTable& table, Recompute recompute) {
-  const int width = 2;
-  const ParamTable shard(narrow_config(table.config().n_layer, width), TensorSplit{2, 0},
-                         table.stage());
+  const int width = 2, tokens = table.sequence_split() ? 2 : 1;
+  const ParamTable shard(narrow_config(table.config().n_layer, width, tokens),
+                         TensorSplit{2, 0, table.sequence_split()}, table.stage());
   const EventRecorder recorded = record_pass(shard, recompute);
   // The split model's events are the unsplit one's (the module tree is the
   // same), so a combine's place among them holds for training_events.
@@ -110,11 +112,14 @@ std::vector<CombinePoint> GPT::combine_points(const ParamTable& table, Recompute
     throw std::logic_error("combine_points: the split model's events are not the model's");
   std::vector<CombinePoint> points;
   for (const EventRecorder::Recorded& r : recorded.combines) {
-    if (r.count != 1 && r.count != static_cast<size_t>(width))
+    const size_t per_token = r.count / tokens;
+    const bool layernorm_grads = r.what == Combine::SumLayerNormGrads;
+    if (layernorm_grads ? r.count != 2 * width
+                        : r.count % tokens != 0 || (per_token != 1 && per_token != width))
       throw std::logic_error("combine_points: a combine of " + std::to_string(r.count) +
-                             " elements per token");
+                             " elements over " + std::to_string(tokens) + " tokens");
     points.push_back({index_in(table, shard.modules()[r.module].name, false), r.backward, r.what,
-                      r.count != 1, r.before_event});
+                      !layernorm_grads && per_token != 1, r.before_event});
   }
   return points;
 }

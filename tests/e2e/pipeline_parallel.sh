@@ -52,8 +52,21 @@ run l4_w1 1 "${L4[@]}" --set zero.stage=1 --set zero.overlap_comm=true
 run l4_p4 4 "${L4[@]}" --set zero.stage=1 --set zero.overlap_comm=true --set parallel.pipeline=4
 same_losses l4_p4 l4_w1
 run l4_t2p2 4 "${L4[@]}" --set zero.stage=1 --set zero.overlap_comm=true --set parallel.pipeline=2 \
-  --set parallel.tensor=2 --set train.recompute=block
+  --set parallel.tensor=2 --set train.recompute=block --set train.sample_every=0
 same_losses l4_t2p2 l4_w1
+# Sequence parallelism: the same losses, and every activation message between
+# the stages carries the tensor shard's half of the rows (no samples, whose
+# windows of odd length round the half up).
+run l4_t2p2_sp 4 "${L4[@]}" --set zero.stage=1 --set zero.overlap_comm=true --set parallel.pipeline=2 \
+  --set parallel.tensor=2 --set train.recompute=block --set train.sample_every=0 \
+  --set parallel.sequence_parallel=true
+same_losses l4_t2p2_sp l4_w1
+/usr/bin/python3 - "$WORK/l4_t2p2_sp/summary.json" "$WORK/l4_t2p2/summary.json" <<'PY' || fail "sequence parallelism: the stage messages are not half as large"
+import json, sys
+sent = [json.load(open(p))["comm"]["per_step_by_purpose"]["activations"]["send"] for p in sys.argv[1:]]
+print("  activation messages' bytes per step", sent[0]["bytes"], "against", sent[1]["bytes"])
+sys.exit(0 if sent[0]["calls"] == sent[1]["calls"] > 0 and 2 * sent[0]["bytes"] == sent[1]["bytes"] else 1)
+PY
 # Clipping at 1.0 (the norm is about 2.6): the norm is the whole model's,
 # summed over the stages with the last stage's wte copy left out.
 run l4_w1_clip 1 "${L4[@]}" --set zero.stage=1 --set train.grad_clip=1.0
@@ -69,8 +82,10 @@ run sample_w1 1 "${SAMPLE[@]}"
 run sample_p2 2 "${SAMPLE[@]}" --set parallel.pipeline=2
 run sample_l4_w1 1 "${SAMPLE[@]}" "${L4[@]}"
 run sample_l4_p4 4 "${SAMPLE[@]}" "${L4[@]}" --set parallel.pipeline=4
+run sample_l4_t2p2_sp 4 "${SAMPLE[@]}" "${L4[@]}" --set parallel.pipeline=2 --set parallel.tensor=2 \
+  --set parallel.sequence_parallel=true
 sample_of() { sed -n '/^---- sample at step 3 ----$/,/^----$/p' "$WORK/$1.txt"; }
-for pair in "sample_p2 sample_w1" "sample_l4_p4 sample_l4_w1"; do
+for pair in "sample_p2 sample_w1" "sample_l4_p4 sample_l4_w1" "sample_l4_t2p2_sp sample_l4_w1"; do
   set -- $pair
   [ -n "$(sample_of "$2")" ] && [ "$(sample_of "$1")" = "$(sample_of "$2")" ] ||
     fail "$1's sample differs: '$(sample_of "$1")' against '$(sample_of "$2")'"

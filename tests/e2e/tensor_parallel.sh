@@ -90,6 +90,44 @@ run t2_sample 2 1 2 "${SAMPLE[@]}"
 sample_of() { sed -n '/^---- sample at step 3 ----$/,/^----$/p' "$WORK/$1.txt"; }
 [ -n "$(sample_of w1_sample)" ] && [ "$(sample_of w1_sample)" = "$(sample_of t2_sample)" ] ||
   fail "samples differ: '$(sample_of w1_sample)' against '$(sample_of t2_sample)'"
+# Sequence parallelism: the same losses and norms again. Per micro-step (2
+# layers) the forward reduce-scatters the embedding and 2 projections per
+# layer (5) and gathers the 2L + 1 LayerNorm outputs (5), the backward
+# mirrors both (5 and 5), each LayerNorm's gradients are all-reduced (5) with
+# the target logit, and the log-sum-exp is gathered as before; recompute
+# `attn` gathers ln_1's output again (2). plan lists as many.
+SP=(--set parallel.sequence_parallel=true)
+run s1_t2_sp 2 1 2 "${SP[@]}"
+same_losses s1_t2_sp s1_w1
+run s3_d2t2_sp 4 3 2 "${SP[@]}" --set train.recompute=attn
+same_losses s3_d2t2_sp s3_d2
+for case in "s1_t2_sp 12 0" "s3_d2t2_sp 6 2"; do
+  set -- $case
+  for want in "reduce_scatter $((10 * $2))" "all_gather $(((11 + $3) * $2))" "all_reduce $((6 * $2 + 1))"; do
+    set -- $case $want
+    [ "$(per_step "$1" tensor "$4")" -eq "$5" ] || fail "$1: tensor $4 calls $(per_step "$1" tensor "$4"), expected $5"
+  done
+  m=$(grep -o '"activations_per_micro_batch": *[0-9]*' "$WORK/$1/summary.json" | grep -o '[0-9]*$')
+  f=$(grep -o '"activations_per_micro_batch_formula": *[0-9]*' "$WORK/$1/summary.json" | grep -o '[0-9]*$')
+  [ -n "$m" ] && [ "$m" = "$f" ] || fail "$1: activations measured '$m', formula '$f'"
+done
+# The residual stream at half the rows: fewer activation bytes than without.
+a_sp=$(grep -o '"activations_per_micro_batch": *[0-9]*' "$WORK/s1_t2_sp/summary.json" | grep -o '[0-9]*$')
+a_tp=$(grep -o '"activations_per_micro_batch": *[0-9]*' "$WORK/s1_t2/summary.json" | grep -o '[0-9]*$')
+[ "$a_sp" -lt "$a_tp" ] || fail "sequence parallelism keeps $a_sp activation bytes, tensor parallelism alone $a_tp"
+"$ZT_BIN" plan configs/tiny.yaml --world 4 "${SMALL[@]}" "${TP[@]}" --set zero.stage=3 \
+  --set parallel.tensor=2 "${SP[@]}" --set train.recompute=attn >"$WORK/plan_sp.txt" 2>&1 ||
+  { cat "$WORK/plan_sp.txt"; fail "plan (sequence parallel) exited $?"; }
+for want in "reduce_scatter 60" "all_gather 78" "all_reduce 37"; do
+  set -- $want
+  grep -qE "^  $1 +$2 " "$WORK/plan_sp.txt" || fail "plan: tensor $1 calls, expected $2: $(grep -A5 '^tensor parallelism' "$WORK/plan_sp.txt")"
+done
+run t2_sp_sample 2 1 2 "${SAMPLE[@]}" "${SP[@]}"
+[ "$(sample_of w1_sample)" = "$(sample_of t2_sp_sample)" ] ||
+  fail "sequence-parallel sample differs: '$(sample_of t2_sp_sample)'"
+train_refused "expected parallel.tensor above 1 with parallel.sequence_parallel: true" 1 "${TP[@]}" "${SP[@]}"
+train_refused "expected model.seq_len (63) to be a multiple of parallel.tensor" 2 "${TP[@]}" "${SP[@]}" \
+  --set parallel.tensor=2 --set model.seq_len=63
 train_refused "expected model.n_head (4) to be a multiple of parallel.tensor" 1 "${TP[@]}" --set parallel.tensor=3
 train_refused "key 'parallel.tensor': expected a size dividing the world size 3" 3 "${TP[@]}" --set parallel.tensor=2
 train_refused "parallel.rank_order.*expected one of tensor-inner, data-inner, got 'diagonal'" 1 --set parallel.rank_order=diagonal

@@ -179,26 +179,27 @@ TEST_CASE("grid: sequence parallelism splits each all-reduce, same bus bytes", "
   CHECK(calls_of(v, GridCall::AllGather) == 100 + 2);  // + the log-sum-exp all-gathers
   CHECK(v.bus_bytes(GridCall::ReduceScatter) == 314572800.0);
   CHECK(v.bus_bytes(GridCall::AllGather) == 314572800.0 + 32768);
-  // Plus once a step the LayerNorm and replicated-bias gradients: 6C a block and ln_f's
-  // 2C, 74 x 768 = 56832 bf16 elements, 113664 bytes, bus x 1.
-  // All-reduces: the target logit's 32768 + 113664, and the gradient norm's 4.
-  CHECK(calls_of(v, GridCall::AllReduce) == 2 + 1 + 1);
-  CHECK(v.bus_bytes(GridCall::AllReduce) == 32768.0 + 113664 + 4);
-  CHECK(v.bus_bytes() == 629145600.0 + 65536 + 113664 + 4);
-  // Payload doubles: 200 x 6291456 = 1258291200, + 65536 + 32768 + 113664 + 4.
-  CHECK(v.payload_bytes() == 1258291200.0 + 65536 + 32768 + 113664 + 4);
+  // Plus each micro-batch's LayerNorm gradients: 2 LayerNorms a block and ln_f,
+  // 25 x 2 = 50 all-reduces of 2C = 1536 bf16 elements, 3072 bytes: 153600, bus x 1.
+  // All-reduces: the target logit's 32768 + 153600, and the gradient norm's 4.
+  CHECK(calls_of(v, GridCall::AllReduce) == 2 + 50 + 1);
+  CHECK(v.bus_bytes(GridCall::AllReduce) == 32768.0 + 153600 + 4);
+  CHECK(v.bus_bytes() == 629145600.0 + 65536 + 153600 + 4);
+  // Payload doubles: 200 x 6291456 = 1258291200, + 65536 + 32768 + 153600 + 4.
+  CHECK(v.payload_bytes() == 1258291200.0 + 65536 + 32768 + 153600 + 4);
   // Recompute `block` adds 2 all-gathers and 1 reduce-scatter a block and micro-batch:
   // 48 and 24.
   const GridVolume block = tensor_volume(g, c, DType::BF16, Recompute::Block, 0);
   CHECK(calls_of(block, GridCall::AllGather) == 102 + 48);
   CHECK(calls_of(block, GridCall::ReduceScatter) == 124);
-  // `attn` and `mlp` gather the shard again before QKV or c_fc: 1 a block and
-  // micro-batch, 24 all-gathers, no reduce-scatter.
-  for (Recompute r : {Recompute::Attn, Recompute::Mlp}) {
-    const GridVolume part = tensor_volume(g, c, DType::BF16, r, 0);
-    CHECK(calls_of(part, GridCall::AllGather) == 102 + 24);
-    CHECK(calls_of(part, GridCall::ReduceScatter) == 100);
-  }
+  // `attn` gathers ln_1's output again: 1 a block and micro-batch, 24 all-gathers,
+  // no reduce-scatter; `mlp` finds ln_2's output kept gathered: nothing.
+  const GridVolume attn = tensor_volume(g, c, DType::BF16, Recompute::Attn, 0);
+  CHECK(calls_of(attn, GridCall::AllGather) == 102 + 24);
+  CHECK(calls_of(attn, GridCall::ReduceScatter) == 100);
+  const GridVolume mlp = tensor_volume(g, c, DType::BF16, Recompute::Mlp, 0);
+  CHECK(calls_of(mlp, GridCall::AllGather) == 102);
+  CHECK(calls_of(mlp, GridCall::ReduceScatter) == 100);
 }
 
 TEST_CASE("grid: pipeline messages and the tied embedding per stage", "[grid]") {

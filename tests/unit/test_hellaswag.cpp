@@ -229,6 +229,11 @@ TEST_CASE("hellaswag: ending losses equal a direct computation at every rank", "
   }
   CHECK(hellaswag_positions(set, 1024) == int((set.longest_row - 1 + 15) / 16 * 16));
   CHECK(hellaswag_positions(set, 16) == 16);
+  // Sequence parallelism over 3 ranks: the first multiple of 48 (16 and 3) that
+  // holds the row, or seq_len (a multiple of 3) when that is shorter.
+  const int needed = int(set.longest_row - 1), p3 = hellaswag_positions(set, 3 * 1024, 3);
+  CHECK(p3 == std::min(3 * 1024, (needed + 47) / 48 * 48));
+  CHECK(hellaswag_positions(set, 24, 3) == 24);
 }
 
 TEST_CASE("hellaswag: result line and the counts in metrics.jsonl across a resume", "[hellaswag]") {

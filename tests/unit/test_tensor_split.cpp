@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "model/gpt.h"
 #include "model/param_table.h"
 #include "model/tensor_split.h"
 #include "tests/support/catch.h"
@@ -93,6 +94,17 @@ TEST_CASE("take_shard picks each cut's elements, put_shard puts them back", "[te
     }
     CHECK(back == w);
   }
+}
+
+TEST_CASE("sequence parallelism needs a micro-batch that splits evenly", "[tensor_split]") {
+  GPTConfig c = small_model();
+  c.seq_len = 5;
+  const ParamTable shard(c, TensorSplit{2, 0, true});
+  auto ops = make_cpu_ops();
+  CHECK_THROWS_WITH(
+      GPT(shard, *ops, 1, 5),
+      "sequence parallelism: a micro-batch's 5 tokens do not split into 2 equal parts");
+  CHECK_NOTHROW(GPT(shard, *ops, 2, 5));
 }
 
 }  // namespace zt

@@ -259,9 +259,9 @@ void print_plan_header(const Planned& p) {
   else
     std::printf(
         "activations: %llu bytes per micro-batch of %d x %d per rank (train.recompute: %s)\n",
-        static_cast<unsigned long long>(activation_bytes(cfg.model, cfg.train.micro_batch,
-                                                         cfg.model.seq_len, recompute_level(cfg),
-                                                         p.model, p.grid.tensor)),
+        static_cast<unsigned long long>(activation_bytes(
+            cfg.model, cfg.train.micro_batch, cfg.model.seq_len, recompute_level(cfg), p.model,
+            p.grid.tensor, cfg.parallel.sequence_parallel)),
         cfg.train.micro_batch, cfg.model.seq_len, cfg.train.recompute.c_str());
   std::printf(
       "bytes are per rank per optimizer step; payload as nccl-tests counts it, bus = "
@@ -353,7 +353,7 @@ void print_pipeline_calls(const Planned& p) {
                 static_cast<unsigned long long>(stage_activation_bytes(
                     cfg.model, cfg.train.micro_batch, cfg.model.seq_len, recompute_level(cfg),
                     p.model, p.grid.tensor, t.blocks(), t.has_embeddings(), t.has_head(),
-                    p.stage_slots[static_cast<size_t>(s)])),
+                    p.stage_slots[static_cast<size_t>(s)], cfg.parallel.sequence_parallel)),
                 static_cast<unsigned long long>(sends), static_cast<unsigned long long>(recvs),
                 static_cast<unsigned long long>(sent), static_cast<unsigned long long>(received),
                 static_cast<unsigned long long>(across));

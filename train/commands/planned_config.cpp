@@ -30,8 +30,8 @@ void plan_config(PlannedConfig& out, const std::string& config_path,
   out.data_nodes = out.nodes.of_members(out.grid.data_group().members_of(0));
   out.tensor_nodes = out.nodes.of_members(out.grid.tensor_group().members_of(0));
   const int L = out.cfg.model.n_layer, P = out.grid.pipeline;
-  out.table.reset(
-      new ParamTable(out.cfg.model, TensorSplit{out.grid.tensor, 0}, stage_split(L, P, 0)));
+  const TensorSplit split{out.grid.tensor, 0, out.cfg.parallel.sequence_parallel};
+  out.table.reset(new ParamTable(out.cfg.model, split, stage_split(L, P, 0)));
   out.s = zero_setup(out.cfg, *out.table, out.data_nodes.ranks_per_node());
   if (P > 1)
     out.s.pipeline_actions =
@@ -40,11 +40,10 @@ void plan_config(PlannedConfig& out, const std::string& config_path,
   out.mine = plan_step(out.s, *out.table, dp, out.A, out.model, out.data_nodes);
   if (P > 1) {
     const PipelineSchedule schedule = parse_pipeline_schedule(out.cfg.parallel.pipeline_schedule);
-    const size_t boundary = static_cast<size_t>(out.cfg.train.micro_batch) * out.cfg.model.seq_len *
-                            out.cfg.model.n_embd;
+    const size_t boundary =
+        GPT::stage_boundary_elems(*out.table, out.cfg.train.micro_batch, out.cfg.model.seq_len);
     for (int stage = 0; stage < P; stage++) {
-      out.stage_tables.emplace_back(
-          new ParamTable(out.cfg.model, TensorSplit{out.grid.tensor, 0}, stage_split(L, P, stage)));
+      out.stage_tables.emplace_back(new ParamTable(out.cfg.model, split, stage_split(L, P, stage)));
       const std::vector<PipeAction> actions = stage_actions(schedule, P, stage, out.A);
       out.stage_slots.push_back(peak_in_flight(actions));
       out.pipeline_step.push_back(plan_pipeline_calls(

@@ -98,6 +98,9 @@ struct ParallelConfig {
   // Run ZeRO stages 2 and 3 under a pipeline although DeepSpeed's pipeline
   // engine refuses them, so that their interference can be measured.
   bool pipeline_zero_anyway = false;
+  // Megatron-LM's sequence parallelism (Korthikanti et al. 2022) over the
+  // tensor group: the residual stream and LayerNorms keep 1/tensor of the tokens.
+  bool sequence_parallel = false;
 };
 
 struct Config {

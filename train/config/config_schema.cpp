@@ -218,6 +218,10 @@ const std::vector<ConfigKey>& config_keys() {
       ZT_KEY(parallel, pipeline_zero_anyway, any_value(),
              "run ZeRO stages 2 and 3 under a pipeline, which DeepSpeed's pipeline engine "
              "refuses, to measure how they interfere (docs/pipeline.md)"),
+      ZT_KEY(parallel, sequence_parallel, any_value(),
+             "sequence parallelism over the tensor group: LayerNorms and residual adds on "
+             "1/tensor of the tokens, all-gathers and reduce-scatters in place of the "
+             "all-reduces (docs/parallel_grid.md)"),
   };
   return keys;
 }

@@ -6,8 +6,18 @@ namespace zt {
 
 ParallelProblem tensor_parallel_problem(const Config& c) {
   const int T = c.parallel.tensor;
+  if (c.parallel.sequence_parallel && T == 1)
+    return {{"parallel.sequence_parallel", "parallel.tensor"},
+            "expected parallel.tensor above 1 with parallel.sequence_parallel: true (it splits "
+            "the sequence over the tensor group), got 1"};
   if (T == 1) return {};
   const std::string with = " with parallel.tensor " + std::to_string(T);
+  if (c.parallel.sequence_parallel && c.model.seq_len % T != 0)
+    return {{"parallel.sequence_parallel", "model.seq_len", "parallel.tensor"},
+            "expected model.seq_len (" + std::to_string(c.model.seq_len) +
+                ") to be a multiple of parallel.tensor with parallel.sequence_parallel (each "
+                "rank keeps an equal part of the sequence), got " +
+                std::to_string(T)};
   if (c.model.n_head % T != 0)
     return {{"parallel.tensor", "model.n_head"},
             "expected model.n_head (" + std::to_string(c.model.n_head) +

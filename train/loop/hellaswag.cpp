@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <numeric>
 
 #include "data/shard.h"
 
@@ -46,9 +47,10 @@ HellaswagSet tokenize_hellaswag(const std::vector<HellaswagExample>& examples,
   return set;
 }
 
-int hellaswag_positions(const HellaswagSet& set, int seq_len) {
+int hellaswag_positions(const HellaswagSet& set, int seq_len, int multiple) {
   const int needed = int(std::max<size_t>(1, set.longest_row - 1));
-  return std::min(seq_len, (needed + 15) / 16 * 16);
+  const int step = std::lcm(16, multiple);
+  return std::min(seq_len, (needed + step - 1) / step * step);
 }
 
 std::vector<std::array<EndingLoss, 4>> hellaswag_losses(GPT& model, ModuleHooks& hooks,

@@ -43,8 +43,10 @@ HellaswagSet tokenize_hellaswag(const std::vector<HellaswagExample>& examples,
                                 const std::string& source);
 
 // Positions a scoring model needs: the longest row less one (its last token
-// is only a target), at most the model's seq_len, rounded up to 16.
-int hellaswag_positions(const HellaswagSet& set, int seq_len);
+// is only a target), rounded up to a multiple of 16 and of `multiple` (the
+// tensor group under sequence parallelism, which splits them), at most the
+// model's seq_len (a multiple of both, or of `multiple` alone).
+int hellaswag_positions(const HellaswagSet& set, int seq_len, int multiple = 1);
 
 struct EndingLoss {
   double sum = 0;

@@ -224,7 +224,7 @@ double PipelineStage::evaluate(StageCompute& model, ModuleHooks& hooks, const in
 const std::vector<float>& PipelineStage::forward_losses(GPT& model, ModuleHooks& hooks,
                                                         const int* in, const int* tgt) {
   const size_t tokens = static_cast<size_t>(model.B()) * model.T();
-  relay(model.stage_input(0), model.stage_output(0), tokens * model.table().config().n_embd,
+  relay(model.stage_input(0), model.stage_output(0), model.boundary_elems(),
         [&] { model.forward_loss(in, tgt, hooks); });
   token_losses_.assign(tokens, 0.0f);
   if (last()) token_losses_ = model.token_losses();
@@ -239,7 +239,7 @@ std::vector<int> PipelineStage::sample(GPT& model, ModuleHooks& hooks, std::vect
   return generate_tokens(
       std::move(prompt), s, model.T(), [&](const int* window, int t, SplitMix64& rng) {
         std::vector<float> logits;
-        relay(model.stage_input(0), model.stage_output(0), static_cast<size_t>(t) * C,
+        relay(model.stage_input(0), model.stage_output(0), model.table().residual_rows(t) * C,
               [&] { logits = model.forward_logits(window, 1, t, t - 1, hooks); });
         int64_t pick = last() ? pick_token(logits, s, rng) : 0;
         pipe_.purpose(Purpose::Scalars);

@@ -68,7 +68,9 @@ RunData load_run_data(const RunSettings& r, int rank, int world) {
 
 RunModels::RunModels(const RunSettings& r, const RunData& d)
     : rt(make_runtime(r.cfg.system)), grid(parallel_grid(r.cfg, rt.comm->world())),
-      table(r.cfg.model, TensorSplit{grid.tensor, grid.tensor_index(rt.comm->rank())},
+      table(r.cfg.model,
+            TensorSplit{grid.tensor, grid.tensor_index(rt.comm->rank()),
+                        r.cfg.parallel.sequence_parallel},
             stage_split(r.cfg.model.n_layer, grid.pipeline, grid.pipeline_index(rt.comm->rank()))) {
   const Config& cfg = r.cfg;
   Ops& ops = *rt.ops;
@@ -122,14 +124,16 @@ RunModels::RunModels(const RunSettings& r, const RunData& d)
   model.reset(new GPT(table, ops, r.B, r.T, recompute, slots));
   if (pipeline) stage = real_stage(*model);
   model_activations = ops.ledger().current(MemCategory::Activations) - activations_before;
-  activations_formula =
-      stage_activation_bytes(cfg.model, r.B, r.T, recompute, ops.dtype(), grid.tensor,
-                             table.blocks(), table.has_embeddings(), table.has_head(), slots);
+  activations_formula = stage_activation_bytes(cfg.model, r.B, r.T, recompute, ops.dtype(),
+                                               grid.tensor, table.blocks(), table.has_embeddings(),
+                                               table.has_head(), slots, table.sequence_split());
   // Forward-only models keep nothing for a backward: block's layout is the smallest.
   if (cfg.train.sample_every > 0) sampler.reset(new GPT(table, ops, 1, r.T, Recompute::Block));
   if (cfg.train.hellaswag_every > 0)
     hellaswag.reset(
-        new GPT(table, ops, r.B, hellaswag_positions(d.hellaswag, r.T), Recompute::Block));
+        new GPT(table, ops, r.B,
+                hellaswag_positions(d.hellaswag, r.T, table.sequence_split() ? grid.tensor : 1),
+                Recompute::Block));
 }
 
 void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels& m, int world) {

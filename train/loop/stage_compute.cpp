@@ -30,7 +30,7 @@ class EmulatedStage : public StageCompute {
  public:
   EmulatedStage(const ParamTable& table, EmulatedGPT& model, Ops& ops, int B, int T, int slots)
       : table_(table), model_(model), ops_(ops), tokens_(B * T),
-        elems_(static_cast<size_t>(B) * T * table.config().n_embd) {
+        elems_(GPT::stage_boundary_elems(table, B, T)) {
     for (int s = 0; s < slots; s++) {
       inputs_.push_back(buffer());
       outputs_.push_back(buffer());

@@ -132,11 +132,11 @@ GridVolume tensor_volume(const GridShape& g, const GPTConfig& c, DType model, Re
   if (recompute == Recompute::Block && !g.sequence_parallel)
     activation_reduce("recompute: attention projection (1 per block)", per_block);
   if (g.sequence_parallel && per_block > 0) {
-    // The re-run forward gathers the sequence shard again before each
-    // column-parallel layer it reaches: QKV (attn, block), c_fc (mlp, block).
+    // The re-run forward gathers again each LayerNorm output it recomputes:
+    // ln_1's (attn, block) and ln_2's (block; `mlp` finds ln_2's kept whole).
     const uint64_t gathers = recompute == Recompute::Block  ? 2
-                             : recompute == Recompute::None ? 0
-                                                            : 1;
+                             : recompute == Recompute::Attn ? 1
+                                                            : 0;
     if (gathers > 0)
       v.terms.push_back(term("recompute: sequence all-gather before a column-parallel layer",
                              GridCall::AllGather, model, gathers * per_block, NC / T, T));
@@ -148,11 +148,11 @@ GridVolume tensor_volume(const GridShape& g, const GPTConfig& c, DType model, Re
   v.terms.push_back(term("step: gradient norm's sum of squares (fp32)", GridCall::AllReduce,
                          DType::F32, 1, 1, T));
   if (g.sequence_parallel) {
-    // LayerNorms (4C per block, 2C for ln_f) and the two replicated biases (2C per block).
-    const uint64_t C = c.n_embd;
-    const uint64_t count = 6 * C * blocks.count + (last ? 2 * C : 0);
-    v.terms.push_back(term("step: LayerNorm and replicated-bias gradients", GridCall::AllReduce,
-                           model, 1, count, T));
+    // Each LayerNorm's weight and bias gradients (2C), from the shard's rows:
+    // 2 per block and ln_f's, once per micro-batch.
+    const uint64_t layernorms = 2 * blocks.count + (last ? 1 : 0);
+    v.terms.push_back(term("backward: LayerNorm gradients of the sequence shard",
+                           GridCall::AllReduce, model, m * layernorms, 2 * c.n_embd, T));
   }
   return v;
 }

@@ -29,17 +29,20 @@
 //             zero/stages/model_parallel_norm.h). DeepSpeed releases whose
 //             ZeRO step checks for overflow sync that uint8 flag over the
 //             group too (+1 call of 1 byte; not in this closed form).
-// Sequence parallelism (Korthikanti et al. 2022), the formula the
-// implementation will follow: each all-reduce of N·C above becomes one
-// all-gather and one reduce-scatter of N·C (same bus bytes, twice the
-// payload); recompute `block` re-runs the all-gather before QKV, the
-// reduce-scatter after the attention projection and the all-gather before
-// c_fc, `attn` the all-gather before QKV, `mlp` the one before c_fc (ln_2's
-// output is kept as the sequence shard); the LayerNorm weights and the replicated biases (attention
-// and MLP projection biases) have per-rank partial gradients, all-reduced over the tensor group
-// once per step in one call. The gathered input of a column-parallel layer is taken as kept for its
-// weight gradient (Megatron gathers it again in the backward instead; that would add 2 all-gathers
-// per block).
+// Sequence parallelism (Korthikanti et al. 2022, as model/gpt.h runs it):
+// each all-reduce of N·C above becomes one all-gather and one reduce-scatter
+// of N·C (same bus bytes, twice the payload); recompute `block` re-runs the
+// all-gather of ln_1's output, the reduce-scatter after the attention
+// projection and the all-gather of ln_2's, `attn` the all-gather of ln_1's,
+// `mlp` none (ln_2's output is kept gathered); each LayerNorm's weight and
+// bias gradients come from the shard's rows and are all-reduced (2C) over
+// the tensor group once per micro-batch, before ZeRO takes them (2 per block
+// and ln_f's). The gathered input of a column-parallel layer is kept for
+// its weight gradient (Megatron-LM gathers it again in the backward: 2 more
+// all-gathers per block). The projections' biases enter before the
+// reduce-scatter, on shard 0, so their gradients come from the gathered
+// output gradient, whole on every shard (Megatron-LM adds them after it and
+// all-reduces their gradients with the LayerNorms').
 //
 // Pipeline (Megatron-LM, Narayanan et al. 2021): per micro-batch and stage
 // boundary, one activation message of N·C forward and one gradient message of

@@ -11,6 +11,9 @@ const char* combine_name(Combine what) {
     case Combine::Sum: return "sum";
     case Combine::SumFloats: return "sum of fp32 rows";
     case Combine::LogSumExp: return "log-sum-exp of the vocabulary shards";
+    case Combine::GatherRows: return "sequence shards gathered";
+    case Combine::ScatterSum: return "sum scattered to the sequence shards";
+    case Combine::SumLayerNormGrads: return "LayerNorm gradients summed over the sequence shards";
   }
   return "";
 }
@@ -30,11 +33,15 @@ std::vector<PlannedCall> plan_tensor_calls(const std::vector<CombinePoint>& poin
       c.purpose = Purpose::Activations;
       c.primitive = call.primitive;
       c.dtype = call.dtype;
-      c.count = tokens * (p.whole_width ? shard.config().n_embd : 1);
+      c.count = p.count(tokens, shard.config().n_embd);
+      if (call.shard_part) c.count /= shard.split().degree;
       c.root = -1;
       const std::string& module = shard.modules()[p.module].name;
-      c.what = std::string("tensor: ") + module + (p.backward ? " input gradient, " : " output, ") +
-               combine_name(p.what);
+      const char* of = !p.backward                            ? " output, "
+                       : p.what == Combine::GatherRows        ? " output gradient, "
+                       : p.what == Combine::SumLayerNormGrads ? " weight gradients, "
+                                                              : " input gradient, ";
+      c.what = std::string("tensor: ") + module + of + combine_name(p.what);
       calls.push_back(c);
     }
   for (const StepCall& s : model_parallel_step_calls(overflow_check)) {

@@ -6,9 +6,12 @@ namespace zt {
 
 TensorCall tensor_call(Combine what, DType model) {
   switch (what) {
-    case Combine::Sum: return {Primitive::AllReduce, model};
-    case Combine::SumFloats: return {Primitive::AllReduce, DType::F32};
-    case Combine::LogSumExp: return {Primitive::AllGather, DType::F32};
+    case Combine::Sum: return {Primitive::AllReduce, model, false};
+    case Combine::SumFloats: return {Primitive::AllReduce, DType::F32, false};
+    case Combine::LogSumExp: return {Primitive::AllGather, DType::F32, false};
+    case Combine::GatherRows: return {Primitive::AllGather, model, true};
+    case Combine::ScatterSum: return {Primitive::ReduceScatter, model, true};
+    case Combine::SumLayerNormGrads: return {Primitive::AllReduce, model, false};
   }
   throw std::logic_error("tensor_call: unknown combine");
 }
@@ -47,6 +50,14 @@ void TensorParallelHooks::combine(int module, bool backward, Combine what, void*
   const TensorCall call = tensor_call(what, ops_.dtype());
   if (call.primitive == Primitive::AllReduce) {
     tensor_.all_reduce(buf, count, call.dtype)->wait();
+    return;
+  }
+  if (call.shard_part) {
+    const size_t part = count / static_cast<size_t>(tensor_.world());
+    char* mine = static_cast<char*>(buf) + tensor_.rank() * part * dtype_size(call.dtype);
+    if (call.primitive == Primitive::ReduceScatter)
+      tensor_.reduce_scatter(buf, mine, part, call.dtype)->wait();
+    else tensor_.all_gather(mine, buf, part, call.dtype)->wait();
     return;
   }
   if (lse_rows_ < count) {

@@ -6,7 +6,9 @@
 // conjugate operators (the all-reduce after a column-cut projection in the
 // forward and after a row-cut projection's input gradient in the backward;
 // the identity in the other direction needs no call) and the vocabulary-
-// parallel embedding and cross-entropy.
+// parallel embedding and cross-entropy. Under sequence parallelism the sums
+// of the activations are reduce-scatters and the gathers of the rows
+// all-gathers, both in place over the shard's part (model/module_hooks.h).
 //
 // One more duty: a column-cut projection's bias is whole on every shard but
 // must enter the summed output once, so shards other than 0 are handed a
@@ -23,11 +25,13 @@
 namespace zt {
 
 // The call a combine makes over the tensor group: sums are all-reduces, the
-// log-sum-exp an all-gather of every shard's rows, merged where it lands.
+// log-sum-exp an all-gather of every shard's rows, merged where it lands;
+// under sequence parallelism reduce-scatters and all-gathers of the rows.
 // One place: the hooks issue it, `plan` lists it.
 struct TensorCall {
   Primitive primitive;
   DType dtype;
+  bool shard_part;  // its count is the shard's part of the buffer, count / degree
 };
 TensorCall tensor_call(Combine what, DType model);
 
