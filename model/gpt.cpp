@@ -163,7 +163,6 @@ void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
       // on shard 0 before the sum gives the sum of the unsplit lookup, exactly.
       if (table_.split().index == 0)
         ops_.encoder_forward(embed, slot_->tokens, nullptr, wpe[0], b, t, C);
-      zero_padding(embed, N);
       sum_partial(wpe_, false, embed, N, hooks);
       ops_.copy(r_in, row(embed, first), R * C * es_);
     }
@@ -185,12 +184,6 @@ void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
 
 size_t GPT::first_row(int n) const {
   return sequence_split_ ? table_.split().index * table_.residual_rows(n) : 0;
-}
-
-void GPT::zero_padding(void* buf, int n) {
-  const size_t padded = table_.residual_rows(n) * table_.split().degree;
-  if (sequence_split_ && padded > static_cast<size_t>(n))
-    ops_.memzero(row(buf, n), (padded - n) * table_.config().n_embd * es_);
 }
 
 void GPT::sum_partial(int module, bool backward, void* buf, int n, ModuleHooks& hooks) {
@@ -244,7 +237,6 @@ void GPT::attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks) {
   if (project) {
     const ModuleScope proj(hooks, m.attn_proj, false);
     ops_.matmul_forward(fcproj_, nullptr, k.atty, proj[0], proj[1], N, A, C);
-    zero_padding(fcproj_, N);
     sum_partial(m.attn_proj, false, fcproj_, N, hooks);
   }
 }
@@ -271,7 +263,6 @@ void GPT::mlp_forward(int l, int n, bool project, ModuleHooks& hooks) {
   if (project) {
     const ModuleScope fcp(hooks, m.mlp_proj, false);
     ops_.matmul_forward(fcproj_, nullptr, k.fcg, fcp[0], fcp[1], n, F, C);
-    zero_padding(fcproj_, n);
     sum_partial(m.mlp_proj, false, fcproj_, n, hooks);
   }
 }

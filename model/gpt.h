@@ -30,7 +30,10 @@
 // row-cut projection needs whole is gathered. A LayerNorm's weight and bias
 // gradients then cover the shard's rows alone and are summed across shards
 // (SumLayerNormGrads) before they are ready. The position embedding enters
-// the embedding's sum once, on shard 0, like the row-cut biases.
+// the embedding's sum once, on shard 0, like the row-cut biases. A pass whose
+// tokens do not split evenly (a sampling window) is padded to a multiple of
+// the degree; the padding rows hold whatever the buffers held and reach no
+// real row (every op is row by row but attention, which reads the pass's own).
 //
 // Activation recompute (model/recompute.h): a block's activations fall into
 // three sets, attention (ln1, qkv, atty and their statistics), residual (r_mid,
@@ -179,9 +182,6 @@ class GPT {
   void* row(void* buf, size_t r) const {
     return static_cast<char*>(buf) + r * static_cast<size_t>(table_.config().n_embd) * es_;
   }
-  // Where a pass's rows are padded to a multiple of the degree (sequence
-  // parallelism): zeros in buf's rows [n, padded) of the residual width.
-  void zero_padding(void* buf, int n);
   // Sum (tensor parallelism) or ScatterSum (sequence parallelism) of buf's
   // whole rows of a pass over n tokens.
   void sum_partial(int module, bool backward, void* buf, int n, ModuleHooks& hooks);

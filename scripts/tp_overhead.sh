@@ -2,8 +2,9 @@
 # Tensor parallelism's cost on one machine (docs/parallel_grid.md, "Tensor
 # parallelism on one node"), measured: a GPT-2 350M-shaped block (width 1024,
 # 16 heads, sequence 1024, micro-batch 4, byte vocabulary) trained at T = 1 on
-# one rank and at T = 2 on two (its all-reduces through shared memory), the
-# two interleaved K times; then one table.
+# one rank, at T = 2 on two (its all-reduces through shared memory) and at
+# T = 2 with sequence parallelism, the three interleaved K times; then one
+# table.
 #
 #   scripts/tp_overhead.sh OUT_DIR [--repeat K] [--steps S] [--layers L] [--zt BIN]
 #
@@ -37,13 +38,16 @@ common=(--set "data.train=$data/train_*.bin" --set "data.val=$data/val_*.bin" --
   --set train.checkpoint_every=0 --set zero.stage=0)
 mkdir -p "$out"
 for rep in $(seq 1 "$repeat"); do
-  for tensor in 1 2; do
-    dir=$out/t$tensor/run$rep
+  for case in t1 t2 t2sp; do
+    tensor=${case:1:1}
+    sequence=false
+    [ "$case" = t2sp ] && sequence=true
+    dir=$out/$case/run$rep
     mkdir -p "$(dirname "$dir")"
     mpirun --allow-run-as-root --oversubscribe -np "$tensor" "$zt" train configs/tiny.yaml --run-dir "$dir" \
-      "${common[@]}" --set parallel.tensor="$tensor" >"$dir.log" 2>&1 ||
-      { echo "tp_overhead.sh: T = $tensor run $rep failed: $dir.log" >&2; exit 1; }
-    echo "T = $tensor run $rep done"
+      "${common[@]}" --set parallel.tensor="$tensor" --set parallel.sequence_parallel="$sequence" \
+      >"$dir.log" 2>&1 || { echo "tp_overhead.sh: $case run $rep failed: $dir.log" >&2; exit 1; }
+    echo "$case run $rep done"
   done
 done
 /usr/bin/python3 scripts/tp_overhead_table.py "$out" "$layers"

@@ -128,8 +128,10 @@ bool predict_grid_run(const Config& cfg, int world, int ranks_per_node, int accu
   run.grid.micro_batches = accum;
   run.grid.micro_batch = cfg.train.micro_batch;
   run.grid.seq = cfg.model.seq_len;
+  run.grid.sequence_parallel = cfg.parallel.sequence_parallel;
   GridShape whole = run.grid;
   whole.tp = whole.pp = 1;
+  whole.sequence_parallel = false;
   GridCluster k;
   k.gpus_per_node = ranks_per_node;
   k.nodes = world / ranks_per_node;
