@@ -35,6 +35,25 @@ out=$("$ZT_BIN" grid-projection --network "$NET" --model configs/pmbs/gpt_7b.yam
 rows=$(printf '%s\n' "$out" | awk '/^rank stage/ {on = 1; next} on && NF == 0 {exit} on' | wc -l)
 [ "$rows" -eq 4 ] || fail "--tensor 8 --pipeline 1: expected 4 rows, got $rows: $out"
 
+# --sequence-parallel: said in the assumptions; every T > 1 row keeps less activation memory
+# (Korthikanti's 34/T), T = 1 rows the same; and a T that does not divide the sequence is named.
+sp=$("$ZT_BIN" grid-projection --network "$NET" --model 20b --nodes 2 --sequence-parallel) || fail "20b sp: $sp"
+plain=$("$ZT_BIN" grid-projection --network "$NET" --model 20b --nodes 2) || fail "20b: $plain"
+printf '%s\n' "$sp" | grep -q "^  - tensor: Megatron's sequence parallelism where T > 1" || fail "no sequence-parallel assumption: $sp"
+memory_of() {  # OUTPUT STAGE T P -> memory GB of that row
+  printf '%s\n' "$1" | awk -v s="$2" -v t="$3" -v p="$4" '/^rank stage/ {on = 1; next} on && NF == 0 {exit}
+    on && $2 == s && $3 == t && $4 == p {print $(NF - 2)}'
+}
+for row in "3 2 1" "0 4 2" "1 8 1"; do
+  set -- $row
+  less=$(awk -v a="$(memory_of "$sp" "$@")" -v b="$(memory_of "$plain" "$@")" 'BEGIN {print (a > 0 && a < b)}')
+  [ "$less" = 1 ] || fail "stage $1, T $2, P $3: $(memory_of "$sp" "$@") GB with sequence parallelism, $(memory_of "$plain" "$@") without"
+done
+[ "$(memory_of "$sp" 3 1 8)" = "$(memory_of "$plain" 3 1 8)" ] || fail "T = 1 changed with --sequence-parallel"
+out=$("$ZT_BIN" grid-projection --network "$NET" --model 7b --seq 1020 --tensor 8 --sequence-parallel) || fail "seq 1020: $out"
+printf '%s\n' "$out" | grep -q "^not predicted: T = 8, P = 1: sequence parallelism needs the sequence 1020 to be a multiple of T" ||
+  fail "a sequence T does not divide is not named: $out"
+
 expect_error "unknown model" "--model: expected 1.5b, 7b, 20b or a CONFIG.yaml, got '13b'" \
   "$ZT_BIN" grid-projection --network "$NET" --model 13b
 expect_error "missing --network" "--network" "$ZT_BIN" grid-projection --model 7b

@@ -190,7 +190,10 @@ std::vector<Command> build_commands() {
          option("--seq", "S", "sequence length (default the model's: 1.5b 1024, 7b and 20b 2048)"),
          option("--micro-batch", "B", "sequences per micro-batch (default 1.5b 4, 7b and 20b 1)"),
          option("--tensor", "T", "only this tensor size (default each of 1, 2, 4, 8)"),
-         option("--pipeline", "P", "only this pipeline size (default each of 1, 2, 4, 8)")}},
+         option("--pipeline", "P", "only this pipeline size (default each of 1, 2, 4, 8)"),
+         flag("--sequence-parallel",
+              "every T > 1 with sequence parallelism: all-gathers and reduce-scatters for the "
+              "all-reduces, Korthikanti's 34/T activations")}},
        "predict the step of every (ZeRO stage, T, P) of a model on a real cluster (model output)",
        run_grid_projection_command},
       {{"config-reference",

@@ -138,6 +138,7 @@ int run_grid_projection_command(const std::vector<std::string>& args) {
     f.fail("--pipeline: " + std::to_string(pipeline_sizes[0]) + " is above the model's " +
            std::to_string(shape.n_layer) + " layers");
   const uint64_t tokens = static_cast<uint64_t>(micro_batch) * seq;
+  const bool sequence_parallel = f.has("--sequence-parallel");
 
   std::vector<Row> rows;
   std::vector<std::string> skipped;
@@ -152,6 +153,9 @@ int run_grid_projection_command(const std::vector<std::string>& args) {
       const int dp = world / (tp * pp);
       std::string why;
       if (pp > shape.n_layer) why = "P is above the layer count";
+      else if (sequence_parallel && seq % tp != 0)
+        why = "sequence parallelism needs the sequence " + std::to_string(seq) +
+              " to be a multiple of T";
       else if (global % (static_cast<int64_t>(dp) * tokens) != 0)
         why = "the global batch is not a multiple of D x B x S = " + std::to_string(dp * tokens);
       if (!why.empty()) {
@@ -165,6 +169,7 @@ int run_grid_projection_command(const std::vector<std::string>& args) {
         run.grid.pp = pp;
         run.grid.micro_batch = micro_batch;
         run.grid.seq = seq;
+        run.grid.sequence_parallel = sequence_parallel && tp > 1;
         run.grid.micro_batches = static_cast<int>(global / (static_cast<int64_t>(dp) * tokens));
         run.zero_stage = stage;
         rows.push_back(
@@ -200,15 +205,20 @@ int run_grid_projection_command(const std::vector<std::string>& args) {
   std::printf(
       "  - FLOPs per token, forward and backward: 72·C² + 12·S·C per block, 6·V·C for the LM "
       "head, 1/T of it per tensor rank (Narayanan et al. 2021); no recompute\n"
-      "  - tensor: Megatron's all-reduces, none hidden, tensor ranks innermost (in a node)\n"
+      "  - tensor: %s, none hidden, tensor ranks innermost (in a node)\n"
       "  - pipeline: 1F1B flushed every step, every stage at the slowest stage's pace, each "
       "boundary's messages at its own link, one at a time each way\n"
       "  - data: the ZeRO paper's calls in bf16 with overlap_comm, hidden only behind compute\n"
-      "  - memory: model states + 1F1B activations (Korthikanti et al., attention scores stored); "
-      "no workspace or buffers, so 'fits' is optimistic\n"
+      "  - memory: model states + 1F1B activations (Korthikanti et al.%s, attention scores "
+      "stored); no workspace or buffers, so 'fits' is optimistic\n"
       "  - DeepSpeed: 'refuses' marks P > 1 at ZeRO stage 2 or 3 (its pipeline engine asserts "
       "stage < 2); zerotrain runs them with parallel.pipeline_zero_anyway, so they are predicted "
-      "and ranked\n");
+      "and ranked\n",
+      sequence_parallel
+          ? "Megatron's sequence parallelism where T > 1 (an all-gather and a reduce-scatter for "
+            "each all-reduce, each LayerNorm's gradients summed)"
+          : "Megatron's all-reduces",
+      sequence_parallel ? ", with sequence parallelism where T > 1" : "");
   for (const std::string& s : skipped) std::printf("not predicted: %s\n", s.c_str());
   std::printf(
       "\n(predicted, ms per step except tokens/s and GB; ranked by step among those that "
