@@ -198,7 +198,5 @@ train_refused "expected zero.stage 0 or 1 with parallel.pipeline 2: DeepSpeed .*
   --set zero.stage=2 --set parallel.pipeline=2
 train_refused "expected parallel.pipeline <= model.n_layer 2" 3 "${PP[@]}" --set parallel.pipeline=3
 train_refused "key 'parallel.pipeline': expected a size dividing the world size 3" 3 "${PP[@]}" --set parallel.pipeline=2
-train_refused "expected train.recovery: none and no snapshots with parallel.pipeline 2" 2 "${PP[@]}" --set parallel.pipeline=2 \
-  --set train.recovery=memory
 train_refused "parallel.pipeline_schedule.*expected one of 1f1b, gpipe, got 'zigzag'" 1 --set parallel.pipeline_schedule=zigzag
 echo "PASS pipeline_parallel"

@@ -11,7 +11,6 @@ ParallelProblem tensor_parallel_problem(const Config& c) {
             "expected parallel.tensor above 1 with parallel.sequence_parallel: true (it splits "
             "the sequence over the tensor group), got 1"};
   if (T == 1) return {};
-  const std::string with = " with parallel.tensor " + std::to_string(T);
   if (c.parallel.sequence_parallel && c.model.seq_len % T != 0)
     return {{"parallel.sequence_parallel", "model.seq_len", "parallel.tensor"},
             "expected model.seq_len (" + std::to_string(c.model.seq_len) +
@@ -28,11 +27,6 @@ ParallelProblem tensor_parallel_problem(const Config& c) {
             "expected model.vocab_size (" + std::to_string(c.model.vocab_size) +
                 ") to be a multiple of parallel.tensor (equal vocabulary rows per rank), got " +
                 std::to_string(T)};
-  if (c.train.recovery != "none" || c.train.snapshot_every > 0)
-    return {{"train.recovery", "train.snapshot_every", "parallel.tensor"},
-            "expected train.recovery: none and no snapshots" + with +
-                " (recovery from memory copies data-parallel replicas; checkpoints are "
-                "written)"};
   return {};
 }
 
@@ -53,11 +47,6 @@ ParallelProblem pipeline_parallel_problem(const Config& c) {
                 "(deepspeed/runtime/pipe/engine.py, since 0.3.16; "
                 "parallel.pipeline_zero_anyway: true runs it anyway), got " +
                 std::to_string(z.stage)};
-  if (c.train.recovery != "none" || c.train.snapshot_every > 0)
-    return {{"train.recovery", "train.snapshot_every", "parallel.pipeline"},
-            "expected train.recovery: none and no snapshots" + with +
-                " (recovery from memory copies data-parallel replicas; checkpoints are "
-                "written)"};
   return {};
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "data/shard.h"
+#include "train/io/checkpoint.h"
 #include "train/io/checkpoint_format.h"
 #include "train/io/host_identity.h"
 #include "train/io/snapshot_store.h"
@@ -196,16 +197,18 @@ std::vector<int> ranks_on_this_node(int rank, int world) {
 }
 
 SnapshotRecovery recover_from_snapshots(const std::string& node_dir, uint32_t model_id,
-                                        uint64_t total, int64_t max_step, ZeroEngine& engine,
+                                        uint64_t total, const std::vector<WholeRun>& part,
+                                        int64_t max_step, ZeroEngine& engine,
                                         Communicator& comm,
                                         const std::function<void(const std::string&)>& on_reject) {
   const int rank = comm.rank(), world = comm.world();
   const std::vector<int> node = ranks_on_this_node(rank, world);
   const std::vector<Opened> held = open_held(node_dir, model_id, node, rank, on_reject);
   ShardOptimizer& opt = engine.optimizer();
+  const std::vector<OptimPiece> pieces = whole_model_pieces(opt.pieces(), part);
   std::vector<std::vector<PieceExtent>> current;
   std::vector<Held> all;
-  exchange(opt.pieces(), held, world, current, all);
+  exchange(pieces, held, world, current, all);
 
   SnapshotRecovery result;
   std::vector<int64_t> steps;
@@ -238,7 +241,7 @@ SnapshotRecovery recover_from_snapshots(const std::string& node_dir, uint32_t mo
   std::vector<float> state[3];
   for (std::vector<float>& s : state) s.assign(opt.shard_size(), 0.0f);
   auto target = [&](const Transfer& t, int k) {
-    const OptimPiece& p = opt.pieces()[t.dest_piece];
+    const OptimPiece& p = pieces[t.dest_piece];
     return state[k].data() + p.shard_offset + (t.lo - p.flat_begin);
   };
   // One message per (holder, destination) pair, each transfer's master, m and v in plan order.

@@ -5,14 +5,17 @@
 // snapshots together cover every parameter is chosen. Each rank then builds
 // the pieces it owns in the current layout (any W, any stage) by flat extent:
 // from its node's store where it holds them, else from the rank that does,
-// over the communicator. Replicas (stage 0, hybrid sharding) are what lets a
-// lost region be rebuilt; nothing here knows which layout made them.
+// over the communicator. Replicas (stage 0, hybrid sharding, the data-parallel
+// group of a tensor shard or pipeline stage) are what lets a lost region be
+// rebuilt; nothing here knows which layout or grid made them: extents are in
+// the whole model's flat layout.
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "model/tensor_split.h"
 #include "zero/comm/communicator.h"
 #include "zero/stages/engine.h"
 
@@ -31,11 +34,14 @@ struct SnapshotRecovery {
   std::string newest_seen;      // when nothing covers: what the stores held, for the message
 };
 
-// `total` is the model's parameter count; regions of another model (model_id)
-// are rejected; snapshots of steps after max_step are not used. Each snapshot that does not verify
-// is passed to on_reject as one line naming its file and why.
+// `total` is the whole model's parameter count and `part` this rank's part of
+// it on a grid (whole_runs; empty: the whole model); regions of another model
+// (model_id) are rejected; snapshots of steps after max_step are not used.
+// Each snapshot that does not verify is passed to on_reject as one line
+// naming its file and why.
 SnapshotRecovery recover_from_snapshots(const std::string& node_dir, uint32_t model_id,
-                                        uint64_t total, int64_t max_step, ZeroEngine& engine,
+                                        uint64_t total, const std::vector<WholeRun>& part,
+                                        int64_t max_step, ZeroEngine& engine,
                                         Communicator& comm,
                                         const std::function<void(const std::string&)>& on_reject);
 

@@ -22,8 +22,9 @@ std::string node_dir_of(const std::string& run_dir) {
 }  // namespace
 
 int64_t recover_initial_state(const std::string& run_dir, const GPTConfig& model,
-                              const TokenizerIdentity& tokenizer, uint64_t total,
-                              ZeroEngine& engine, Communicator& comm) {
+                              const std::vector<WholeRun>& part,
+                              const TokenizerIdentity& tokenizer, ZeroEngine& engine,
+                              Communicator& comm) {
   const auto t0 = std::chrono::steady_clock::now();
   const int rank = comm.rank(), world = comm.world();
   auto seconds = [&] {
@@ -41,7 +42,8 @@ int64_t recover_initial_state(const std::string& run_dir, const GPTConfig& model
   const int64_t logged = static_cast<int64_t>(
       min_over_ranks(rank == 0 ? static_cast<double>(last_logged_step(run_dir)) : 1e18));
   const SnapshotRecovery mem = recover_from_snapshots(
-      node_dir, model_id(model), total, logged, engine, comm, [&](const std::string& why) {
+      node_dir, model_id(model), ParamTable(model).total(), part, logged, engine, comm,
+      [&](const std::string& why) {
         std::fprintf(stderr, "zerotrain: rank %d: --recover: rejected %s\n", rank, why.c_str());
         std::fflush(stderr);
       });
@@ -63,7 +65,7 @@ int64_t recover_initial_state(const std::string& run_dir, const GPTConfig& model
     std::fflush(stdout);
   }
   const ResumePoint disk =
-      resume_from_checkpoint(run_dir, model, {}, tokenizer, engine, [&](const std::string& why) {
+      resume_from_checkpoint(run_dir, model, part, tokenizer, engine, [&](const std::string& why) {
         if (rank != 0) return;
         std::fprintf(stderr, "zerotrain: --recover: rejected %s\n", why.c_str());
         std::fflush(stderr);
@@ -86,12 +88,14 @@ int64_t recover_initial_state(const std::string& run_dir, const GPTConfig& model
 }
 
 std::unique_ptr<Snapshotter> start_snapshots(const std::string& run_dir, const Config& cfg,
+                                             const std::vector<WholeRun>& part,
                                              ZeroEngine& engine, int64_t start_step, int rank,
                                              int world) {
   const int every = snapshot_interval(cfg.train);
   if (every <= 0) return nullptr;
   std::unique_ptr<Snapshotter> s(new Snapshotter({node_dir_of(run_dir), every, model_id(cfg.model)},
-                                                 engine.optimizer(), start_step, rank, world));
+                                                 engine.optimizer(), part, start_step, rank,
+                                                 world));
   if (rank == 0) {
     std::printf(
         "snapshots: every %d step%s into %s/ (rank 0's region %llu bytes: 2 slots of 12 bytes per "

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "train/config/config.h"
+#include "train/io/checkpoint.h"
 #include "train/io/checkpoint_format.h"
 #include "train/io/host_identity.h"
 #include "train/io/snapshot_recovery.h"
@@ -22,8 +23,9 @@ double ms_since(Clock::time_point t0) {
 
 }  // namespace
 
-Snapshotter::Snapshotter(const SnapshotSettings& s, const ShardOptimizer& opt, int64_t start_step,
-                         int rank, int world)
+Snapshotter::Snapshotter(const SnapshotSettings& s, const ShardOptimizer& opt,
+                         const std::vector<WholeRun>& part, int64_t start_step, int rank,
+                         int world)
     : settings_(s), rank_(rank), world_(world) {
   std::string error;
   if (!opt.host_state(0))
@@ -32,7 +34,7 @@ Snapshotter::Snapshotter(const SnapshotSettings& s, const ShardOptimizer& opt, i
         "beside the next step, but this run keeps it " +
         std::string(opt.offloaded() ? "offloaded (zero.offload_optimizer)" : "on the GPU") +
         "; use system.device: cpu without zero.offload_optimizer, or train.recovery: none";
-  for (const OptimPiece& p : opt.pieces()) {
+  for (const OptimPiece& p : whole_model_pieces(opt.pieces(), part)) {
     source_.pieces.push_back({p.flat_begin, p.n});
     source_.shard_offsets.push_back(p.shard_offset);
   }

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "model/tensor_split.h"
 #include "train/io/snapshot_store.h"
 #include "zero/optim/shard_optimizer.h"
 
@@ -30,9 +31,11 @@ class Snapshotter {
   // region, snapshots the state it starts from (step `start_step`) and drops
   // the region's older slot (a snapshot of an earlier launch, which may have
   // had another config, is never recovered into this run), and the node's
-  // regions of ranks that no longer run there are removed.
-  Snapshotter(const SnapshotSettings& s, const ShardOptimizer& opt, int64_t start_step, int rank,
-              int world);
+  // regions of ranks that no longer run there are removed. `part`: the rank's
+  // part of the whole model on a grid (whole_runs; empty: the whole model),
+  // into whose flat layout the snapshot's pieces are written.
+  Snapshotter(const SnapshotSettings& s, const ShardOptimizer& opt,
+              const std::vector<WholeRun>& part, int64_t start_step, int rank, int world);
   ~Snapshotter();
 
   // After optimizer step `steps_done`: starts the copy when it is due.

@@ -117,10 +117,6 @@ StartupCounts issue_deepspeed_startup(const RunSettings& r, RunModels& m, float*
 int64_t load_initial_state(const TrainArgs& a, const RunSettings& r, const CheckpointContext& ckpt,
                            RunModels& m, int rank, StartupCounts& startup) {
   const TokenizerIdentity& tokenizer = ckpt.tokenizer;
-  if (a.recover && (m.grid.tensor > 1 || m.grid.pipeline > 1))
-    throw ConfigError(
-        "--recover: a run with parallel.tensor > 1 or parallel.pipeline > 1 takes no "
-        "snapshots yet (--resume loads its checkpoints)");
   // The model a script builds before deepspeed.initialize; a checkpoint replaces it.
   std::vector<float> w;
   const ParamTable whole(r.cfg.model);
@@ -133,7 +129,7 @@ int64_t load_initial_state(const TrainArgs& a, const RunSettings& r, const Check
   if (m.grid.tensor > 1 || m.grid.pipeline > 1) w = take_shard(whole, m.table, w.data());
   startup = issue_deepspeed_startup(r, m, w.data());
   if (a.recover)
-    return recover_initial_state(a.run_dir, r.cfg.model, tokenizer, m.table.total(), *m.engine,
+    return recover_initial_state(a.run_dir, r.cfg.model, ckpt.part, tokenizer, *m.engine,
                                  *m.rt.comm);
   ResumePoint resumed;
   if (a.resume) {
@@ -440,7 +436,8 @@ int run_train(const TrainArgs& a) {
   if (settings.cfg.system.comm_trace) models.rt.comm->hold_trace();
   totals.start_step = load_initial_state(a, settings, ckpt, models, rank, totals.startup);
   models.snapshots =
-      start_snapshots(a.run_dir, settings.cfg, *models.engine, totals.start_step, rank, world);
+      start_snapshots(a.run_dir, settings.cfg, ckpt.part, *models.engine, totals.start_step, rank,
+                      world);
   open_run_outputs(a, settings, models, out, totals.start_step, rank);
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGINT, on_stop_signal);
