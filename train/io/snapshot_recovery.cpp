@@ -198,8 +198,7 @@ std::vector<int> ranks_on_this_node(int rank, int world) {
 
 SnapshotRecovery recover_from_snapshots(const std::string& node_dir, uint32_t model_id,
                                         uint64_t total, const std::vector<WholeRun>& part,
-                                        int64_t max_step, ZeroEngine& engine,
-                                        Communicator& comm,
+                                        int64_t max_step, ZeroEngine& engine, Communicator& comm,
                                         const std::function<void(const std::string&)>& on_reject) {
   const int rank = comm.rank(), world = comm.world();
   const std::vector<int> node = ranks_on_this_node(rank, world);

@@ -41,8 +41,7 @@ struct SnapshotRecovery {
 // naming its file and why.
 SnapshotRecovery recover_from_snapshots(const std::string& node_dir, uint32_t model_id,
                                         uint64_t total, const std::vector<WholeRun>& part,
-                                        int64_t max_step, ZeroEngine& engine,
-                                        Communicator& comm,
+                                        int64_t max_step, ZeroEngine& engine, Communicator& comm,
                                         const std::function<void(const std::string&)>& on_reject);
 
 }  // namespace zt

@@ -22,9 +22,8 @@ std::string node_dir_of(const std::string& run_dir) {
 }  // namespace
 
 int64_t recover_initial_state(const std::string& run_dir, const GPTConfig& model,
-                              const std::vector<WholeRun>& part,
-                              const TokenizerIdentity& tokenizer, ZeroEngine& engine,
-                              Communicator& comm) {
+                              const std::vector<WholeRun>& part, const TokenizerIdentity& tokenizer,
+                              ZeroEngine& engine, Communicator& comm) {
   const auto t0 = std::chrono::steady_clock::now();
   const int rank = comm.rank(), world = comm.world();
   auto seconds = [&] {
@@ -88,9 +87,8 @@ int64_t recover_initial_state(const std::string& run_dir, const GPTConfig& model
 }
 
 std::unique_ptr<Snapshotter> start_snapshots(const std::string& run_dir, const Config& cfg,
-                                             const std::vector<WholeRun>& part,
-                                             ZeroEngine& engine, int64_t start_step, int rank,
-                                             int world) {
+                                             const std::vector<WholeRun>& part, ZeroEngine& engine,
+                                             int64_t start_step, int rank, int world) {
   const int every = snapshot_interval(cfg.train);
   if (every <= 0) return nullptr;
   std::unique_ptr<Snapshotter> s(new Snapshotter({node_dir_of(run_dir), every, model_id(cfg.model)},

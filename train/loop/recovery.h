@@ -21,16 +21,14 @@ namespace zt {
 // and the restore time. Returns the step the run continues from. `part`: the
 // rank's part of the whole model on a grid (whole_runs; empty: the whole model).
 int64_t recover_initial_state(const std::string& run_dir, const GPTConfig& model,
-                              const std::vector<WholeRun>& part,
-                              const TokenizerIdentity& tokenizer, ZeroEngine& engine,
-                              Communicator& comm);
+                              const std::vector<WholeRun>& part, const TokenizerIdentity& tokenizer,
+                              ZeroEngine& engine, Communicator& comm);
 
 // Collective: the run's snapshots when snapshot_interval(cfg.train) > 0, else
 // nullptr. Rank 0 prints the store's place and size.
 std::unique_ptr<Snapshotter> start_snapshots(const std::string& run_dir, const Config& cfg,
-                                             const std::vector<WholeRun>& part,
-                                             ZeroEngine& engine, int64_t start_step, int rank,
-                                             int world);
+                                             const std::vector<WholeRun>& part, ZeroEngine& engine,
+                                             int64_t start_step, int rank, int world);
 
 // Collective, after each step: the copy that step joined (if any) into its
 // record and the run's figures, as the slowest rank measured it.

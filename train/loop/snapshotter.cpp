@@ -24,8 +24,7 @@ double ms_since(Clock::time_point t0) {
 }  // namespace
 
 Snapshotter::Snapshotter(const SnapshotSettings& s, const ShardOptimizer& opt,
-                         const std::vector<WholeRun>& part, int64_t start_step, int rank,
-                         int world)
+                         const std::vector<WholeRun>& part, int64_t start_step, int rank, int world)
     : settings_(s), rank_(rank), world_(world) {
   std::string error;
   if (!opt.host_state(0))

@@ -435,9 +435,8 @@ int run_train(const TrainArgs& a) {
   LoopTotals totals;
   if (settings.cfg.system.comm_trace) models.rt.comm->hold_trace();
   totals.start_step = load_initial_state(a, settings, ckpt, models, rank, totals.startup);
-  models.snapshots =
-      start_snapshots(a.run_dir, settings.cfg, ckpt.part, *models.engine, totals.start_step, rank,
-                      world);
+  models.snapshots = start_snapshots(a.run_dir, settings.cfg, ckpt.part, *models.engine,
+                                     totals.start_step, rank, world);
   open_run_outputs(a, settings, models, out, totals.start_step, rank);
   std::signal(SIGTERM, on_stop_signal);
   std::signal(SIGINT, on_stop_signal);
