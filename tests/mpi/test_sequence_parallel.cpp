@@ -16,6 +16,7 @@
 #include "model/tensor_split.h"
 #include "tests/support/catch.h"
 #include "tests/support/flat_hooks.h"
+#include "tests/support/split_model.h"
 #include "train/loop/init_weights.h"
 #include "zero/analysis/tensor_plan.h"
 #include "zero/comm/comm_stats.h"
@@ -23,28 +24,6 @@
 #include "zero/grid/tensor_parallel_hooks.h"
 
 namespace zt {
-namespace {
-
-GPTConfig divisible_model() {
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 12;  // divisible by every W of the [mpi] runs (1..4)
-  c.n_embd = 48;
-  c.vocab_size = 96;
-  c.seq_len = 12;  // B x 12 tokens split into 1..4 equal parts
-  return c;
-}
-
-double worst_relative(const std::vector<float>& got, const std::vector<float>& want) {
-  double worst = 0, scale = 0;
-  for (size_t i = 0; i < want.size(); i++) {
-    worst = std::max(worst, static_cast<double>(std::fabs(got[i] - want[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(want[i])));
-  }
-  return worst / scale;
-}
-
-}  // namespace
 
 TEST_CASE("a sequence-parallel model matches the whole model", "[mpi][tensor_parallel]") {
   int W = 1;
@@ -52,7 +31,7 @@ TEST_CASE("a sequence-parallel model matches the whole model", "[mpi][tensor_par
   auto ops = make_cpu_ops();
   CountingCommunicator comm(W == 1 ? make_single_communicator(*ops) : make_mpi_communicator(*ops));
   comm.keep_log();
-  const GPTConfig c = divisible_model();
+  const GPTConfig c = divisible_model(12);  // B x 12 tokens split into 1..4 equal parts
   const ParamTable whole(c), shard(c, TensorSplit{W, comm.rank(), true});
   std::vector<float> w(whole.total());
   init_gpt2_weights(whole, 9, w.data());

@@ -14,6 +14,7 @@
 #include "model/tensor_split.h"
 #include "tests/support/catch.h"
 #include "tests/support/flat_hooks.h"
+#include "tests/support/split_model.h"
 #include "train/loop/init_weights.h"
 #include "zero/analysis/tensor_plan.h"
 #include "zero/comm/comm_stats.h"
@@ -22,16 +23,6 @@
 
 namespace zt {
 namespace {
-
-GPTConfig divisible_model() {
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 12;  // divisible by every W of the [mpi] runs (1..4)
-  c.n_embd = 48;
-  c.vocab_size = 96;
-  c.seq_len = 8;
-  return c;
-}
 
 struct Pass {
   double loss = 0, eval_loss = 0;
@@ -64,7 +55,7 @@ TEST_CASE("a tensor-parallel model matches the whole model", "[mpi][tensor_paral
   auto ops = make_cpu_ops();
   CountingCommunicator comm(W == 1 ? make_single_communicator(*ops) : make_mpi_communicator(*ops));
   comm.keep_log();
-  const GPTConfig c = divisible_model();
+  const GPTConfig c = divisible_model(8);
   const ParamTable whole(c), shard(c, TensorSplit{W, comm.rank()});
   std::vector<float> w(whole.total());
   init_gpt2_weights(whole, 5, w.data());
@@ -86,13 +77,7 @@ TEST_CASE("a tensor-parallel model matches the whole model", "[mpi][tensor_paral
 
     CHECK(got.loss == Approx(ref.loss).epsilon(1e-5));
     CHECK(got.eval_loss == Approx(ref.eval_loss).epsilon(1e-5));
-    const std::vector<float> want = take_shard(whole, shard, ref.grads.data());
-    double worst = 0, scale = 0;
-    for (size_t i = 0; i < want.size(); i++) {
-      worst = std::max(worst, static_cast<double>(std::fabs(got.grads[i] - want[i])));
-      scale = std::max(scale, static_cast<double>(std::fabs(want[i])));
-    }
-    CHECK(worst <= 1e-5 * scale);
+    CHECK(worst_relative(got.grads, take_shard(whole, shard, ref.grads.data())) <= 1e-5);
 
     // One forward_backward and one forward_loss. Per pass forward: the
     // embedding, 2 projections per layer (N*C each), the loss's log-sum-exp
@@ -140,13 +125,7 @@ TEST_CASE("a tensor-parallel model matches the whole model", "[mpi][tensor_paral
     const std::vector<float> got_logits =
         shard_model.forward_logits(prompt.data(), 1, T, T - 1, hooks);
     REQUIRE(got_logits.size() == want_logits.size());
-    double logit_worst = 0, logit_scale = 0;
-    for (size_t i = 0; i < want_logits.size(); i++) {
-      logit_worst =
-          std::max(logit_worst, static_cast<double>(std::fabs(got_logits[i] - want_logits[i])));
-      logit_scale = std::max(logit_scale, static_cast<double>(std::fabs(want_logits[i])));
-    }
-    CHECK(logit_worst <= 1e-5 * logit_scale);
+    CHECK(worst_relative(got_logits, want_logits) <= 1e-5);
   }
 }
 
