@@ -4,7 +4,9 @@
 # (0.10.3: per-slice reduces, the fp32 overflow check, stage 1's forced switches, the whole-buffer
 # all-reduce, MiCS's start-up gathers over the shard group; 0.12.6: use_multi_rank_bucket_allreduce
 # false all-reduces; 0.13.5; 0.14.4: hpZ's first step gathering zero.Init's secondary pieces; 0.19.2 and
-# 0.19.8 around 0.19.3: the bf16 overflow check, stage 3's fresh first gather), call for call on
+# 0.19.8 around 0.19.3: the bf16 overflow check, stage 3's fresh first gather; ZeRO++'s qwZ and
+# qgZ, traced on the harness's CPU stand-in for the quantizer kernels, on 0.14.4, and all three
+# switches together on 0.10.3 and 0.19.8), call for call on
 # every rank and in every traced step (start-up, the three optimizer steps) with
 # `zerotrain plan --deepspeed --calls --set zero.deepspeed_version=V`. Needs no DeepSpeed and no
 # trace cache; a few seconds. The whole matrix: tests/reference/deepspeed/check_releases.py check.

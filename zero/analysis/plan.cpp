@@ -88,7 +88,7 @@ class RecordingBackend : public GatherBackend {
     // A group of one issues no call (the engine's backend copies; DeepSpeed's
     // _no_gather_coalesced).
     if ((from_secondary ? layout_.hpz_group().size : layout_.world()) == 1) return;
-    if (quantized_) {
+    if (quantized_ && qwz_quantizes(from)) {
       const QuantizedGatherShape q = qwz_shape(per_rank);
       at.push_back(out->size());
       out->push_back({phase, micro, Purpose::Parameters, Primitive::AllGather, DType::I8, per_rank,

@@ -14,4 +14,11 @@ enum class GatherFrom {
   Persistent,
 };
 
+// qwZ (zero_quantized_weights) quantizes the fetches but not the step's
+// refresh: DeepSpeed 0.14.4's _post_step calls all_gather, whose
+// _all_gather quantizes only tensors stored quantized (ds_quant_scale, set by
+// zero_quantized_nontrainable_weights), while the coordinator's fetches pass
+// quantize=zero_quantized_weights. Traced: tests/reference/deepspeed s3_qwz.
+inline bool qwz_quantizes(GatherFrom from) { return from != GatherFrom::Persistent; }
+
 }  // namespace zt

@@ -89,7 +89,7 @@ void Stage3Gathers::gather(const std::vector<int>& params, GatherFrom from) {
     // A group of one holds the whole tensors: DeepSpeed's all_gather_coalesced takes its
     // _no_gather_coalesced path (no call, no quantization), so this only copies.
     ops_.copy(c.recv, c.send, c.per_rank * es_);
-  } else if (quantized_weights_) {
+  } else if (quantized_weights_ && qwz_quantizes(from)) {
     c.q = qwz_shape(c.per_rank);
     c.send_q = ops_.alloc(c.per_rank, MemCategory::CommBuffers);
     c.recv_q = ops_.alloc(c.per_rank * c.ranks, MemCategory::CommBuffers);

@@ -5,8 +5,8 @@ behaviour (`make deepspeed-drift`, or VERSION=V to name the release).
   drift.py [--version V] [--against FILE] [--variants NAME ...] [--cache DIR] [--timeout S]
 
 Finds the newest DeepSpeed on PyPI (`pip index versions deepspeed`) unless --version names one,
-installs it into the cache as releases.py does, traces releases.py's CORE variants (or the
-variants named), and diffs them
+installs it into the cache as releases.py does, traces releases.py's DRIFT variants (CORE and
+ZeRO++'s hpZ, qwZ and qgZ; or the variants named), and diffs them
 against the committed behaviours of LAST_VERIFIED (release_behaviours/<LAST_VERIFIED>.json) with
 release_diff.py. Prints what changed under the behaviour table's headings
 (docs/deepspeed_releases.md) and writes the new release's summary to CACHE/V/behaviours.json
@@ -41,6 +41,9 @@ HEADINGS = [
     ("norm and scalars", "the norm's dtype and calls; the overflow check"),
     ("step all_reduce u8", "the norm's dtype and calls; the overflow check"),
     ("step all_gather", "parameter all-gather after the step (stage 1/2)"),
+    ("fwd all_gather i8", "ZeRO++: qwZ's int8 gathers"),
+    ("bwd all_gather i8", "ZeRO++: qwZ's int8 gathers"),
+    ("bwd all_to_all", "ZeRO++: qgZ's all-to-all reduction"),
     ("fwd0 gathers", "stage 3's gather granularity, prefetch and persistence"),
     ("bwd0 gathers", "stage 3's gather granularity, prefetch and persistence"),
     ("fwd all_gather", "stage 3's gather granularity, prefetch and persistence"),
@@ -77,8 +80,8 @@ def main():
     parser.add_argument("--version", help="the release to check (default: the newest on PyPI)")
     parser.add_argument("--against", default=os.path.join(HERE, "release_behaviours",
                                                           f"{LAST_VERIFIED}.json"))
-    parser.add_argument("--variants", nargs="+", default=releases.CORE,
-                        help="variants of releases.py (default: CORE)")
+    parser.add_argument("--variants", nargs="+", default=releases.DRIFT,
+                        help="variants of releases.py (default: DRIFT)")
     parser.add_argument("--cache", default=releases.CACHE)
     parser.add_argument("--timeout", type=float, default=300, help="seconds per variant")
     args = parser.parse_args()

@@ -69,6 +69,10 @@ def main():
     from gpt2 import GPT2, expected_names, param_groups
 
     patch_cpu_accelerator()
+    zero = spec["ds_config"]["zero_optimization"]
+    if zero.get("zero_quantized_weights") or zero.get("zero_quantized_gradients"):
+        import cpu_quantizer
+        cpu_quantizer.install()
     deepspeed.init_distributed(dist_backend="gloo")
     torch.manual_seed(1234)
     m = spec["model"]

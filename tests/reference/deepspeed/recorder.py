@@ -7,12 +7,12 @@ One JSON line per call, the same fields as zerotrain's RUN/comm_trace_rank<R>.js
   step, rank, op, count, dtype, bytes, root, phase, micro   (+ call, caller: for reading)
   op     all_reduce | reduce_scatter | all_gather | reduce | broadcast | all_to_all
   count  all_reduce / reduce / broadcast: the buffer's elements; reduce_scatter: the per-rank
-         receive count (input / W); all_gather: the per-rank send count; all_to_all: the
-         per-rank send count. A list call (all_reduce_coalesced, all_gather of a list,
-         reduce_scatter of a list) and the calls inside one _coalescing_manager block are ONE
-         call whose count is the sum.
+         receive count (input / W); all_gather: the per-rank send count; all_to_all: what a rank
+         sends to each peer (input / W, MPI_Alltoall's sendcount). A list call
+         (all_reduce_coalesced, all_gather of a list, reduce_scatter of a list) and the calls
+         inside one _coalescing_manager block are ONE call whose count is the sum.
   bytes  as zerotrain counts payload (nccl-tests): count x element size, times W for
-         reduce_scatter and all_gather (their whole buffer).
+         reduce_scatter, all_gather and all_to_all (their whole buffer).
   root   the global rank of reduce / broadcast, else -1.
   group  [size, stride] of the ranks the call runs over (zerotrain's RankGroup: `size` ranks
          `stride` apart); [W, 1] for the world. count and bytes are per that group.
@@ -42,6 +42,7 @@ import torch.distributed.distributed_c10d as c10d
 
 DTYPES = {torch.float32: "fp32", torch.bfloat16: "bf16", torch.float16: "fp16",
           torch.float64: "fp64", torch.int64: "i64", torch.int32: "i32", torch.uint8: "u8",
+          torch.int8: "i8",
           torch.bool: "bool"}
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
@@ -119,7 +120,8 @@ def _emit(call, op, tensors, count, root=-1, group=None):
     group = group or [_world, 1]
     dtype = DTYPES.get(tensors[0].dtype, str(tensors[0].dtype).replace("torch.", ""))
     size = tensors[0].element_size()
-    payload = count * size * (group[0] if op in ("reduce_scatter", "all_gather") else 1)
+    payload = count * size * (group[0] if op in ("reduce_scatter", "all_gather", "all_to_all")
+                              else 1)
     record = dict(where, rank=_rank, op=op, count=count, dtype=dtype, bytes=payload, root=root,
                   group=group, call=call, caller=_caller())
     batch = getattr(state, "coalescing", None)
@@ -169,10 +171,10 @@ def _describe(name, a, k, group_size):
         return "reduce_scatter", [t], t.numel() // group_size, -1
     if name == "all_to_all_single":
         t = arg(1, "input")
-        return "all_to_all", [t], t.numel(), -1
+        return "all_to_all", [t], t.numel() // group_size, -1
     if name == "all_to_all":
         ts = _tensors(arg(1, "input_tensor_list"))
-        return "all_to_all", ts, sum(t.numel() for t in ts), -1
+        return "all_to_all", ts, sum(t.numel() for t in ts) // group_size, -1
     raise RuntimeError(f"recorder: no description of {name}")
 
 

@@ -6,7 +6,7 @@
   release_table.py export [--cache DIR]                    rewrite the summaries from traces
 
 `export` writes, from the traces in the cache (releases.py's), the summaries the rows need (both
-releases of each row, the row's variants) and drift.py's baseline (LAST_VERIFIED, CORE).
+releases of each row, the row's variants) and drift.py's baseline (LAST_VERIFIED, DRIFT).
 
 release_behaviours/changes.json lists each change: the behaviour, the last release before it and
 the first after it (two patches when bisected), how the patch was found ("traced": both patches
@@ -91,12 +91,16 @@ def export(summaries, cache):
         for v, *_ in c["shows"]:
             wanted[c["before"]].add(v)
             wanted[c["after"]].add(v)
-    wanted[drift.LAST_VERIFIED] |= set(drift.releases.CORE)
+    wanted[drift.LAST_VERIFIED] |= set(drift.releases.DRIFT)
     for release, variants in sorted(wanted.items(), key=lambda x: drift.releases.key(x[0])):
+        # Written afresh beside the committed summary, which it replaces only once complete:
+        # a release whose traces are not in this cache keeps its summary.
         out = os.path.join(summaries, f"{release}.json")
-        if os.path.exists(out):
-            os.remove(out)
-        print(release_diff.export(release, cache, sorted(variants), out))
+        fresh = out + ".new"
+        if os.path.exists(fresh):
+            os.remove(fresh)
+        print(release_diff.export(release, cache, sorted(variants), fresh))
+        os.replace(fresh, out)
 
 
 def main():

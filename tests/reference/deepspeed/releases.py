@@ -50,7 +50,7 @@ sys.path.insert(0, HERE)
 
 import launch  # noqa: E402
 import reference  # noqa: E402
-from variants import S3, VARIANTS, variant  # noqa: E402
+from variants import S3, SHAPES, VARIANTS, variant  # noqa: E402
 
 DEFAULT_VERSIONS = ["0.10.3", "0.11.2", "0.12.6", "0.13.5", "0.14.4", "0.14.5", "0.15.4",
                     "0.16.9", "0.17.6", "0.18.9", "0.19.8"]
@@ -76,7 +76,20 @@ for stage in (1, 2):
 # ZeRO++'s hpZ: secondary partitions over groups of 2 consecutive ranks, 2 ranks per node (its
 # start-up and first step differ from plain stage 3's; variants.py's set is traced on 0.14.4 by
 # reference.py, this one across releases only).
-ZEROPP = {"s3_hpz2": variant(dict(S3, zero_hpz_partition_size=2), ranks_per_node=2)}
+# qwZ and qgZ run on a CPU stand-in for DeepSpeed's quantizer kernels (cpu_quantizer.py: the
+# kernels' shapes and dtypes, so the collectives' counts are DeepSpeed's); qgZ needs two nodes
+# (one node reduce-scatters), and s3_zeropp_n2 is the ZeRO++ paper's three switches together.
+ZEROPP = {"s3_hpz2": variant(dict(S3, zero_hpz_partition_size=2), ranks_per_node=2),
+          "s3_qwz": variant(dict(S3, zero_quantized_weights=True)),
+          "s3_qgz_n2": variant(dict(S3, zero_quantized_gradients=True), ranks_per_node=2),
+          "s3_zeropp_n2": variant(dict(S3, zero_hpz_partition_size=2, zero_quantized_weights=True,
+                                       zero_quantized_gradients=True), ranks_per_node=2),
+          # An unseen shape: qwZ's block rule on W = 3's partition sums, qgZ's max(rows, cols, W)
+          # groups on 300-row and 144-row tensors.
+          "xe48_s3_qwz_w3": variant(dict(S3, zero_quantized_weights=True), world=3,
+                                    model=SHAPES["e48"]),
+          "xe48_s3_qgz_n2": variant(dict(S3, zero_quantized_gradients=True), ranks_per_node=2,
+                                    model=SHAPES["e48"])}
 ALL_VARIANTS = dict(VARIANTS, **COMBINATIONS, **ZEROPP)
 
 # What the issue asks each release to show: stages 0-3; every switch combination on a bucket
@@ -100,6 +113,9 @@ CORE = ["s0_clip1", "s1_default_b1e4", "s1_mrbafalse_b1e4", "s2_default_b5e8", "
         "s2_rsfalse_b1e4", "s2_mrbafalse_b1e4", "s2_cgfalse_b1e4", "s2_roundrobin_b2e4",
         "s2_bf16_commfp32", "s2_clip1", "s3_default", "s3_prefetch0", "s3_persist0",
         "s3_bf16_commfp32"]
+
+# What the drift tracker (drift.py) traces on a new release: CORE and ZeRO++'s three switches.
+DRIFT = CORE + ["s3_hpz2", "s3_qwz", "s3_qgz_n2"]
 
 # The releases that need a newer torch than Debian's 1.13, and the one they get from PyPI (into
 # CACHE/torch/<T>/site): 0.16.9 (0.16.x: not bisected) and later call Module.register_forward_pre_hook(prepend=...,
