@@ -26,6 +26,7 @@
 #include "zero/layout/flat_layout.h"
 #include "zero/layout/param_groups.h"
 #include "zero/layout/stage3_layout.h"
+#include "zero/schedule/deepspeed_behaviours.h"
 #include "zero/schedule/grad_path.h"
 #include "zero/schedule/stage012_schedule.h"
 
@@ -76,8 +77,10 @@ std::vector<int> closes(const BucketSchedule& s) {
 // Stage 1 without overlap walks the groups in order: with one group, tensors
 // 0..15, so the bucket rule alone decides the buckets.
 Stage012Schedule stage1(const ParamTable& t, int64_t bucket, bool reduce_scatter,
-                        bool multi_rank = true, bool contiguous = true, int W = 2) {
+                        bool multi_rank = true, bool contiguous = true, int W = 2,
+                        const DeepSpeedRelease& release = default_deepspeed_release()) {
   ZeroConfig z;
+  z.deepspeed_version = release;
   z.stage = 1;
   z.reduce_bucket_size = bucket;
   z.reduce_scatter = reduce_scatter;
@@ -138,21 +141,28 @@ TEST_CASE("stage 1/2: a bucket closes before the tensor that would take it past 
 // The same rule with a first tensor larger than the bucket: 0 + 15 > 14 reduces
 // the still empty bucket (reduce_ipg_grads -> average_tensor on a 0-element
 // narrow of the ipg buffer). With reduce_scatter false that is a 0-element
-// all-reduce; the default path (allreduce_and_scatter) and the per-owner path
-// (allreduce_no_retain) find no slices and issue nothing; contiguous_gradients
-// false (buffered_reduce_fallback over no gradients) issues nothing either. An
-// oversized tensor is never cut: it sits alone in its bucket.
+// all-reduce up to DeepSpeed 0.14.4 (from 0.14.5 gradient_reduction_w_predivide
+// returns on an empty tensor: no call); the default path (allreduce_and_scatter) and the per-owner
+// path (allreduce_no_retain) find no slices and issue nothing; contiguous_gradients false
+// (buffered_reduce_fallback over no gradients) issues nothing either. An oversized tensor is never
+// cut: it sits alone in its bucket.
 TEST_CASE("stage 1/2: a tensor larger than the bucket goes alone, after an empty bucket if first",
           "[expected]") {
   const ParamTable t(hand_sized_shape());
   // 15 > 14: empty, then 15 alone | 6+3+3 = 12 (12+27 > 14) | 27 | 9 (9+9 > 14) | 9+3 = 12
   // (12+3 > 14) | 3+3 = 6 (6+36 > 14) | 36 | 12 | 36 | 9.
-  const std::vector<std::string> plain = {"- : AR0",   "0 : AR15",   "1 2 3 : AR12",  "4 : AR27",
-                                          "5 : AR9",   "6 7 : AR12", "8 9 : AR6",     "10 : AR36",
-                                          "11 : AR12", "12 : AR36",  "13 14 15 : AR9"};
-  const Stage012Schedule s = stage1(t, 14, false);
+  std::vector<std::string> plain = {"- : AR0",   "0 : AR15",   "1 2 3 : AR12",  "4 : AR27",
+                                    "5 : AR9",   "6 7 : AR12", "8 9 : AR6",     "10 : AR36",
+                                    "11 : AR12", "12 : AR36",  "13 14 15 : AR9"};
+  const Stage012Schedule s = stage1(t, 14, false, true, true, 2, DeepSpeedRelease{0, 14, 4});
   CHECK(show(s.grads) == plain);
   CHECK(closes(s.grads) == std::vector<int>{0, 1, 4, 5, 6, 8, 10, 11, 12, 13, 16});
+  plain[0] = "- :";
+  for (const DeepSpeedRelease r : {DeepSpeedRelease{0, 14, 5}, default_deepspeed_release()}) {
+    const Stage012Schedule skipped = stage1(t, 14, false, true, true, 2, r);
+    CHECK(show(skipped.grads) == plain);
+    CHECK(closes(skipped.grads) == closes(s.grads));
+  }
   for (bool multi_rank : {true, false}) {
     const Stage012Schedule d = stage1(t, 14, true, multi_rank);
     REQUIRE(d.grads.buckets.size() == 11);

@@ -50,9 +50,12 @@ const std::vector<Behaviour>& behaviours() {
        [](const ZeroConfig& z, DType) { return z.stage == 1 && !z.native_reduce_scatter; }},
       {"reduce_scatter: false (stages 1/2)",
        [](const DeepSpeedBehaviours& b, const ZeroConfig&, DType) -> std::string {
-         return b.allreduce_path_sends_whole_buffer
-                    ? "all-reduces the whole buffer of reduce_bucket_size elements (before 0.14.1)"
-                    : "all-reduces the filled part of the bucket";
+         if (b.allreduce_path_sends_whole_buffer)
+           return "all-reduces the whole buffer of reduce_bucket_size elements (before 0.14.1)";
+         return b.allreduce_path_reduces_empty_bucket
+                    ? "all-reduces the filled part of the bucket, an empty one too (0.14.1-0.14.4)"
+                    : "all-reduces the filled part of the bucket; an empty one issues nothing "
+                      "(from 0.14.5)";
        },
        [](const ZeroConfig& z, DType) { return stages12(z) && !z.reduce_scatter; }},
       {"overflow check (stages 1-3)",
@@ -68,6 +71,13 @@ const std::vector<Behaviour>& behaviours() {
          return b.stage3_regathers_first_bucket
                     ? "gathered afresh in every micro-step's forward (from 0.19.3)"
                     : "the embeddings stay gathered between micro-steps";
+       },
+       [](const ZeroConfig& z, DType) { return z.stage == 3; }},
+      {"stage 3's gradient order",
+       [](const DeepSpeedBehaviours& b, const ZeroConfig&, DType) -> std::string {
+         return b.stage3_linear_weight_grad_first
+                    ? "a Linear's weight gradient before its bias's (from 0.19.4)"
+                    : "a Linear's bias gradient before its weight's";
        },
        [](const ZeroConfig& z, DType) { return z.stage == 3; }},
       {"hpZ's forward gathers",

@@ -34,6 +34,8 @@ DeepSpeedBehaviours deepspeed_behaviours(const DeepSpeedRelease& r) {
   b.per_owner_path_reduces = !(r < DeepSpeedRelease{0, 13, 0});
   b.stage1_forces_switches_off = r < DeepSpeedRelease{0, 13, 0};
   b.allreduce_path_sends_whole_buffer = r < DeepSpeedRelease{0, 14, 1};
+  b.allreduce_path_reduces_empty_bucket = r < DeepSpeedRelease{0, 14, 5};
+  b.stage3_linear_weight_grad_first = !(r < DeepSpeedRelease{0, 19, 4});
   b.overflow_check_fp32 = r < DeepSpeedRelease{0, 11, 2};
   b.overflow_check_bf16 = r < DeepSpeedRelease{0, 11, 2};
   b.overflow_check_bf16_stages12 = !(r < DeepSpeedRelease{0, 19, 3});

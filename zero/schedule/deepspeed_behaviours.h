@@ -38,6 +38,16 @@ struct DeepSpeedBehaviours {
   // bucket; before, the whole buffer of reduce_bucket_size elements
   // (reduce_ipg_grads passes the buffer unnarrowed).
   bool allreduce_path_sends_whole_buffer = false;
+  // 0.14.5 (traced: 0.14.4 issues it, 0.19.8 does not; source: 0.14.5's
+  // gradient_reduction_w_predivide returns early on an empty tensor): before,
+  // reduce_scatter: false all-reduces an empty bucket too, a 0-element call
+  // when the first tensor to arrive exceeds the bucket (stage 1's order).
+  bool allreduce_path_reduces_empty_bucket = false;
+  // 0.19.4 (traced on s3_default_b1e4: bias first on 0.19.3 and every
+  // release before, weight first on 0.19.4 and 0.19.8; 0.15.4 on torch 2.7.1
+  // bias first, so it is DeepSpeed's change, not torch's): stage 3's hooks see
+  // each Linear's weight gradient before its bias's (stage3_hook_order.h).
+  bool stage3_linear_weight_grad_first = true;
   // The overflow check (one uint8 all-reduce in the step): fp32 and bf16
   // issue it at stages 1-3 up to 0.11.1 (0.11.2 checks only fp16); bf16 again
   // from 0.19.3 at stages 1/2 only (bf16.check_grad_overflow defaults to true

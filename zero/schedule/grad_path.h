@@ -48,11 +48,22 @@ BucketSchedule deepspeed_buckets(const ParamTable& table, const FlatLayout& layo
                                  const std::vector<int>& order, int64_t bucket_size,
                                  BucketFill fill);
 
-// whole_buffer: the plain path all-reduces reduce_bucket_size elements (the
-// whole bucket buffer) however few it holds (DeepSpeed before 0.14.1).
+// What one all-reduce path's bucket puts on the wire.
+enum class AllReduceFill {
+  // The bucket's gradients; an empty bucket issues nothing (the buffered
+  // fallback, which flattens first; the plain path from DeepSpeed 0.14.5,
+  // whose gradient_reduction_w_predivide returns on an empty tensor).
+  Filled,
+  // The same, but an empty bucket still issues a 0-element all-reduce (the
+  // plain path in 0.14.1-0.14.4).
+  FilledEmptyToo,
+  // reduce_bucket_size elements (the whole buffer) however few it holds (the
+  // plain path before 0.14.1).
+  WholeBuffer,
+};
 std::unique_ptr<GradPath> make_allreduce_path(const GradPathRow& row, const ParamTable& t,
-                                              const FlatLayout& l, int64_t bucket, bool fallback,
-                                              bool whole_buffer);
+                                              const FlatLayout& l, int64_t bucket,
+                                              AllReduceFill fill);
 std::unique_ptr<GradPath> make_multi_rank_allreduce_path(const GradPathRow& row,
                                                          const ParamTable& t, const FlatLayout& l,
                                                          int64_t bucket);

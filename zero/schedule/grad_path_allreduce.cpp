@@ -1,9 +1,10 @@
 // DeepSpeed's plain path (reduce_scatter: false) and its buffered fallback
 // (contiguous_gradients: false): one all-reduce of the whole bucket; every rank
-// receives the full sum and keeps only what it owns. The plain path reduces an
-// empty bucket too (a 0-element all-reduce, when the very first tensor exceeds
-// the bucket); the fallback, which flattens the bucket's gradients first, then
-// has nothing to reduce.
+// receives the full sum and keeps only what it owns. Up to 0.14.4 the plain
+// path reduces an empty bucket too (a 0-element all-reduce, when the very
+// first tensor exceeds the bucket); the fallback, which flattens the bucket's
+// gradients first, then has nothing to reduce, and neither has the plain path
+// from 0.14.5 (traced: 0.14.4 issues the call, 0.19.8 does not).
 #include <algorithm>
 
 #include "zero/schedule/grad_path.h"
@@ -22,7 +23,13 @@ GradBucket in_arrival_order(const std::vector<BucketSlice>& pieces) {
   return b;
 }
 
-GradBucket plain(const std::vector<BucketSlice>& pieces, int64_t) {
+GradBucket filled(const std::vector<BucketSlice>& pieces, int64_t) {
+  GradBucket b = in_arrival_order(pieces);
+  if (b.size > 0) b.calls.push_back({Primitive::AllReduce, 0, b.size, -1});
+  return b;
+}
+
+GradBucket filled_empty_too(const std::vector<BucketSlice>& pieces, int64_t) {
   GradBucket b = in_arrival_order(pieces);
   b.calls.push_back({Primitive::AllReduce, 0, b.size, -1});
   return b;
@@ -35,12 +42,6 @@ GradBucket whole_buffer(const std::vector<BucketSlice>& pieces, int64_t bucket_s
   GradBucket b = in_arrival_order(pieces);
   b.size = std::max(b.size, static_cast<size_t>(bucket_size));
   b.calls.push_back({Primitive::AllReduce, 0, b.size, -1});
-  return b;
-}
-
-GradBucket fallback_fill(const std::vector<BucketSlice>& pieces, int64_t) {
-  GradBucket b = in_arrival_order(pieces);
-  if (b.size > 0) b.calls.push_back({Primitive::AllReduce, 0, b.size, -1});
   return b;
 }
 
@@ -63,10 +64,12 @@ class AllReducePath : public GradPath {
 }  // namespace
 
 std::unique_ptr<GradPath> make_allreduce_path(const GradPathRow& row, const ParamTable& t,
-                                              const FlatLayout& l, int64_t bucket, bool fallback,
-                                              bool whole) {
-  const BucketFill fill = fallback ? fallback_fill : whole ? whole_buffer : plain;
-  return std::unique_ptr<GradPath>(new AllReducePath(row, t, l, bucket, fill));
+                                              const FlatLayout& l, int64_t bucket,
+                                              AllReduceFill fill) {
+  const BucketFill f = fill == AllReduceFill::WholeBuffer      ? whole_buffer
+                       : fill == AllReduceFill::FilledEmptyToo ? filled_empty_too
+                                                               : filled;
+  return std::unique_ptr<GradPath>(new AllReducePath(row, t, l, bucket, f));
 }
 
 }  // namespace zt

@@ -89,10 +89,13 @@ std::unique_ptr<GradPath> make_grad_path(const ZeroConfig& z, const ParamTable& 
   const int64_t bucket = z.reduce_bucket_size;
   if (row.key == "reduce_scatter") return make_reduce_scatter_path(row, table, layout);
   if (row.key == "allreduce_fallback")
-    return make_allreduce_path(row, table, layout, bucket, true, false);
+    return make_allreduce_path(row, table, layout, bucket, AllReduceFill::Filled);
   if (row.key == "allreduce")
-    return make_allreduce_path(row, table, layout, bucket, false,
-                               ds.allreduce_path_sends_whole_buffer);
+    return make_allreduce_path(row, table, layout, bucket,
+                               ds.allreduce_path_sends_whole_buffer ? AllReduceFill::WholeBuffer
+                               : ds.allreduce_path_reduces_empty_bucket
+                                   ? AllReduceFill::FilledEmptyToo
+                                   : AllReduceFill::Filled);
   if (row.key == "multi_rank_allreduce")
     return make_multi_rank_allreduce_path(row, table, layout, bucket);
   if (row.key == "per_slice_reduce") return make_per_slice_reduce_path(row, table, layout, bucket);

@@ -4,13 +4,17 @@
 
 #include "zero/schedule/bucketing.h"
 #include "zero/schedule/deepspeed_behaviours.h"
+#include "zero/schedule/stage3_hook_order.h"
 
 namespace zt {
 
 Stage3Schedule::Stage3Schedule(const ZeroSetup& s, const ParamTable& table, int world, DType model)
     : path_row(&select_grad_path(s.z)), mics(mics_groups(s.z, world, s.ranks_per_node)),
       layout(table, s.groups, mics.shard.size, s.z),
-      grads(layout.grad_buckets(table, grad_ready_order(s.events), s.z, s.ranks_per_node)),
+      hook_order(stage3_hook_order(
+          grad_ready_order(s.events), table,
+          deepspeed_behaviours(s.z.deepspeed_version).stage3_linear_weight_grad_first)),
+      grads(layout.grad_buckets(table, hook_order, s.z, s.ranks_per_node)),
       wire(gradient_wire_dtype(s.z, model)), overlap(s.z.overlap_comm),
       when("per backward (every micro-step)"),
       bucket_rule("backward (arrival) order; reduce_bucket_size " +

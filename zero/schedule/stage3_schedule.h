@@ -32,8 +32,10 @@ struct Stage3Schedule {
   Stage3Schedule(const ZeroSetup& s, const ParamTable& table, int world, DType model);
   const GradPathRow* path_row;
   MicsGroups mics;
-  Stage3Layout layout;   // over mics.shard's ranks
-  BucketSchedule grads;  // every backward, with its buffer count
+  Stage3Layout layout;  // over mics.shard's ranks
+  // The gradients in the order DeepSpeed's hooks see them (stage3_hook_order.h).
+  std::vector<int> hook_order;
+  BucketSchedule grads;  // every backward, over hook_order, with its buffer count
   DType wire;
   // One per bucket, in bucket order, when replicated: issued right after the
   // bucket's reduction in the last micro-step's backward.

@@ -16,6 +16,7 @@
 #include "model/device_services.h"
 #include "zero/comm/quantized_reduce.h"
 #include "zero/schedule/param_gatherer.h"
+#include "zero/schedule/stage3_hook_order.h"
 #include "zero/schedule/stage3_schedule.h"
 #include "zero/stages/bucket_reducer.h"
 #include "zero/stages/grad_staging.h"
@@ -51,7 +52,8 @@ class Stage3 : public ZeroEngine {
             qgz_.reducer.get()),
         gathers_(s.z, table, layout_, ops, comm, mics_),
         train_(table, layout_, setup_.z, states_, gathers_),
-        eval_(table, layout_, setup_.z, states_, gathers_), staging_(ops) {
+        eval_(table, layout_, setup_.z, states_, gathers_), staging_(ops),
+        in_hook_order_(schedule_.hook_order, table.params().size()) {
     states_ = released_param_states(table.params().size());
     for (const ModuleInfo& m : table.modules()) module_ptrs_.emplace_back(m.params.size(), nullptr);
     shard_grads_ = ops_.alloc(layout_.shard_size() * es_, MemCategory::Grads);
@@ -162,8 +164,10 @@ class Stage3 : public ZeroEngine {
   }
   void* grad(int p) override { return staging_.acquire(p, table_.params()[p].numel * es_); }
   void grad_ready(int p) override {
-    reducer_.arrive(p, staging_.get(p));
-    staging_.release(p);
+    in_hook_order_.ready(p, [this](int q) {
+      reducer_.arrive(q, staging_.get(q));
+      staging_.release(q);
+    });
   }
 
   void begin_micro_step(int micro, int n_micro) override {
@@ -172,6 +176,7 @@ class Stage3 : public ZeroEngine {
     last_micro_ = micro + 1 == n_micro;
     in_micro_ = true;
     reducer_.begin();
+    in_hook_order_.begin();
     if (!schedule_.replica_reduces.empty())
       reducer_.after_each_bucket(
           last_micro_ ? [this](int b) { reduce_across_replicas(schedule_.replica_reduces[b]); }
@@ -247,6 +252,7 @@ class Stage3 : public ZeroEngine {
   ParamStates states_;
   ParamGatherer train_, eval_;
   GradStaging staging_;
+  ReadyInOrder in_hook_order_;
   std::vector<std::vector<const void*>> module_ptrs_;
   int micro_ = 0;
   bool in_micro_ = false, last_micro_ = false;
