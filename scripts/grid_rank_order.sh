@@ -17,9 +17,15 @@
 # micro-step and MS/5 per optimizer step (a tensor shard or a pipeline stage
 # waits its share and makes the real one's calls).
 #
-# Per system and tensor size T > 1, once before the sittings: commbench
-# --group-size T on the cluster (every tensor group calling at once), the
-# curves report's grid model takes for the tensor calls (--tensor-curves).
+# Per system, once before the sittings, the curves report's predictions take
+# (each file kept when present, so a rerun into OUT_DIR reuses them):
+#   commbench.json: commbench over the whole world, for data parallelism
+#     alone (t1, report --network);
+#   tensor-curves-tT.json: commbench --group-size T, every tensor group
+#     calling at once (report --tensor-curves);
+#   data-curves-dD-sT.json: commbench --group-size D --group-stride T, every
+#     data-parallel group of a grid with T tensor ranks calling at once
+#     (report --data-curves).
 #
 # Systems: 2 x 2 and 2 x 4, ZeRO stage 1, configs/tiny.yaml with 8192 tokens
 # per step (16 micro-batches of 4 x 128), on the byte-level corpus (make
@@ -68,17 +74,32 @@ cases_of() {
   fi
 }
 mkdir -p "$out"
+# measure SYSTEM FILE COMMBENCH_ARGS...: commbench on the system's cluster into FILE, once.
+measure() {
+  local system=$1 file=$2
+  shift 2
+  [ -s "$file" ] && return 0
+  scripts/cluster.sh --prefix ztg- run --timeout 400 --nodes "${system%x*}" \
+    --ranks-per-node "${system#*x}" --link "$link" -- "$zt" commbench \
+    --primitives all_reduce,all_gather --min-bytes 4 --max-bytes 4M --max-seconds 2 "$@" \
+    --out "$file" >"${file%.json}.log" 2>&1 ||
+    { echo "grid_rank_order.sh: $system commbench $* failed: ${file%.json}.log" >&2; exit 1; }
+}
 for system in 2x2 2x4; do
   nodes=${system%x*} per=${system#*x}
+  mkdir -p "$out/$system"
+  measure "$system" "$out/$system/commbench.json"
   cases_of "$per"
-  for tensor in $(for c in "${cases[@]}"; do read -r _ t _ <<<"$c"; echo "$t"; done | sort -u); do
-    [ "$tensor" -gt 1 ] || continue
-    curves=$out/$system/tensor-curves-t$tensor.json
-    mkdir -p "$out/$system"
-    scripts/cluster.sh --prefix ztg- run --timeout 300 --nodes "$nodes" --ranks-per-node "$per" \
-      --link "$link" -- "$zt" commbench --primitives all_reduce,all_gather --group-size "$tensor" \
-      --min-bytes 4 --max-bytes 1M --max-seconds 2 --out "$curves" >"${curves%.json}.log" 2>&1 ||
-      { echo "grid_rank_order.sh: $system commbench --group-size $tensor failed: ${curves%.json}.log" >&2; exit 1; }
+  for c in "${cases[@]}"; do
+    read -r _ tensor _ pipeline _ <<<"$c"
+    data=$((nodes * per / (tensor * pipeline)))
+    if [ "$tensor" -gt 1 ]; then
+      measure "$system" "$out/$system/tensor-curves-t$tensor.json" --group-size "$tensor"
+    fi
+    if [ "$data" -gt 1 ] && [ "$data" -lt $((nodes * per)) ]; then
+      measure "$system" "$out/$system/data-curves-d$data-s$tensor.json" --group-size "$data" \
+        --group-stride "$tensor"
+    fi
   done
 done
 for rep in $(seq 1 "$repeat"); do

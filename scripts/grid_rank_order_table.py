@@ -6,8 +6,8 @@ step relative to data parallelism alone on the same system; for a pipeline
 also the bubble by formula and stage 0's measured wait in receives over its
 step. Given zerotrain's binary, each case's step predicted by `zerotrain
 report` (the grid step-time model for grids, the data-parallel one for t1;
-model output, from the emulated compute and the cluster's link) beside the
-measured one."""
+model output, from the emulated compute or one reference run's, and the
+system's commbench curves or the cluster's link) beside the measured one."""
 import csv
 import glob
 import json
@@ -18,13 +18,34 @@ import sys
 import tempfile
 
 
+def real_compute(case_dir):
+    """Whether the case's sittings computed for real (not compute-emulated)."""
+    for path in glob.glob(os.path.join(case_dir, "sitting*", "summary.json")):
+        return json.load(open(path)).get("compute_mode", "real") != "emulated"
+    return False
+
+
 def predicted_ms(zt, case_dir):
     """The step `zerotrain report` predicts for the case's sittings (one
-    config, one prediction), or None where it predicts none; tensor calls
-    from the system's commbench --group-size curves where it has them."""
+    config, one prediction), or None where it predicts none: data
+    parallelism alone (t1) from the system's whole-world commbench curves,
+    a grid's tensor and data-parallel calls from the curves measured over
+    its groups, where the system has them. Real compute comes from one
+    reference per system, the whole model's as t1's first sitting measured
+    it (report --compute-from); emulated compute is the stated one."""
+    system = os.path.dirname(case_dir)
     curves = []
-    for path in sorted(glob.glob(os.path.join(os.path.dirname(case_dir), "tensor-curves-t*.json"))):
-        curves += ["--tensor-curves", path]
+    reference = os.path.join(system, "t1", "sitting1", "summary.json")
+    if real_compute(case_dir) and os.path.exists(reference):
+        curves = ["--compute-from", reference]
+    if os.path.basename(case_dir) == "t1":
+        if os.path.exists(os.path.join(system, "commbench.json")):
+            curves += ["--network", os.path.join(system, "commbench.json")]
+    else:
+        for option, pattern in (("--tensor-curves", "tensor-curves-t*.json"),
+                                ("--data-curves", "data-curves-d*-s*.json")):
+            for path in sorted(glob.glob(os.path.join(system, pattern))):
+                curves += [option, path]
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([zt, "report", case_dir, "--out", tmp, "--no-plots"] + curves, check=True,
                        stdout=subprocess.DEVNULL)
@@ -35,7 +56,7 @@ def predicted_ms(zt, case_dir):
 
 def main(out, link, study, zt):
     other = "tensor" if study == "tensor" else "pipeline"
-    rows, emulated = [], set()
+    rows, emulated, real = [], set(), False
     for system in sorted(os.listdir(out)):
         base = None
         cases = sorted(os.listdir(os.path.join(out, system)), key=lambda c: (c != "t1", c))
@@ -50,6 +71,8 @@ def main(out, link, study, zt):
             for s in sums:
                 if s.get("compute_mode") == "emulated":
                     emulated.add(s["emulated_compute"]["micro_step_ms"])
+                else:
+                    real = True
             dims = sums[0]["comm"]["per_step_by_dimension"]
 
             def total(dim, key):
@@ -77,9 +100,12 @@ def main(out, link, study, zt):
     if zt:
         print("Predicted (model output, `zerotrain report`): the grid step-time model "
               "(zero/analysis/grid_step_time.h) for grids, its tensor calls from the system's "
-              "`commbench --group-size T` curves (tensor-curves-tT.json), the data-parallel "
-              "step-time model for t1; in brackets predicted / measured; - where it predicts "
-              "none\n")
+              "`commbench --group-size T` curves (tensor-curves-tT.json) and its data-parallel "
+              "calls from `commbench --group-size D --group-stride T` (data-curves-dD-sT.json); "
+              "the data-parallel step-time model for t1, from whole-world commbench curves "
+              "(commbench.json); " + ("compute from each system's t1/sitting1 (real compute, "
+              "the whole model's micro-step); " if real else "") +
+              "in brackets predicted / measured; - where it predicts none\n")
     extra = " | bubble formula / stage 0 wait" if study == "pipeline" else ""
     print(f"| system | case | step ms | sittings (min-max) | predicted ms | {other} bus MB "
           f"| of it inter-node | data bus MB | of it inter-node | step / t1{extra} |")

@@ -7,7 +7,9 @@
 # read back by plan's step-time model for an offloaded optimizer; at W = 4
 # --group-size 2 (two tensor groups measuring at once), its curves refused as
 # a whole-world --network and taken by report --tensor-curves for the tensor
-# calls of a T = 2 run. About 15 s.
+# calls of a T = 2 run; --group-size 2 --group-stride 2 (the data-parallel
+# groups of 2 data x 2 tensor ranks) taken by report and plan --data-curves.
+# About 25 s.
 here=$(cd "$(dirname "$0")/../.." && pwd)
 source "$here/tests/support/e2e_lib.sh"
 cat >"$WORK/cluster.json" <<'JSON'
@@ -125,6 +127,46 @@ expect_error "plan --tensor-curves without a tensor group" "needs --network and 
   "$ZT_BIN" plan configs/tiny.yaml --world 2 --network "$preset" --compute-ms 5,1 --tensor-curves "$WORK/t2.json"
 expect_error "a preset as --tensor-curves" "not commbench's JSON" \
   "$ZT_BIN" report "$WORK/runs" --no-plots --tensor-curves "$preset" --out "$WORK/bad"
+
+# --group-stride: the data-parallel groups of 2 data x 2 tensor ranks ({0, 2} and
+# {1, 3}), and report --data-curves / plan --data-curves taking them.
+mpirun -np 4 "$ZT_BIN" commbench --primitives all_reduce,all_gather --group-size 2 --group-stride 2 \
+  --max-bytes 1M --iters 2 --warmup 1 --out "$WORK/d2s2.json" >"$WORK/d2s2.log" 2>&1 ||
+  fail "commbench --group-stride 2 exited $?: $(tail -3 "$WORK/d2s2.log")"
+grep -q '^# groups: 2 groups of 2 ranks 2 apart' "$WORK/d2s2.log" || fail "no strided groups line: $(head -5 "$WORK/d2s2.log")"
+/usr/bin/python3 - "$WORK/d2s2.json" <<'PY' || fail "the strided JSON is not what it should be"
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["world"] == 4 and d["group_size"] == 2 and d["group_stride"] == 2, d
+assert all(pt["check"] == "ok" for c in d["curves"] for pt in c["points"]), d
+PY
+expect_error "a stride above W" "--group-stride" "$ZT_BIN" commbench --group-stride 2 --max-bytes 64
+mkdir -p "$WORK/grid"
+mpirun -np 4 "$ZT_BIN" train configs/tiny.yaml --run-dir "$WORK/grid/d2t2" "${SMALL[@]}" \
+  --set parallel.tensor=2 --set train.steps=2 --set zero.stage=1 --set system.compute=emulate \
+  --set system.emulate_micro_step_ms=5 --set system.emulate_optimizer_ms=1 >"$WORK/d2t2-train.log" 2>&1 || fail "the 2 x 2 run exited $?: $(tail -3 "$WORK/d2t2-train.log")"
+# g2.json (groups of 2 consecutive ranks) is the decoy: report must pick the strided file.
+"$ZT_BIN" report "$WORK/grid" --no-plots --network "$preset" --data-curves "$WORK/g2.json" \
+  --data-curves "$WORK/d2s2.json" --out "$WORK/data" >/dev/null 2>&1 || fail "report --data-curves failed"
+"$ZT_BIN" report "$WORK/grid" --no-plots --network "$preset" --out "$WORK/data-link" >/dev/null 2>&1 || fail "report (data by the link rule) failed"
+/usr/bin/python3 - "$WORK/data-link/report.csv" "$WORK/data/report.csv" <<'PY' || fail "report did not take the data curves"
+import csv, sys
+link, measured = (next(csv.DictReader(open(p))) for p in sys.argv[1:])
+assert "data-parallel calls by the link rule" in link["prediction_compute_source"], link
+assert "data-parallel calls measured by commbench" in measured["prediction_compute_source"], measured
+assert "d2s2.json (W = 4, groups of 2 ranks 2 apart)" in measured["prediction_compute_source"], measured
+# Shared memory on two cores is slower than the preset's NVLink.
+assert float(measured["predicted_step_ms"]) > float(link["predicted_step_ms"]), (link, measured)
+PY
+plan=$("$ZT_BIN" plan configs/tiny.yaml --world 4 --set parallel.tensor=2 --network "$preset" \
+  --compute-ms 5,1 --data-curves "$WORK/d2s2.json" 2>&1) || fail "plan --data-curves: $plan"
+printf '%s\n' "$plan" | grep -qF "data-parallel calls: measured by commbench: $WORK/d2s2.json (W = 4, groups of 2 ranks 2 apart)" ||
+  fail "plan does not name its data curves: $plan"
+expect_error "plan --data-curves of consecutive groups" "--data-curves $WORK/g2.json: expected commbench --group-size 2 --group-stride 2 at W = 4 with 4 ranks per node, got group size 2 at W = 4" \
+  "$ZT_BIN" plan configs/tiny.yaml --world 4 --set parallel.tensor=2 --network "$preset" \
+  --compute-ms 5,1 --data-curves "$WORK/g2.json"
+expect_error "plan --data-curves without a grid" "needs --network, parallel.tensor or parallel.pipeline > 1" \
+  "$ZT_BIN" plan configs/tiny.yaml --world 4 --network "$preset" --compute-ms 5,1 --data-curves "$WORK/d2s2.json"
 
 echo 'not json' >"$WORK/bad.json"
 out=$(ZT_CLUSTER="$WORK/bad.json" "$ZT_BIN" commbench --max-bytes 64 2>&1)

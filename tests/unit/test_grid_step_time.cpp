@@ -232,6 +232,26 @@ TEST_CASE("grid step time: DeepSpeed's all-reduce path at stage 2 reduces the wh
                     Catch::Contains("expected reduce_scatter, all_reduce or reduce"));
 }
 
+TEST_CASE("grid step time: data-parallel calls from curves measured over the data groups",
+          "[grid_projection]") {
+  GridCluster k = round_cluster(2, 4);
+  GridRun r = run(8, 1, 1, 2, 1, 32, 1);
+  r.gradient_reduce = Primitive::AllReduce;
+  k.data_curves = {CallCurve{Primitive::AllReduce, DType::BF16, {1e5, 1e6}, {1e-3, 1e-2}}};
+  // An all-gather's curve missing: one line naming the group and the curve.
+  CHECK_THROWS_WITH(predict_grid_step(small_model(), r, k),
+                    Catch::Contains("data curves: no all_gather bf16 curve"));
+  k.data_curves.push_back(CallCurve{Primitive::AllGather, DType::BF16, {1e5, 1e6}, {2e-3, 2e-2}});
+  const GridStepPrediction p = predict_grid_step(small_model(), r, k);
+  // Ψ = 218496 bf16: the gradients' all-reduce of 436992 B, 1 ms + 336992 /
+  // 900000 x 9 ms = 4.36992 ms, less the last backward it overlaps; the
+  // parameters' all-gather of 27312 elements per rank (payload 436992 B), 2 ms
+  // + 336992 / 900000 x 18 ms = 8.73984 ms, exposed. The link figures no
+  // longer count.
+  const double micro = 44040192 / 100e12;
+  CHECK(p.data_exposed_s == Approx(4.36992e-3 - micro * 2 / 3 + 8.73984e-3));
+}
+
 TEST_CASE("grid step time: 7B on one GPU does not fit 80 GB", "[grid_projection]") {
   const GridCluster k = round_cluster(1, 1);
   const GridStepPrediction p = predict_grid_step(gpt_7b(), run(1, 1, 1, 1, 1, 2048, 0), k);

@@ -102,6 +102,9 @@ std::vector<Command> build_commands() {
          option("--compute-ms", "MICRO,OPT", "--network: compute times in milliseconds"),
          option("--tensor-curves", "COMMBENCH.json",
                 "--network on a grid: tensor calls from commbench --group-size T at this layout"),
+         option("--data-curves", "COMMBENCH.json",
+                "--network on a grid: data-parallel calls from commbench --group-size D "
+                "--group-stride T"),
          flag("--recovery",
               "add the recovery model: replicas, snapshot cost, a node failure's cost"),
          option("--relaunch-s", "S",
@@ -143,7 +146,10 @@ std::vector<Command> build_commands() {
                 "the stage-0 run of the same micro-batch)"),
          repeated("--tensor-curves", "COMMBENCH.json",
                   "a grid run's tensor calls: commbench --group-size T measured at its world "
-                  "and T (default the link rule)")}},
+                  "and T (default the link rule)"),
+         repeated("--data-curves", "COMMBENCH.json",
+                  "a grid run's data-parallel calls: commbench --group-size D --group-stride T "
+                  "at its world (default the link rule)")}},
        "tables and plots comparing the runs under a directory",
        run_report_command},
       {{"tokenize",
@@ -170,6 +176,9 @@ std::vector<Command> build_commands() {
          option("--root", "R", "root rank of reduce and broadcast (default 0)"),
          option("--group-size", "N",
                 "blocks of N consecutive ranks measure at once, as tensor groups (default W)"),
+         option("--group-stride", "S",
+                "a group's ranks S apart: --group-size D --group-stride T measures a grid's "
+                "data-parallel groups (default 1)"),
          option("--seed", "S", "seed of the input values (default 1)"),
          option("--device", "auto|cpu|cuda", "as system.device (default auto)"),
          option("--communicator", "auto|mpi|nccl", "as system.communicator (default auto)"),

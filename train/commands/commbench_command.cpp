@@ -216,15 +216,18 @@ std::vector<DType> parse_dtypes(const CliArgs& f, DType model_dtype) {
 // The job the curves were measured on, as the tables and the JSON describe it.
 struct BenchJob {
   int rank = 0, world = 1, nodes = 1;
-  int group = 1;  // ranks per measuring group (the world unless --group-size)
-  int rpn = 1;    // ranks per node; -1: nodes differ in size
+  int group = 1;   // ranks per measuring group (the world unless --group-size)
+  int stride = 1;  // rank distance between a group's members (--group-stride)
+  int rpn = 1;     // ranks per node; -1: nodes differ in size
   ClusterDescription cluster;
   std::string communicator, device, device_note;
   bool writer() const { return rank == 0; }
   bool has_cluster() const { return !cluster.json.empty(); }
   // The link% column: against the link between nodes, so only where the
   // measuring groups cross it.
-  bool groups_cross_nodes() const { return group == world || rpn <= 0 || rpn % group != 0; }
+  bool groups_cross_nodes() const {
+    return group == world || rpn <= 0 || rpn % (group * stride) != 0;
+  }
   bool link_column() const { return has_cluster() && groups_cross_nodes(); }
   double link_percent(double busbw_GBps) const {
     return busbw_GBps * 8e9 / cluster.rate_bits_per_s * 100;
@@ -238,11 +241,16 @@ void print_header(const BenchJob& job, const CommbenchSpec& spec) {
       job.communicator.c_str(), job.world, job.nodes, job.nodes == 1 ? "" : "s",
       job.rpn > 0 ? std::to_string(job.rpn).c_str() : "uneven", job.rpn == 1 ? "" : "s",
       job.device.c_str());
-  if (job.group < job.world)
+  if (job.group < job.world && job.stride == 1)
     std::printf(
         "# groups: %d blocks of %d consecutive ranks (the tensor groups of a tensor-innermost "
         "grid), all measuring at once; W below is the group's\n",
         job.world / job.group, job.group);
+  else if (job.group < job.world)
+    std::printf(
+        "# groups: %d groups of %d ranks %d apart (the data-parallel groups of a "
+        "tensor-innermost grid of T = %d), all measuring at once; W below is the group's\n",
+        job.world / job.group, job.group, job.stride, job.stride);
   const ClusterDescription& cluster = job.cluster;
   if (!job.has_cluster()) std::printf("# cluster: none (ZT_CLUSTER not set)\n");
   else
@@ -313,7 +321,7 @@ JsonObject curves_document(const BenchJob& job, const CommbenchSpec& spec,
                            const std::vector<CommbenchCurve>& curves) {
   JsonObject doc;
   doc.add("communicator", job.communicator).add("world", job.world).add("nodes", job.nodes);
-  doc.add("group_size", job.group);
+  doc.add("group_size", job.group).add("group_stride", job.stride);
   doc.raw("ranks_per_node", job.rpn > 0 ? std::to_string(job.rpn) : "null");
   doc.raw("cluster", job.has_cluster() ? job.cluster.json : "null");
   doc.add("device", job.device).add("warmup", spec.warmup).add("iters", spec.iters);
@@ -367,7 +375,14 @@ int run_commbench_command(const std::vector<std::string>& args) {
   if (job.world % job.group != 0)
     f.fail("--group-size " + std::to_string(job.group) + " does not divide the world of " +
            std::to_string(job.world) + " ranks");
+  job.stride = static_cast<int>(f.get_int("--group-stride", 1, 1, job.world));
+  if ((job.world / job.group) % job.stride != 0)
+    f.fail("--group-stride " + std::to_string(job.stride) + ": groups of " +
+           std::to_string(job.group) + " ranks " + std::to_string(job.stride) +
+           " apart do not tile the world of " + std::to_string(job.world) +
+           " ranks (expected --group-size x --group-stride to divide it)");
   spec.group_size = job.group;
+  spec.group_stride = job.stride;
   spec.root = static_cast<int>(f.get_int("--root", 0, 0, job.group - 1));
   spec.dtypes = parse_dtypes(f, rt.ops->dtype());
   const NodeMap node_map = job_nodes();

@@ -153,8 +153,9 @@ struct Planned : PlannedConfig {
   bool predict = false, calls = false, recovery = false;
   double relaunch_s = -1;  // --relaunch-s; < 0: not given
   NetworkModel net;
-  bool has_tensor_curves = false;
+  bool has_tensor_curves = false, has_data_curves = false;
   NetworkModel tensor_curves;  // --tensor-curves: the tensor groups' calls, measured
+  NetworkModel data_curves;    // --data-curves: the data-parallel groups' calls, measured
   ComputeTimes compute;
   std::vector<PredictedRow> variants;  // in plan's row order; t and why_not with a network
   std::string configured_label;
@@ -199,13 +200,23 @@ Planned load_planned(const std::vector<std::string>& args) {
     if (t.measured_group_size == 0)
       f.fail("--tensor-curves " + path +
              ": not commbench's JSON (expected curves measured with --group-size)");
-    const int rpn = t.measured_ranks_per_node > 0 ? t.measured_ranks_per_node : t.measured_world;
-    if (t.measured_group_size != p.grid.tensor || t.measured_world != p.world || rpn != p.per_node)
-      f.fail("--tensor-curves " + path + ": expected commbench --group-size " +
-             std::to_string(p.grid.tensor) + " at W = " + std::to_string(p.world) + " with " +
-             std::to_string(p.per_node) + " ranks per node, got group size " +
-             std::to_string(t.measured_group_size) + " at W = " + std::to_string(t.measured_world) +
-             " with " + std::to_string(rpn));
+    const std::string mismatch = group_curves_mismatch(t, p.world, p.per_node, p.grid.tensor, 1);
+    if (!mismatch.empty()) f.fail("--tensor-curves " + path + ": " + mismatch);
+  }
+  if (f.has("--data-curves")) {
+    const std::string path = f.get("--data-curves");
+    if (!p.predict || !grid || p.grid.data < 2)
+      f.fail("--data-curves " + path +
+             " needs --network, parallel.tensor or parallel.pipeline > 1, and 2 or more "
+             "data-parallel ranks");
+    p.data_curves = read_network_file(path);
+    p.has_data_curves = true;
+    if (p.data_curves.measured_group_size == 0)
+      f.fail("--data-curves " + path +
+             ": not commbench's JSON (expected curves measured with --group-size)");
+    const std::string mismatch =
+        group_curves_mismatch(p.data_curves, p.world, p.per_node, p.grid.data, p.grid.tensor);
+    if (!mismatch.empty()) f.fail("--data-curves " + path + ": " + mismatch);
   }
   if (p.predict) {
     const std::string mismatch = network_layout_mismatch(p.net, p.world, p.per_node);
@@ -415,7 +426,8 @@ int run_plan_command(const std::vector<std::string>& args) {
     print_offload_memory(p.mine, p.cfg.zero, p.per_node);
   if (p.predict && (p.grid.tensor > 1 || p.grid.pipeline > 1))
     print_grid_predictions(p.cfg, p.grid, p.world, p.per_node, p.A, p.net, p.compute,
-                           p.has_tensor_curves ? &p.tensor_curves : nullptr);
+                           p.has_tensor_curves ? &p.tensor_curves : nullptr,
+                           p.has_data_curves ? &p.data_curves : nullptr);
   else if (p.predict) print_predictions(p.variants, p.net, p.compute, p.A, p.configured_label);
   if (p.recovery) {
     RecoveryReportInputs r;

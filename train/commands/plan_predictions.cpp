@@ -1,6 +1,7 @@
 #include "train/commands/plan_predictions.h"
 
 #include <cstdio>
+#include <stdexcept>
 
 #include "train/report/report_prediction.h"
 
@@ -42,7 +43,7 @@ void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel
 // the grid's data-parallel groups; the configured stage is starred.
 void print_grid_predictions(const Config& cfg, const Grid& grid, int world, int per_node, int A,
                             const NetworkModel& net, const ComputeTimes& times,
-                            const NetworkModel* tensor) {
+                            const NetworkModel* tensor, const NetworkModel* data) {
   std::printf(
       "\ngrid step-time model (a prediction, not a measurement; zero/analysis/grid_step_time.h, "
       "docs/grid_projection.md):\n  network: %s\n  compute: %s: %.3f ms per whole-model "
@@ -53,6 +54,9 @@ void print_grid_predictions(const Config& cfg, const Grid& grid, int world, int 
   if (grid.tensor > 1)
     std::printf("  tensor calls: %s\n\n",
                 tensor ? tensor->source.c_str() : "by the link rule (no --tensor-curves)");
+  if (grid.data > 1)
+    std::printf("  data-parallel calls: %s\n\n",
+                data ? data->source.c_str() : "by the link rule (no --data-curves)");
   std::printf("  %-10s %10s %10s %10s %10s %10s %14s\n", "ZeRO stage", "step ms", "compute",
               "bubble", "tensor", "pipeline", "data exposed");
   ComputeChoice compute;
@@ -64,8 +68,16 @@ void print_grid_predictions(const Config& cfg, const Grid& grid, int world, int 
     GridStepPrediction t;
     std::string why;
     const char* mark = stage == cfg.zero.stage ? "*" : " ";
-    if (!predict_grid_run(c, world, per_node, A, net, compute,
-                          tensor ? tensor->curves : std::vector<CallCurve>{}, &t, &why)) {
+    GridGroupCurves curves;
+    if (tensor) curves.tensor = tensor->curves;
+    if (data) curves.data = data->curves;
+    bool predicted = false;
+    try {
+      predicted = predict_grid_run(c, world, per_node, A, net, compute, curves, &t, &why);
+    } catch (const std::invalid_argument& e) {
+      why = e.what();  // a curve the stage's calls need was not measured
+    }
+    if (!predicted) {
       std::printf("%s %-10d no prediction: %s\n", mark, stage, why.c_str());
       continue;
     }

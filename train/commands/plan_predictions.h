@@ -27,9 +27,10 @@ void print_predictions(const std::vector<PredictedRow>& rows, const NetworkModel
                        const ComputeTimes& compute, int A, const std::string& configured);
 
 // The grid's step at ZeRO stages 0-3; the configured stage is starred.
-// `tensor` (nullptr: the link rule): commbench curves of the tensor groups.
+// `tensor` and `data` (nullptr: the link rule): commbench curves of the
+// tensor groups and of the data-parallel groups.
 void print_grid_predictions(const Config& cfg, const Grid& grid, int world, int per_node, int A,
                             const NetworkModel& net, const ComputeTimes& times,
-                            const NetworkModel* tensor);
+                            const NetworkModel* tensor, const NetworkModel* data);
 
 }  // namespace zt

@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 
 struct ReportArgs {
   std::string runs_dir, out_dir, network, compute_from;
-  std::vector<std::string> tensor_curves;
+  std::vector<std::string> tensor_curves, data_curves;
   bool plots = true;
 };
 
@@ -45,6 +45,7 @@ ReportArgs parse_report_args(const std::vector<std::string>& args) {
   a.network = f.get("--network");
   a.compute_from = f.get("--compute-from");
   a.tensor_curves = f.all("--tensor-curves");
+  a.data_curves = f.all("--data-curves");
   if (const std::string problem = output_dir_problem(a.out_dir); !problem.empty())
     f.fail((f.has("--out") ? "--out " : "RUNS_DIR (the default --out) ") + a.out_dir + ": " +
            problem);
@@ -130,19 +131,24 @@ int run_report_command(const std::vector<std::string>& args) {
   try {
     NetworkModel network;
     if (!a.network.empty()) network = read_network_file(a.network);
-    std::vector<NetworkModel> tensor_curves;
-    for (const std::string& path : a.tensor_curves) {
-      tensor_curves.push_back(read_network_file(path));
-      if (tensor_curves.back().measured_group_size == 0)
-        throw ConfigError("--tensor-curves " + path +
-                          ": not commbench's JSON (expected curves measured with --group-size)");
-    }
+    auto read_curves = [](const std::vector<std::string>& paths, const std::string& option) {
+      std::vector<NetworkModel> files;
+      for (const std::string& path : paths) {
+        files.push_back(read_network_file(path));
+        if (files.back().measured_group_size == 0)
+          throw ConfigError(option + " " + path +
+                            ": not commbench's JSON (expected curves measured with --group-size)");
+      }
+      return files;
+    };
+    const std::vector<NetworkModel> tensor_curves = read_curves(a.tensor_curves, "--tensor-curves");
+    const std::vector<NetworkModel> data_curves = read_curves(a.data_curves, "--data-curves");
     // RUNS_DIR/sitting-K/RUN: scripts/sweep.sh --repeat's sittings, compared within each.
     SittingSet sittings;
     const bool repeated = is_sitting_set(a.runs_dir);
     RunsDir runs = repeated ? load_sitting_set(a.runs_dir, sittings) : load_runs_dir(a.runs_dir);
     predict_rows(runs, a.runs_dir, a.network.empty() ? nullptr : &network, a.compute_from,
-                 tensor_curves);
+                 tensor_curves, data_curves);
     std::error_code ec;
     fs::create_directories(a.out_dir, ec);
     if (ec) throw std::runtime_error("report: " + a.out_dir + ": cannot create: " + ec.message());

@@ -111,12 +111,24 @@ NetworkModel commbench_network(const JsonValue& root, const std::string& path) {
                         world->text + ")");
     net.measured_group_size = static_cast<int>(n);
   }
+  if (const JsonValue* stride = root.find("group_stride")) {
+    const double n = stride->kind == JsonValue::Kind::number ? stride->number() : 0;
+    if (!(n >= 1) || n != std::floor(n) ||
+        (net.measured_world / net.measured_group_size) % static_cast<int>(n) != 0)
+      throw ConfigError(path +
+                        ": key 'group_stride': expected an integer that divides 'world' / "
+                        "'group_size' (" +
+                        std::to_string(net.measured_world / net.measured_group_size) + ")");
+    net.measured_group_stride = static_cast<int>(n);
+  }
   const JsonValue* communicator = root.find("communicator");
   net.open_mpi =
       communicator && communicator->kind == JsonValue::Kind::string && communicator->text == "mpi";
   net.source = "measured by commbench: " + path + " (W = " + world->text;
   if (net.measured_group_size < net.measured_world)
     net.source += ", groups of " + std::to_string(net.measured_group_size);
+  if (net.measured_group_stride > 1)
+    net.source += " ranks " + std::to_string(net.measured_group_stride) + " apart";
   net.source += ")";
   return net;
 }
@@ -239,12 +251,31 @@ std::string compute_shape(const GPTConfig& m, int micro_batch) {
          ", T = " + std::to_string(m.seq_len) + ", micro-batch " + std::to_string(micro_batch);
 }
 
+std::string group_curves_mismatch(const NetworkModel& net, int world, int ranks_per_node, int size,
+                                  int stride) {
+  const int rpn =
+      net.measured_ranks_per_node > 0 ? net.measured_ranks_per_node : net.measured_world;
+  if (net.measured_group_size == size && net.measured_group_stride == stride &&
+      net.measured_world == world && rpn == ranks_per_node)
+    return "";
+  auto layout = [](int w, int g) {
+    return " at W = " + std::to_string(w) + " with " + std::to_string(g) + " ranks per node";
+  };
+  return "expected commbench --group-size " + std::to_string(size) +
+         (stride > 1 ? " --group-stride " + std::to_string(stride) : "") +
+         layout(world, ranks_per_node) + ", got group size " +
+         std::to_string(net.measured_group_size) +
+         (net.measured_group_stride > 1 ? " stride " + std::to_string(net.measured_group_stride)
+                                        : "") +
+         layout(net.measured_world, rpn);
+}
+
 std::string network_layout_mismatch(const NetworkModel& net, int world, int ranks_per_node) {
   if (net.measured_world == 0) return "";
   if (net.measured_group_size < net.measured_world)
     return "measured over groups of " + std::to_string(net.measured_group_size) +
            " ranks (commbench --group-size), not over the whole world: give a tensor "
-           "group's curves as --tensor-curves";
+           "group's curves as --tensor-curves, a data-parallel group's as --data-curves";
   const int measured_g =
       net.measured_ranks_per_node > 0 ? net.measured_ranks_per_node : net.measured_world;
   if (net.measured_world == world && measured_g == ranks_per_node) return "";

@@ -22,6 +22,13 @@ NetworkModel network_of_cluster(const ClusterDescription& c);
 // Why a network cannot predict a job of `world` ranks, `ranks_per_node` per
 // node: "" when it can (a link, or curves measured at that very layout).
 std::string network_layout_mismatch(const NetworkModel& net, int world, int ranks_per_node);
+
+// "" when `net` holds commbench curves measured over groups of `size` ranks
+// `stride` apart at this world and ranks per node (a grid's tensor groups:
+// size T, stride 1; its data-parallel groups: size D, stride T); else what
+// was measured instead, for a one-line error.
+std::string group_curves_mismatch(const NetworkModel& net, int world, int ranks_per_node, int size,
+                                  int stride);
 // "12 layers, 12 heads, width 768, vocabulary 50304, T = 1024, micro-batch 16":
 // what a compute time was measured for, compared before it predicts a plan.
 std::string compute_shape(const GPTConfig& model, int micro_batch);

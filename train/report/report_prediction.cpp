@@ -34,14 +34,12 @@ RunPlacement placement_of(const std::string& summary_path, int world) {
   return p;
 }
 
-// The curves of `files` measured at this row's layout and tensor group; null
-// when none is.
-const NetworkModel* tensor_curves_for(const std::vector<NetworkModel>& files, int world,
-                                      int ranks_per_node, int tensor) {
+// The curves of `files` measured at this row's layout over groups of `size`
+// ranks `stride` apart; null when none is.
+const NetworkModel* group_curves_for(const std::vector<NetworkModel>& files, int world,
+                                     int ranks_per_node, int size, int stride) {
   for (const NetworkModel& f : files)
-    if (f.measured_world == world && f.measured_group_size == tensor &&
-        (f.measured_ranks_per_node == 0 || f.measured_ranks_per_node == ranks_per_node))
-      return &f;
+    if (group_curves_mismatch(f, world, ranks_per_node, size, stride).empty()) return &f;
   return nullptr;
 }
 
@@ -106,8 +104,7 @@ ComputeChoice choose_compute(const RunsDir& runs, const ReportRow& row, const st
 
 bool predict_grid_run(const Config& cfg, int world, int ranks_per_node, int accum,
                       const NetworkModel& net, const ComputeChoice& compute,
-                      const std::vector<CallCurve>& tensor_curves, GridStepPrediction* out,
-                      std::string* why) {
+                      const GridGroupCurves& curves, GridStepPrediction* out, std::string* why) {
   if (!net.curves.empty())
     *why = "the grid model reads link figures (a preset or an emulated cluster), not curves";
   else if (cfg.parallel.tensor > 1 && cfg.parallel.rank_order != "tensor-inner")
@@ -141,13 +138,15 @@ bool predict_grid_run(const Config& cfg, int world, int ranks_per_node, int accu
   k.memory_bytes_per_s =
       32.0 * static_cast<double>(ParamTable(cfg.model).total()) / compute.times.optimizer_s;
   k.device_memory_bytes = 1e300;
-  k.tensor_curves = tensor_curves;
+  k.tensor_curves = curves.tensor;
+  k.data_curves = curves.data;
   *out = predict_grid_step(cfg.model, run, k);
   return true;
 }
 
 void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel* network,
-                  const std::string& compute_from, const std::vector<NetworkModel>& tensor_curves) {
+                  const std::string& compute_from, const std::vector<NetworkModel>& tensor_curves,
+                  const std::vector<NetworkModel>& data_curves) {
   std::map<std::string, size_t> row_of;
   for (size_t i = 0; i < runs.rows.size(); i++) row_of[runs.rows[i].run] = i;
   for (ReportRow& r : runs.rows) {
@@ -171,17 +170,24 @@ void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel
         GridStepPrediction p;
         std::string why;
         r.network = net.source;
-        const int T = cfg.parallel.tensor;
+        const int T = cfg.parallel.tensor, D = r.world / (T * cfg.parallel.pipeline);
         const NetworkModel* measured =
-            T > 1 ? tensor_curves_for(tensor_curves, r.world, g, T) : nullptr;
+            T > 1 ? group_curves_for(tensor_curves, r.world, g, T, 1) : nullptr;
+        const NetworkModel* data =
+            D > 1 ? group_curves_for(data_curves, r.world, g, D, T) : nullptr;
+        GridGroupCurves curves;
+        if (measured) curves.tensor = measured->curves;
+        if (data) curves.data = data->curves;
         bool predicted = false;
         try {
-          predicted =
-              predict_grid_run(cfg, r.world, g, A, net, compute,
-                               measured ? measured->curves : std::vector<CallCurve>{}, &p, &why);
+          predicted = predict_grid_run(cfg, r.world, g, A, net, compute, curves, &p, &why);
         } catch (const std::invalid_argument& e) {
-          throw ConfigError((measured ? "--tensor-curves " + measured->source + ": " : "") +
-                            e.what());
+          const std::string what = e.what();
+          const std::string file = what.rfind("data", 0) == 0 && data
+                                       ? "--data-curves " + data->source + ": "
+                                   : measured ? "--tensor-curves " + measured->source + ": "
+                                              : "";
+          throw ConfigError(file + what);
         }
         if (!predicted) {
           r.compute_source = "no prediction: " + why;
@@ -193,6 +199,9 @@ void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel
         if (T > 1)
           r.compute_source +=
               measured ? "; tensor calls " + measured->source : "; tensor calls by the link rule";
+        if (D > 1)
+          r.compute_source += data ? "; data-parallel calls " + data->source
+                                   : "; data-parallel calls by the link rule";
         r.has_prediction = true;
         r.predicted_step_ms = p.step_s * 1e3;
         r.predicted_exposed_ms = (p.tensor_s + p.pipeline_s + p.data_exposed_s) * 1e3;

@@ -44,21 +44,27 @@ ComputeChoice choose_compute(const RunsDir& runs, const ReportRow& row, const st
 // model places the tensor group innermost and reduces the gradients with
 // the primitive of the run's gradient path (select_grad_path); a network of curves, another rank
 // order or a compute that is the row's own (a stage's) gets no prediction: false, with the reason
-// in `why`. `tensor_curves` (may be empty): the tensor group's calls measured over every group at
-// once (commbench --group-size T), in place of the link rule.
+// in `why`. `curves` (either may be empty): the tensor groups' calls measured over every group at
+// once (commbench --group-size T) and the data-parallel groups' (--group-size D --group-stride T),
+// each in place of the link rule.
+struct GridGroupCurves {
+  std::vector<CallCurve> tensor, data;
+};
 bool predict_grid_run(const Config& cfg, int world, int ranks_per_node, int accum,
                       const NetworkModel& net, const ComputeChoice& compute,
-                      const std::vector<CallCurve>& tensor_curves, GridStepPrediction* out,
-                      std::string* why);
+                      const GridGroupCurves& curves, GridStepPrediction* out, std::string* why);
 
 // Fills predicted_step_ms and, over the same baseline as the speed-up
 // (tokens/s), the speed-ups (median step) measured and predicted. A grid row
 // of T > 1 takes its tensor calls from the one of `tensor_curves` (commbench
 // files, report --tensor-curves) measured at its world, ranks per node and
-// group size T; without one, from the link rule, and its label says which.
+// group size T, and a grid row of D > 1 its data-parallel calls from the one
+// of `data_curves` (report --data-curves) measured over groups of D ranks T
+// apart; without one, from the link rule, and its label says which.
 // Throws std::runtime_error naming the run's file.
 void predict_rows(RunsDir& runs, const std::string& runs_dir, const NetworkModel* network,
                   const std::string& compute_from = "",
-                  const std::vector<NetworkModel>& tensor_curves = {});
+                  const std::vector<NetworkModel>& tensor_curves = {},
+                  const std::vector<NetworkModel>& data_curves = {});
 
 }  // namespace zt

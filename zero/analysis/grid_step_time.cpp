@@ -49,14 +49,17 @@ struct StageTimes {
   }
 };
 
-// One tensor-group call of `payload_bytes`: from the cluster's measured
-// curve of its primitive and dtype where it has tensor curves.
-double tensor_call_seconds(const GridCluster& k, Primitive p, DType t, double payload_bytes,
-                           uint64_t count, const RankGroup& group) {
-  if (k.tensor_curves.empty()) return grid_call_seconds(k, p, t, count, group);
-  for (const CallCurve& c : k.tensor_curves)
-    if (c.primitive == p && c.dtype == t) return curve_seconds(c, payload_bytes);
-  throw std::invalid_argument(std::string("tensor curves: no ") + primitive_name(p) + " " +
+// One call over `group` (the tensor or the data-parallel group, `which`): from
+// the measured curve of its primitive and dtype where the cluster has curves
+// of that group, else by the link rule.
+double group_call_seconds(const GridCluster& k, const std::vector<CallCurve>& curves,
+                          const char* which, Primitive p, DType t, uint64_t count,
+                          const RankGroup& group) {
+  if (curves.empty()) return grid_call_seconds(k, p, t, count, group);
+  const double payload = static_cast<double>(payload_bytes(p, count, t, group.size));
+  for (const CallCurve& c : curves)
+    if (c.primitive == p && c.dtype == t) return curve_seconds(c, payload);
+  throw std::invalid_argument(std::string(which) + " curves: no " + primitive_name(p) + " " +
                               dtype_name(t) + " curve (measure it with commbench --primitives " +
                               primitive_name(p) + " --dtype " + dtype_name(t) + ")");
 }
@@ -75,7 +78,8 @@ void add_tensor_times(const GridShape& g, const GPTConfig& c, const GridCluster&
     const double per_call_bytes = t.payload_bytes / static_cast<double>(t.calls);
     const double whole = per_call_bytes / dtype_size(t.dtype);
     const uint64_t count = static_cast<uint64_t>(p == Primitive::AllReduce ? whole : whole / g.tp);
-    const double call_s = tensor_call_seconds(k, p, t.dtype, per_call_bytes, count, group);
+    const double call_s =
+        group_call_seconds(k, k.tensor_curves, "tensor", p, t.dtype, count, group);
     if (t.what.rfind("step:", 0) == 0) {
       st.after_flush_tensor_s += static_cast<double>(t.calls) * call_s;
       continue;
@@ -93,25 +97,25 @@ void add_data_times(const GridRun& r, const GPTConfig& c, const GridCluster& k, 
   const uint64_t psi = stage_local_numel(g, c, stage);
   const uint64_t shard = psi / static_cast<uint64_t>(g.dp);
   const RankGroup group = data_group(g, RankOrder::TensorInnermost);
-  const double all_reduce = grid_call_seconds(k, Primitive::AllReduce, t, psi, group);
-  const double all_gather = grid_call_seconds(k, Primitive::AllGather, t, shard, group);
-  double gradients = 0;
-  switch (r.gradient_reduce) {
-    case Primitive::ReduceScatter:
-      gradients = grid_call_seconds(k, Primitive::ReduceScatter, t, shard, group);
-      break;
-    case Primitive::AllReduce: gradients = all_reduce; break;
-    case Primitive::Reduce:
-      gradients = g.dp * grid_call_seconds(k, Primitive::Reduce, t, shard, group);
-      break;
-    default:
-      throw std::invalid_argument(std::string("grid step time: gradients reduced by ") +
-                                  primitive_name(r.gradient_reduce) +
-                                  ": expected reduce_scatter, all_reduce or reduce");
+  auto call = [&](Primitive p, uint64_t count) {
+    return group_call_seconds(k, k.data_curves, "data", p, t, count, group);
+  };
+  double all_gather = 0, gradients = 0;
+  if (r.zero_stage > 0) {
+    all_gather = call(Primitive::AllGather, shard);
+    switch (r.gradient_reduce) {
+      case Primitive::ReduceScatter: gradients = call(Primitive::ReduceScatter, shard); break;
+      case Primitive::AllReduce: gradients = call(Primitive::AllReduce, psi); break;
+      case Primitive::Reduce: gradients = g.dp * call(Primitive::Reduce, shard); break;
+      default:
+        throw std::invalid_argument(std::string("grid step time: gradients reduced by ") +
+                                    primitive_name(r.gradient_reduce) +
+                                    ": expected reduce_scatter, all_reduce or reduce");
+    }
   }
   auto beyond = [](double comm, double compute) { return std::max(0.0, comm - compute); };
   switch (r.zero_stage) {
-    case 0: st.after_flush_data_s = all_reduce; break;
+    case 0: st.after_flush_data_s = call(Primitive::AllReduce, psi); break;
     case 1: st.after_flush_data_s = beyond(gradients, st.backward.compute_s) + all_gather; break;
     case 2:
       st.backward.data_exposed_s = beyond(gradients, st.backward.compute_s);

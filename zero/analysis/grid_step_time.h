@@ -35,7 +35,9 @@
 //
 // ZeRO over the D data-parallel ranks of each (tensor, pipeline) coordinate,
 // Ψ_s = the stage's local parameters (stage_local_numel), bf16, overlap_comm
-// on, each call timed alone over the data group, hidden only behind the
+// on, each call timed alone over the data group (by the link rule, or by
+// curves measured over the data groups where the cluster carries them),
+// hidden only behind the
 // compute of the pass that issues it (not behind the tensor all-reduces,
 // which share the rank's links). The gradients' call at stages 1-3 is the
 // run's (GridRun::gradient_reduce): the ZeRO paper's reduce-scatter of Ψ_s
@@ -76,9 +78,10 @@ struct GridCluster {
   double flops_per_s = 0;          // achieved per GPU on the model's matrix products
   double memory_bytes_per_s = 0;   // device memory bandwidth (the optimizer)
   double device_memory_bytes = 0;  // per GPU
-  // Measured over every tensor group at once (commbench --group-size T);
+  // Measured over every tensor group at once (commbench --group-size T), and
+  // over every data-parallel group at once (--group-size D --group-stride T);
   // empty: the link rule.
-  std::vector<CallCurve> tensor_curves;
+  std::vector<CallCurve> tensor_curves, data_curves;
   int world() const { return nodes * gpus_per_node; }
 };
 

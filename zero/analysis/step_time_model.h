@@ -91,7 +91,8 @@ struct NetworkModel {
   // The layout curves were measured at (0: not measured; a preset's or a
   // cluster's link scales to any layout, a curve does not).
   int measured_world = 0, measured_ranks_per_node = 0;
-  int measured_group_size = 0;  // commbench --group-size: ranks per measuring group
+  int measured_group_size = 0;    // commbench --group-size: ranks per measuring group
+  int measured_group_stride = 1;  // commbench --group-stride: distance of a group's ranks
   // Seconds for one call alone on the network. Throws std::runtime_error
   // when curves lack the primitive.
   double call_seconds(const PlannedCall& c, int world, const NodeMap& nodes) const;

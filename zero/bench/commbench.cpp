@@ -262,9 +262,10 @@ std::vector<CommbenchCurve> run_commbench(
     Communicator& comm, Ops& ops, const CommbenchSpec& spec,
     const std::function<void(const CommbenchCurve&, const CommbenchPoint&)>& on_point) {
   const int W = comm.world(), N = spec.group_size > 0 ? spec.group_size : W;
-  if (N > W || W % N != 0)
-    throw std::runtime_error("commbench: group size " + std::to_string(N) +
-                             " does not divide the world of " + std::to_string(W) + " ranks");
+  const int S = spec.group_stride;
+  if (S < 1 || N > W || W % N != 0 || (W / N) % S != 0)
+    throw std::runtime_error("commbench: " + std::to_string(N) + " ranks " + std::to_string(S) +
+                             " apart do not tile the world of " + std::to_string(W) + " ranks");
   if (spec.root < 0 || spec.root >= N)
     throw std::runtime_error("commbench: root " + std::to_string(spec.root) + " outside 0.." +
                              std::to_string(N - 1));
@@ -272,9 +273,7 @@ std::vector<CommbenchCurve> run_commbench(
     throw std::runtime_error("commbench: needs iters >= 1 and warmup >= 0");
   std::unique_ptr<Communicator> group;
   if (N < W) {
-    std::vector<int> members(static_cast<size_t>(N));
-    for (int i = 0; i < N; i++) members[static_cast<size_t>(i)] = comm.rank() / N * N + i;
-    group = comm.subgroup(members);
+    group = comm.subgroup(RankGroup{N, S}.members_of(comm.rank()));
   }
   Communicator& measured = group ? *group : comm;
   std::vector<CommbenchCurve> curves;

@@ -5,10 +5,12 @@
 // come from the Ops backend, so a CUDA backend measures NCCL or the MPI
 // communicator on device buffers. Timings and check results are combined over
 // MPI_COMM_WORLD with MPI itself, outside the communicator being measured.
-// With a group size N < W, every block of N consecutive ranks (the tensor
-// groups of a grid whose tensor dimension is innermost) measures its own
-// calls, all blocks at once: what a tensor group's call costs while every
-// other group's runs beside it, the time still the maximum over all ranks.
+// With a group size N < W, every group of N ranks measures its own calls, all
+// groups at once: what a group's call costs while every other group's runs
+// beside it, the time still the maximum over all ranks. With stride S the
+// group of rank r is the N ranks S apart from r's block of N·S ranks:
+// S = 1 gives N consecutive ranks (the tensor groups of a tensor-innermost
+// grid), S = T with N = D the data-parallel groups of that grid.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -30,8 +32,9 @@ struct CommbenchSpec {
   // Per size: when one call takes long, time only about this many seconds'
   // worth of calls (at least one); 0 = always `iters`.
   double max_seconds = 5;
-  int root = 0;        // of reduce and broadcast, within the group
-  int group_size = 0;  // ranks per measuring group; 0: the whole world
+  int root = 0;          // of reduce and broadcast, within the group
+  int group_size = 0;    // ranks per measuring group; 0: the whole world
+  int group_stride = 1;  // rank distance between a group's members
   uint64_t seed = 1;
 };
 
