@@ -25,6 +25,14 @@ def real_compute(case_dir):
     return False
 
 
+def curve_files(system):
+    """The commbench files scripts/grid_rank_order.sh measured on a system,
+    by kind: whole world, tensor groups, data-parallel groups."""
+    return {"whole": sorted(glob.glob(os.path.join(system, "commbench.json"))),
+            "tensor": sorted(glob.glob(os.path.join(system, "tensor-curves-t*.json"))),
+            "data": sorted(glob.glob(os.path.join(system, "data-curves-d*-s*.json")))}
+
+
 def predicted_ms(zt, case_dir):
     """The step `zerotrain report` predicts for the case's sittings (one
     config, one prediction), or None where it predicts none: data
@@ -38,13 +46,13 @@ def predicted_ms(zt, case_dir):
     reference = os.path.join(system, "t1", "sitting1", "summary.json")
     if real_compute(case_dir) and os.path.exists(reference):
         curves = ["--compute-from", reference]
+    files = curve_files(system)
     if os.path.basename(case_dir) == "t1":
-        if os.path.exists(os.path.join(system, "commbench.json")):
-            curves += ["--network", os.path.join(system, "commbench.json")]
+        for path in files["whole"]:
+            curves += ["--network", path]
     else:
-        for option, pattern in (("--tensor-curves", "tensor-curves-t*.json"),
-                                ("--data-curves", "data-curves-d*-s*.json")):
-            for path in sorted(glob.glob(os.path.join(system, pattern))):
+        for option, kind in (("--tensor-curves", "tensor"), ("--data-curves", "data")):
+            for path in files[kind]:
                 curves += [option, path]
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run([zt, "report", case_dir, "--out", tmp, "--no-plots"] + curves, check=True,
@@ -106,6 +114,13 @@ def main(out, link, study, zt):
               "(commbench.json); " + ("compute from each system's t1/sitting1 (real compute, "
               "the whole model's micro-step); " if real else "") +
               "in brackets predicted / measured; - where it predicts none\n")
+        for system in sorted(os.listdir(out)):
+            if os.path.isdir(os.path.join(out, system)):
+                names = [os.path.basename(p) for k in curve_files(os.path.join(out, system)).values()
+                         for p in k]
+                print(f"Curves of {system}: " + (", ".join(names) if names else
+                      "none (every call by the cluster's link figures)"))
+        print()
     extra = " | bubble formula / stage 0 wait" if study == "pipeline" else ""
     print(f"| system | case | step ms | sittings (min-max) | predicted ms | {other} bus MB "
           f"| of it inter-node | data bus MB | of it inter-node | step / t1{extra} |")
