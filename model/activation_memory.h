@@ -18,7 +18,7 @@ namespace zt {
 // V = vocab_size / tensor (without tensor parallelism A = C, F = 4C):
 //   attention set  (NC + 4NA) e + (2N + NH) f (ln_1 out, qkv, attention out;
 //                                              ln_1 mean/rstd, lse)
-//   residual set   R = 2NC e + 2N f          (r_mid, ln_2 out; ln_2 mean/rstd)
+//   residual set   2NC e + 2N f              (r_mid, ln_2 out; ln_2 mean/rstd)
 //   MLP set        M = 2NF e                 (c_fc out, GELU out)
 //   block inputs   (L - 1) NC e              (block 0's input is the embedding)
 //   fixed          (4NC + NV) e + 5N f + (2NC + NA + NF) e, and 2N f when split
@@ -26,13 +26,14 @@ namespace zt {
 //                   ln_f mean/rstd, losses, tokens, targets; backward scratch
 //                   2NC + NA + NF; the split loss's log-sum-exp and target logit)
 // Each set is kept per block (x L) or, when its level recomputes it, once,
-// shared by all blocks: none keeps A, R, M per block; attn shares A; mlp
-// shares M; block shares all three.
-// Sequence parallelism (tensor > 1) keeps the residual stream and the
-// LayerNorm statistics for the shard's N/tensor rows alone: r_mid, the block
-// inputs, the final residual, the input's gradient and every mean/rstd (the
-// LayerNorm outputs stay whole, gathered), and adds 2C e of LayerNorm
-// gradient scratch once.
+// shared by all blocks: none keeps all three per block; attn shares the
+// attention set; mlp the MLP set; block all three.
+// Sequence parallelism (tensor > 1) keeps the residual stream, the block
+// LayerNorms' outputs and the LayerNorm statistics for the shard's N/tensor
+// rows alone: r_mid, the block inputs, the final residual, the input's
+// gradient, ln_1's and ln_2's outputs and every mean/rstd (ln_f's output
+// stays whole), and adds once the buffer they are gathered into, NC e, and
+// 2C e of LayerNorm gradient scratch.
 uint64_t activation_bytes(const GPTConfig& c, int B, int T, Recompute r, DType model,
                           int tensor = 1, bool sequence = false);
 

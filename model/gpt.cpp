@@ -22,8 +22,11 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute, i
                                 std::to_string(table.split().degree) + " equal parts");
   const size_t A = table.attn_width(), F = table.mlp_width(), V = table.vocab_rows();
   const bool first = table.has_embeddings(), last = table.has_head();
+  // A LayerNorm's output is kept for its rows of the residual stream (R):
+  // under sequence parallelism it is gathered whole into ln_whole_ for the
+  // projection after it, and again for that projection's weight gradient.
   auto attention_set = [&](Block& b) {
-    b.ln1 = act(N * C);
+    b.ln1 = act(R * C);
     b.qkv = act(N * 3 * A);
     b.atty = act(N * A);
     b.ln1_mean = stat(R);
@@ -32,7 +35,7 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute, i
   };
   auto residual_set = [&](Block& b) {
     b.r_mid = act(R * C);
-    b.ln2 = act(N * C);
+    b.ln2 = act(R * C);
     b.ln2_mean = stat(R);
     b.ln2_rstd = stat(R);
   };
@@ -84,7 +87,10 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute, i
   dln_ = act(N * C);
   datty_ = act(N * A);
   dwide_ = act(N * std::max(3 * A, F));
-  if (sequence_split_) layernorm_grads_ = act(2 * C);
+  if (sequence_split_) {
+    layernorm_grads_ = act(2 * C);
+    ln_whole_ = act(N * C);
+  }
   host_losses_.resize(N);
   auto m = [&](const std::string& name) { return table.module_index(name); };
   root_ = m("");
@@ -200,6 +206,15 @@ void GPT::gather_rows(int module, bool backward, void* buf, int n, ModuleHooks& 
                 table_.residual_rows(n) * table_.split().degree * table_.config().n_embd);
 }
 
+const void* GPT::whole_rows(int module, bool backward, const void* kept, int n,
+                            ModuleHooks& hooks) {
+  if (!sequence_split_) return kept;
+  ops_.copy(row(ln_whole_, first_row(n)), kept,
+            table_.residual_rows(n) * static_cast<size_t>(table_.config().n_embd) * es_);
+  gather_rows(module, backward, ln_whole_, n, hooks);
+  return ln_whole_;
+}
+
 // A recompute runs the whole block but the MLP's projection, from the kept
 // input; the attention projection's output goes through fcproj_, which the
 // backward does not read.
@@ -209,7 +224,7 @@ void GPT::block_forward(int l, int b, int t, bool recompute, ModuleHooks& hooks)
   ln1_forward(l, N, !recompute && l > table_.first_block(), hooks);
   attn_forward(l, b, t, true, hooks);
   ln2_forward(l, N, hooks);
-  mlp_forward(l, N, !recompute, hooks);
+  mlp_forward(l, N, !recompute, false, hooks);
 }
 
 void GPT::ln1_forward(int l, int n, bool add_residual, ModuleHooks& hooks) {
@@ -218,10 +233,10 @@ void GPT::ln1_forward(int l, int n, bool add_residual, ModuleHooks& hooks) {
   Block& k = block(l);
   const ModuleScope w(hooks, modules_of(l).ln_1, false);
   if (add_residual)
-    ops_.residual_layernorm_forward(k.r_in, row(k.ln1, first), k.ln1_mean, k.ln1_rstd,
-                                    block(l - 1).r_mid, row(fcproj_, first), w[0], w[1], R, C);
-  else ops_.layernorm_forward(row(k.ln1, first), k.ln1_mean, k.ln1_rstd, k.r_in, w[0], w[1], R, C);
-  gather_rows(modules_of(l).ln_1, false, k.ln1, n, hooks);
+    ops_.residual_layernorm_forward(k.r_in, k.ln1, k.ln1_mean, k.ln1_rstd, block(l - 1).r_mid,
+                                    row(fcproj_, first), w[0], w[1], R, C);
+  else ops_.layernorm_forward(k.ln1, k.ln1_mean, k.ln1_rstd, k.r_in, w[0], w[1], R, C);
+  whole_rows(modules_of(l).ln_1, false, k.ln1, n, hooks);
 }
 
 void GPT::attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks) {
@@ -231,7 +246,7 @@ void GPT::attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks) {
   const ModuleScope attn(hooks, m.attn, false);
   {
     const ModuleScope qkv(hooks, m.c_attn, false);
-    ops_.matmul_forward(k.qkv, nullptr, k.ln1, qkv[0], qkv[1], N, C, 3 * A);
+    ops_.matmul_forward(k.qkv, nullptr, ln_input(k.ln1), qkv[0], qkv[1], N, C, 3 * A);
   }
   ops_.attention_forward(k.atty, k.lse, k.qkv, b, t, A, NH);
   if (project) {
@@ -246,19 +261,20 @@ void GPT::ln2_forward(int l, int n, ModuleHooks& hooks) {
   const size_t first = first_row(n);
   Block& k = block(l);
   const ModuleScope w(hooks, modules_of(l).ln_2, false);
-  ops_.residual_layernorm_forward(k.r_mid, row(k.ln2, first), k.ln2_mean, k.ln2_rstd, k.r_in,
+  ops_.residual_layernorm_forward(k.r_mid, k.ln2, k.ln2_mean, k.ln2_rstd, k.r_in,
                                   row(fcproj_, first), w[0], w[1], R, C);
-  gather_rows(modules_of(l).ln_2, false, k.ln2, n, hooks);
+  whole_rows(modules_of(l).ln_2, false, k.ln2, n, hooks);
 }
 
-void GPT::mlp_forward(int l, int n, bool project, ModuleHooks& hooks) {
+void GPT::mlp_forward(int l, int n, bool project, bool gather_input, ModuleHooks& hooks) {
   const int C = table_.config().n_embd, F = table_.mlp_width();
   Block& k = block(l);
   const BlockModules& m = modules_of(l);
   const ModuleScope mlp(hooks, m.mlp, false);
   {
     const ModuleScope fc(hooks, m.c_fc, false);
-    ops_.matmul_forward(k.fcg, k.fch, k.ln2, fc[0], fc[1], n, C, F);
+    const void* x = gather_input ? whole_rows(m.c_fc, false, k.ln2, n, hooks) : ln_input(k.ln2);
+    ops_.matmul_forward(k.fcg, k.fch, x, fc[0], fc[1], n, C, F);
   }
   if (project) {
     const ModuleScope fcp(hooks, m.mlp_proj, false);
@@ -335,19 +351,21 @@ void GPT::stage_backward(int slot, ModuleHooks& hooks) {
     hooks.grad_ready(p[1]);
   };
   // A projection whose weight keeps only its shard's output rows leaves a
-  // partial input gradient, combined across shards; one that keeps its input
-  // columns needs the whole output gradient, gathered under sequence
-  // parallelism.
+  // partial input gradient, combined across shards, and under sequence
+  // parallelism reads its input (a LayerNorm's kept rows) gathered whole
+  // again; one that keeps its input columns needs the whole output
+  // gradient, gathered under sequence parallelism.
   auto linear = [&](int module, void* dinp, void* dout, const void* inp, const void* pre_gelu,
                     int in, int out) {
     const ModuleScope w(hooks, module, true);
     const std::vector<int>& p = table_.modules()[module].params;
     const ShardCut cut = table_.params()[p[0]].cut;
+    const bool keeps_output_rows = cut == ShardCut::Rows || cut == ShardCut::QkvRows;
     if (cut == ShardCut::Columns) gather_rows(module, true, dout, N, hooks);
+    if (keeps_output_rows) inp = whole_rows(module, true, inp, N, hooks);
     ops_.matmul_backward(dinp, hooks.grad(p[0]), hooks.grad(p[1]), dout, inp, w[0], pre_gelu, N, in,
                          out);
-    if (cut == ShardCut::Rows || cut == ShardCut::QkvRows)
-      sum_partial(module, true, dinp, N, hooks);
+    if (keeps_output_rows) sum_partial(module, true, dinp, N, hooks);
     hooks.grad_ready(p[1]);
     hooks.grad_ready(p[0]);
   };
@@ -367,7 +385,7 @@ void GPT::stage_backward(int slot, ModuleHooks& hooks) {
     const BlockModules& m = modules_of(l);
     if (recompute_ == Recompute::Block) block_forward(l, B_, T_, true, hooks);
     const ModuleScope scope(hooks, m.block, true);
-    if (recompute_ == Recompute::Mlp) mlp_forward(l, N, false, hooks);
+    if (recompute_ == Recompute::Mlp) mlp_forward(l, N, false, true, hooks);
     {
       const ModuleScope mlp(hooks, m.mlp, true);
       linear(m.mlp_proj, dwide_, dres_, k.fcg, k.fch, F, C);

@@ -22,9 +22,11 @@
 // Sequence parallelism (the split's `sequence`, Korthikanti et al. 2022): the
 // residual stream (r_in, r_mid, the stage's output) and the LayerNorms' work
 // keep the shard's rows of the pass, R = N/degree tokens at row index·R of
-// the whole. Each LayerNorm's output is written at its rows of a whole-size
-// buffer and gathered whole (GatherRows) for the column-cut projection after
-// it, and kept so for that projection's weight gradient; each partial sum of
+// the whole. Each block LayerNorm's output is kept for the shard's rows
+// alone and gathered whole (GatherRows) into one shared buffer for the
+// column-cut projection after it, and gathered again in the backward for
+// that projection's weight gradient, as Megatron-LM does (ln_f's output
+// stays whole: the head's input, outside the blocks); each partial sum of
 // tensor parallelism (the projections' outputs, the embedding lookup, the
 // input gradients) is a ScatterSum instead, and the output gradient a
 // row-cut projection needs whole is gathered. A LayerNorm's weight and bias
@@ -166,7 +168,9 @@ class GPT {
   void ln1_forward(int l, int n, bool add_residual, ModuleHooks& hooks);
   void attn_forward(int l, int b, int t, bool project, ModuleHooks& hooks);
   void ln2_forward(int l, int n, ModuleHooks& hooks);
-  void mlp_forward(int l, int n, bool project, ModuleHooks& hooks);
+  // gather_input: ln_2's kept rows gathered whole again first (the `mlp`
+  // recompute, inside the backward; the forward finds them gathered).
+  void mlp_forward(int l, int n, bool project, bool gather_input, ModuleHooks& hooks);
   // The loss (and with_gradient the logits' gradient) over a split vocabulary.
   void split_cross_entropy(int n, bool with_gradient, float dloss, ModuleHooks& hooks);
   bool vocab_split() const { return table_.vocab_rows() < table_.config().vocab_size; }
@@ -187,6 +191,11 @@ class GPT {
   void sum_partial(int module, bool backward, void* buf, int n, ModuleHooks& hooks);
   // Gathers buf's rows whole under sequence parallelism (nothing otherwise).
   void gather_rows(int module, bool backward, void* buf, int n, ModuleHooks& hooks);
+  // A LayerNorm output whole for a projection: under sequence parallelism its
+  // kept rows copied to the shard's rows of ln_whole_ and gathered; without
+  // it, the kept output itself. ln_input: the one gathered last.
+  const void* whole_rows(int module, bool backward, const void* kept, int n, ModuleHooks& hooks);
+  const void* ln_input(const void* kept) const { return sequence_split_ ? ln_whole_ : kept; }
 
   void upload_tokens(const int* inputs, const int* targets, int n);
   void* act(size_t elems);
@@ -208,6 +217,7 @@ class GPT {
   std::vector<float> host_losses_;
   bool sequence_split_;
   void* layernorm_grads_ = nullptr;  // [2C] a LayerNorm's gradients over the shard's rows
+  void* ln_whole_ = nullptr;  // [N, C] a LayerNorm output gathered whole (sequence parallelism)
 };
 
 }  // namespace zt

@@ -216,7 +216,8 @@ int run_grid_projection_command(const std::vector<std::string>& args) {
       "and ranked\n",
       sequence_parallel
           ? "Megatron's sequence parallelism where T > 1 (an all-gather and a reduce-scatter for "
-            "each all-reduce, each LayerNorm's gradients summed)"
+            "each all-reduce, each LayerNorm's gradients summed, each block LayerNorm's output "
+            "gathered again for the weight gradient after it)"
           : "Megatron's all-reduces",
       sequence_parallel ? ", with sequence parallelism where T > 1" : "");
   for (const std::string& s : skipped) std::printf("not predicted: %s\n", s.c_str());

@@ -132,11 +132,15 @@ GridVolume tensor_volume(const GridShape& g, const GPTConfig& c, DType model, Re
   if (recompute == Recompute::Block && !g.sequence_parallel)
     activation_reduce("recompute: attention projection (1 per block)", per_block);
   if (g.sequence_parallel && per_block > 0) {
-    // The re-run forward gathers again each LayerNorm output it recomputes:
-    // ln_1's (attn, block) and ln_2's (block; `mlp` finds ln_2's kept whole).
+    // A block LayerNorm's output is kept for the rank's rows alone, so the
+    // weight gradient of the projection after it gathers it again.
+    v.terms.push_back(term("backward: sequence all-gather of a kept LayerNorm output (2 per block)",
+                           GridCall::AllGather, model, 2 * per_block, NC / T, T));
+    // The re-run forward gathers again each LayerNorm output it reads: ln_1's
+    // (attn, block) and ln_2's (mlp, block).
     const uint64_t gathers = recompute == Recompute::Block  ? 2
-                             : recompute == Recompute::Attn ? 1
-                                                            : 0;
+                             : recompute == Recompute::None ? 0
+                                                            : 1;
     if (gathers > 0)
       v.terms.push_back(term("recompute: sequence all-gather before a column-parallel layer",
                              GridCall::AllGather, model, gathers * per_block, NC / T, T));

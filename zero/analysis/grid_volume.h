@@ -34,12 +34,13 @@
 // of N·C (same bus bytes, twice the payload); recompute `block` re-runs the
 // all-gather of ln_1's output, the reduce-scatter after the attention
 // projection and the all-gather of ln_2's, `attn` the all-gather of ln_1's,
-// `mlp` none (ln_2's output is kept gathered); each LayerNorm's weight and
+// `mlp` the all-gather of ln_2's; each LayerNorm's weight and
 // bias gradients come from the shard's rows and are all-reduced (2C) over
 // the tensor group once per micro-batch, before ZeRO takes them (2 per block
-// and ln_f's). The gathered input of a column-parallel layer is kept for
-// its weight gradient (Megatron-LM gathers it again in the backward: 2 more
-// all-gathers per block). The projections' biases enter before the
+// and ln_f's). A block LayerNorm's output is kept for the shard's rows
+// alone and gathered again in the backward for the weight gradient of the
+// column-parallel layer after it, as Megatron-LM does: 2 more all-gathers
+// of N·C/T per rank per block. The projections' biases enter before the
 // reduce-scatter, on shard 0, so their gradients come from the gathered
 // output gradient, whole on every shard (Megatron-LM adds them after it and
 // all-reduces their gradients with the LayerNorms').

@@ -18,6 +18,15 @@ const char* combine_name(Combine what) {
   return "";
 }
 
+// Whether `module`'s weight keeps its shard's output rows (a column-parallel
+// layer, whose backward gathers its input under sequence parallelism).
+bool keeps_output_rows(const ParamTable& shard, int module) {
+  const std::vector<int>& params = shard.modules()[module].params;
+  if (params.empty()) return false;
+  const ShardCut cut = shard.params()[params[0]].cut;
+  return cut == ShardCut::Rows || cut == ShardCut::QkvRows;
+}
+
 }  // namespace
 
 std::vector<PlannedCall> plan_tensor_calls(const std::vector<CombinePoint>& points,
@@ -37,7 +46,10 @@ std::vector<PlannedCall> plan_tensor_calls(const std::vector<CombinePoint>& poin
       if (call.shard_part) c.count /= shard.split().degree;
       c.root = -1;
       const std::string& module = shard.modules()[p.module].name;
+      const bool gathered_input =
+          p.backward && p.what == Combine::GatherRows && keeps_output_rows(shard, p.module);
       const char* of = !p.backward                            ? " output, "
+                       : gathered_input                       ? " input (a kept LayerNorm output), "
                        : p.what == Combine::GatherRows        ? " output gradient, "
                        : p.what == Combine::SumLayerNormGrads ? " weight gradients, "
                                                               : " input gradient, ";
