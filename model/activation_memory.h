@@ -48,7 +48,9 @@ uint64_t activation_bytes(const GPTConfig& c, int B, int T, Recompute r, DType m
 //             last stage: (NC + NV) e + 4N f, and 2N f when split
 //                         (ln_f out, logits; ln_f mean/rstd, losses, targets)
 //             first stage: N f (tokens); any other: NC e (the input's gradient)
-//   once      (3NC + NA + NF) e          (projection scratch, backward scratch)
+//   once      (3NC + NA + NF) e          (projection scratch, backward scratch),
+//             and under sequence parallelism (NC + 2C) e (the gathered
+//             LayerNorm output, the LayerNorm gradients' scratch)
 // The whole model is the one stage with every block, first and last, one slot.
 uint64_t stage_activation_bytes(const GPTConfig& c, int B, int T, Recompute r, DType model,
                                 int tensor, int blocks, bool first, bool last, int slots,
