@@ -12,10 +12,7 @@
 # About 25 s.
 here=$(cd "$(dirname "$0")/../.." && pwd)
 source "$here/tests/support/e2e_lib.sh"
-cat >"$WORK/cluster.json" <<'JSON'
-{"prefix": "zt-", "nodes": 1, "ranks_per_node": 2, "world": 2,
- "link": {"spec": "100mbit", "rate_bits_per_s": 100000000, "delay_us": null, "jitter_us": null}}
-JSON
+write_one_node_cluster "$WORK/cluster.json"
 ZT_CLUSTER="$WORK/cluster.json" mpirun -np 2 "$ZT_BIN" commbench --max-bytes 4K --iters 2 --warmup 1 \
   --dtype all --out "$WORK/cb.json" >"$WORK/cb.log" 2>&1 || fail "commbench exited $?: $(tail -3 "$WORK/cb.log")"
 grep -q '^# all_reduce bf16 (bus factor 2(W-1)/W = 1)' "$WORK/cb.log" || fail "no all_reduce bf16 table: $(head -20 "$WORK/cb.log")"

@@ -9,10 +9,7 @@
 # falls back to the link rule. About 30 s.
 here=$(cd "$(dirname "$0")/../.." && pwd)
 source "$here/tests/support/e2e_lib.sh"
-cat >"$WORK/cluster.json" <<'JSON'
-{"prefix": "zt-", "nodes": 1, "ranks_per_node": 2, "world": 2,
- "link": {"spec": "100mbit", "rate_bits_per_s": 100000000, "delay_us": null, "jitter_us": null}}
-JSON
+write_one_node_cluster "$WORK/cluster.json"
 export ZT_CLUSTER=$WORK/cluster.json
 run() {  # DIR CASE_SETTINGS...: one sitting of a case
   local dir=$1

@@ -27,6 +27,14 @@ expect_error() {  # what expected-text command...
   printf '%s' "$out" | grep -qiE 'std::|yaml-cpp|basic_filebuf|terminate' && fail "$what: internals leak: $out"
   expect_error_count=$((expect_error_count + 1))
 }
+# A cluster description (what ZT_CLUSTER names) of 1 node x 2 ranks and a
+# 100 Mbit/s link, written to $1, for runs on plain mpirun.
+write_one_node_cluster() {
+  cat >"$1" <<'JSON'
+{"prefix": "zt-", "nodes": 1, "ranks_per_node": 2, "world": 2,
+ "link": {"spec": "100mbit", "rate_bits_per_s": 100000000, "delay_us": null, "jitter_us": null}}
+JSON
+}
 # The losses of metrics.jsonl, one per line, exactly as written.
 losses() { grep -o '"loss":[^,]*' "$1" | cut -d: -f2; }
 # The pid of rank $2 of the local job training into run dir $1 (by its
