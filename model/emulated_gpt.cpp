@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "model/compute_places.h"
 #include "model/gpt.h"
 
 namespace zt {
@@ -27,30 +28,13 @@ EmulatedGPT::EmulatedGPT(const ParamTable& table, Recompute recompute,
     combine_buffer_ = ops_->alloc(bytes, MemCategory::Activations);
     ops_->memzero(combine_buffer_, bytes);
   }
-  // A module's share of its pass: its own parameter elements over those of
-  // every module the pass runs (recomputed forwards count in the backward).
-  auto own_elements = [&](int module) {
-    size_t n = 0;
-    for (int p : table.modules()[module].params) n += table.params()[p].numel;
-    return n;
-  };
-  double pass_elements[2] = {0, 0};
-  int pass = 0;
-  for (const ModuleEvent& e : events_) {
-    if (e.kind != ModuleEvent::Fetch) continue;
-    if (table.modules()[e.index].is_root()) pass = e.backward ? 1 : 0;
-    pass_elements[pass] += static_cast<double>(own_elements(e.index));
-  }
+  // Each module's share of its pass, after its fetch (model/compute_places.h).
+  const ComputePlaces places = compute_places(table, events_);
   const double pass_ns[2] = {micro_step.count() * forward_fraction,
                              micro_step.count() * (1 - forward_fraction)};
-  for (size_t i = 0; i < events_.size(); i++) {
-    const ModuleEvent& e = events_[i];
-    if (e.kind != ModuleEvent::Fetch) continue;
-    if (table.modules()[e.index].is_root()) pass = e.backward ? 1 : 0;
-    if (pass_elements[pass] > 0)
-      waits_[i] = std::chrono::nanoseconds(static_cast<int64_t>(
-          pass_ns[pass] * static_cast<double>(own_elements(e.index)) / pass_elements[pass]));
-  }
+  for (size_t i = 0; i < events_.size(); i++)
+    waits_[i] = std::chrono::nanoseconds(
+        static_cast<int64_t>(pass_ns[places.backward[i]] * places.share[i]));
   for (size_t i = 0; i < events_.size() && backward_begin_ == 0; i++)
     if (events_[i].kind == ModuleEvent::Fetch && events_[i].backward &&
         table.modules()[events_[i].index].is_root())

@@ -6,12 +6,11 @@
 //
 // Where the time goes is the step-time model's rule (zero/analysis/step_time_model.h):
 // the forward takes forward_fraction of a micro-step and the backward the
-// rest; within a pass, each module takes the share of the pass's parameter
-// elements it owns. A module's share is spent right after its fetch returns
-// (its parameters are there) and before anything it does next (its
-// gradients become ready, its children run), so a fetch that waits for a
-// gather delays the compute after it, as on a device. The waits sleep:
-// a waiting rank leaves the cores to the ranks that communicate.
+// rest; within a pass, each module's share is spent right after its fetch
+// returns (model/compute_places.h, which the model places its calls by), so
+// a fetch that waits for a gather delays the compute after it, as on a
+// device. The waits sleep: a waiting rank leaves the cores to the ranks that
+// communicate.
 //
 // A tensor-parallel shard (its table split) also makes every combine the
 // real shard makes (GPT::combine_points), at its place among the events,

@@ -2,6 +2,7 @@
 // out by hand; every expected number below is derived in the comment beside it.
 #include "tests/support/catch.h"
 #include "tests/support/test_support.h"
+#include "zero/analysis/link_load.h"
 #include "zero/analysis/step_time_model.h"
 
 namespace zt {
@@ -214,6 +215,52 @@ TEST_CASE("stage 2's two alternating buckets stall the compute that fills a thir
                       grad_call(12, 1)};
   p = predict_step(plan, 4, 1, NodeMap::uniform(4, 1), ns_per_byte(), compute_ms(60, 0));
   CHECK_THAT(p.step_s, WithinRel(78e-3, 1e-9));
+}
+
+TEST_CASE("over Open MPI the two buckets in flight share the links side by side", "[model]") {
+  // Backward of 40 ms (ms 20..60). Bucket 0 closes at 1/4 (ms 30), 12 ms;
+  // bucket 1 at 0.3 (ms 32), 2 ms; bucket 2 at 0.9, 2 ms. Filling bucket 2
+  // needs bucket 0's buffer, so the compute cannot pass 0.3 before bucket 0
+  // is done.
+  // - In issue order (NCCL, one stream): bucket 0 ends at 42; the compute
+  //   resumes there, reaches 0.9 at 66 (bucket 2: 66..68) and ends at 70.
+  // - Side by side (Open MPI): at ms 32 bucket 0 has 10 ms left and bucket 1
+  //   brings 2, so bucket 0 ends at 32 + 10 + 2 = 44; the compute resumes at
+  //   44 and ends at 72 (bucket 2: 68..70).
+  StepPlan plan;
+  plan.stage = 2;
+  plan.overlap_comm = true;
+  plan.double_buffered = true;
+  plan.steady_step = {grad_call(12, 0.25), grad_call(2, 0.3), grad_call(2, 0.9)};
+  NetworkModel net = ns_per_byte();
+  auto step_s = [&] {
+    return predict_step(plan, 4, 1, NodeMap::uniform(4, 1), net, compute_ms(60, 0)).step_s;
+  };
+  CHECK_THAT(step_s(), WithinRel(70e-3, 1e-9));
+  net.open_mpi = true;
+  CHECK_THAT(step_s(), WithinRel(72e-3, 1e-9));
+}
+
+TEST_CASE("LinkClock::shared_end: a link's backlog b with w joining ends at b + min(b, w)",
+          "[model][concurrent]") {
+  // Three links; a rooted call of 5 s on link 0 alone, issued at 0.
+  LinkClock links(3);
+  LinkLoad on0, on1;
+  on0.uniform = on1.uniform = false;
+  on0.shares = {{0, 1.0}};
+  on1.shares = {{1, 1.0}};
+  const LinkLoad every;  // uniform: every link
+  links.issue({{5.0, &on0}}, 0);
+  // At 1 s link 0 has 4 s left. A call on link 1 does not touch it: 5.
+  CHECK(links.shared_end({{4.0, &on1}}, 1) == Approx(5.0));
+  // 3 s more on link 0: 1 + 4 + 3 = 8; 6 s more: 1 + 4 + 4 = 9 (the backlog
+  // ends first, after 2 x 4 s shared).
+  CHECK(links.shared_end({{3.0, &on0}}, 1) == Approx(8.0));
+  CHECK(links.shared_end({{6.0, &on0}}, 1) == Approx(9.0));
+  // A ring loads every link: 2 s of it, 1 + 4 + 2 = 7.
+  CHECK(links.shared_end({{2.0, &every}}, 1) == Approx(7.0));
+  // After the backlog has drained nothing is in flight: the end is `at`.
+  CHECK(links.shared_end({{2.0, &every}}, 6) == Approx(6.0));
 }
 
 TEST_CASE("stage 3's gathers are prefetched; the compute waits where it needs them", "[model]") {

@@ -68,4 +68,22 @@ double LinkClock::issue(const std::vector<std::pair<double, const LinkLoad*>>& c
   return end;
 }
 
+double LinkClock::shared_end(const std::vector<std::pair<double, const LinkLoad*>>& calls,
+                             double at) const {
+  double uniform = 0;
+  for (const auto& c : calls)
+    if (c.second->uniform) uniform += c.first;
+  std::vector<double> joining(busy_.size(), uniform);
+  for (const auto& c : calls)
+    if (!c.second->uniform)
+      for (const auto& s : c.second->shares)
+        joining[static_cast<size_t>(s.first)] += c.first * s.second;
+  double end = at;
+  for (size_t l = 0; l < busy_.size(); l++) {
+    const double left = std::max(0.0, std::max(floor_, busy_[l] + shift_) - at);
+    end = std::max(end, at + left + std::min(left, joining[l]));
+  }
+  return end;
+}
+
 }  // namespace zt

@@ -56,6 +56,12 @@ class LinkClock {
   // Issues calls (seconds alone, load) at `at`; returns when the last is done.
   double issue(const std::vector<std::pair<double, const LinkLoad*>>& calls, double at);
   double all_done() const { return std::max(floor_, top_ + shift_); }
+  // When what the links still hold at `at` ends if `calls` join it there and
+  // every link serves its calls side by side, in equal shares, instead of in
+  // order: on a link with b seconds left and w joining, b + min(b, w) after
+  // `at`. Open MPI's non-blocking collectives in flight together progress
+  // side by side; NCCL's on one stream run in order (issue's rule).
+  double shared_end(const std::vector<std::pair<double, const LinkLoad*>>& calls, double at) const;
 
  private:
   // A link is free at max(floor_, busy_[l] + shift_): uniform calls move the

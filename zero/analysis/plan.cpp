@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <map>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
+#include "model/compute_places.h"
 #include "zero/analysis/memory_formula.h"
 #include "zero/comm/quantized_blocks.h"
 #include "zero/comm/quantized_reduce.h"
@@ -34,21 +37,24 @@ void add_bucket_calls(const BucketSchedule& g, const std::vector<int>& buckets, 
     }
 }
 
-// reduce_at[i]'s place in the backward: the share of the gradient elements
-// that arrived before order[i]; 1 for the flush after the last.
-std::vector<double> arrival_fractions(const BucketSchedule& g, const ParamTable& table) {
+// reduce_at[i]'s place in the backward: where the compute is when the i-th
+// gradient arrives (model/compute_places.h); 1 for the flush after the last.
+std::vector<double> arrival_places(const std::vector<ModuleEvent>& events,
+                                   const ParamTable& table) {
+  const ComputePlaces places = compute_places(table, events);
   std::vector<double> at;
-  double done = 0;
-  for (int p : g.order) {
-    at.push_back(done / table.total());
-    done += table.params()[p].numel;
-  }
+  for (size_t i = 0; i < events.size(); i++)
+    if (events[i].kind == ModuleEvent::GradReady) at.push_back(places.done_before[i]);
   at.push_back(1.0);
   return at;
 }
 
-std::vector<PlannedCall> stage012_step(const Stage012Schedule& s, const ParamTable& table, int A) {
-  const std::vector<double> at = arrival_fractions(s.grads, table);
+std::vector<PlannedCall> stage012_step(const Stage012Schedule& s, const ParamTable& table,
+                                       const std::vector<ModuleEvent>& events, int A) {
+  const std::vector<double> at = arrival_places(events, table);
+  if (at.size() != s.grads.reduce_at.size())
+    throw std::logic_error("plan: " + std::to_string(at.size() - 1) + " gradients arrive, " +
+                           std::to_string(s.grads.order.size()) + " scheduled");
   std::vector<PlannedCall> out;
   for (int m = 0; m < A; m++) {
     if (!s.every_micro_step && m + 1 < A) continue;
@@ -160,6 +166,7 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
   const DType wire = sched.wire;
   const RankGroup shard = sched.mics.shard;
   RecordingBackend rec(table, layout, sched.mics, model, s.z.zero_quantized_weights);
+  const ComputePlaces places = compute_places(table, s.events);
   ParamStates st = released_param_states(table.params().size());
   st.secondary = started_secondaries(layout, table.params().size());
   ParamGatherer train(table, layout, s.z, st, rec), eval(table, layout, s.z, st, rec);
@@ -184,22 +191,16 @@ void plan_stage3(const ZeroSetup& s, const ParamTable& table, int W, int A, DTyp
         }
       };
       size_t arrived = 0;
-      double done = 0;  // parameter elements of the modules that ran in this pass
       for (size_t i = begin; i < end; i++) {
         const ModuleEvent& e = s.events[i];
         // A GradReady event's index is a parameter's, not a module's.
         const bool root = e.kind != ModuleEvent::GradReady && table.modules()[e.index].is_root();
+        rec.position = places.done_before[i];
         if (e.kind == ModuleEvent::Fetch) {
-          if (root) {
-            rec.phase = e.backward ? Phase::Backward : Phase::Forward;
-            done = 0;
-          }
-          rec.position = done / table.total();
+          if (root) rec.phase = e.backward ? Phase::Backward : Phase::Forward;
           if (root && !e.backward && in_micro) g.start_forward();
           g.fetch(e.index, e.backward);
         } else if (e.kind == ModuleEvent::Release) {
-          for (int p : table.modules()[e.index].params) done += table.params()[p].numel;
-          rec.position = done / table.total();
           g.release(e.index, e.backward);
           if (root && e.backward) g.end_backward();
           if (root && !e.backward && !in_micro) g.end_pass();
@@ -276,7 +277,7 @@ StepPlan plan_step(const ZeroSetup& s, const ParamTable& table, int W, int A, DT
     plan_stage3(s, table, W, A, model, plan);
   } else {
     Stage012Schedule sched = make_stage012_schedule(s, table, W, model);
-    plan.steady_step = stage012_step(sched, table, A);
+    plan.steady_step = stage012_step(sched, table, s.events, A);
     for (const StepCall& c : sched.step) plan.overflow_check |= c.kind == StepCall::OverflowCheck;
     plan.overlap_comm = sched.overlap;
     plan.double_buffered = sched.grads.buffers > 1;

@@ -30,9 +30,9 @@ struct PlannedCall {
   int root;      // -1 unless rooted
   std::string what;
   // Where in its micro-step's forward or backward the call sits, as the
-  // fraction of that pass's compute (parameter elements of the modules run)
-  // done: gradients are issued once it is done, parameters are needed before
-  // the compute beyond it. Step-phase calls: 0.
+  // fraction of that pass's compute done (model/compute_places.h, the rule
+  // compute emulation sleeps by): gradients are issued once it is done,
+  // parameters are needed before the compute beyond it. Step-phase calls: 0.
   double at = 0;
   RankGroup group{0, 1};  // the ranks it runs over; size 0: the world
   bool scales = false;    // a quantized call's fp32 scales (qwZ, qgZ)

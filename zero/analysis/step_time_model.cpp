@@ -150,6 +150,7 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
       PassClock clock{phase == Phase::Forward ? fwd : bwd, t};
       // Stage 2's alternating buckets: (place, end) of each bucket's calls.
       std::vector<std::pair<double, double>> buckets;
+      size_t last_bucket_grads = final_grads.size();  // the last bucket's entries in final_grads
       const std::vector<const PlannedCall*>& calls = pass_calls[2 * m + (phase == Phase::Backward)];
       for (size_t i = 0; i < calls.size();) {
         const PlannedCall& c = *calls[i];
@@ -168,21 +169,28 @@ StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps
         while (j < calls.size() && calls[j]->purpose == c.purpose && calls[j]->at == c.at &&
                calls[j]->what == c.what)
           j++;
-        if (plan.double_buffered) {
-          if (buckets.size() >= 2)
-            clock.wait_until(buckets[buckets.size() - 1].first, buckets[buckets.size() - 2].second);
-          buckets.push_back({c.at, 0});
-        }
+        if (plan.double_buffered && buckets.size() >= 2)
+          clock.wait_until(buckets[buckets.size() - 1].first, buckets[buckets.size() - 2].second);
         loads.clear();
         for (size_t k = i; k < j; k++) loads.push_back(net.call_load(*calls[k], world, nodes));
         group.clear();
         for (size_t k = i; k < j; k++) group.push_back({seconds(*calls[k]), &loads[k - i]});
-        const double end = links.issue(group, clock.time_at(c.at));
+        const double at = clock.time_at(c.at);
+        // Open MPI progresses the bucket still in flight beside this one, so
+        // it ends later than in issue order (the compute waits for it).
+        if (plan.double_buffered && net.open_mpi && !buckets.empty()) {
+          const double shared = links.shared_end(group, at);
+          buckets.back().second = std::max(buckets.back().second, shared);
+          for (size_t k = last_bucket_grads; k < final_grads.size(); k++)
+            final_grads[k].first = std::max(final_grads[k].first, shared);
+        }
+        const double end = links.issue(group, at);
         last_end = std::max(last_end, end);
+        last_bucket_grads = final_grads.size();
         if (c.purpose == Purpose::Gradients && m + 1 == micro_steps)
           for (size_t k = i; k < j; k++)
             final_grads.push_back({end, static_cast<double>(calls[k]->count)});
-        if (plan.double_buffered) buckets.back().second = end;
+        if (plan.double_buffered) buckets.push_back({c.at, end});
         else if (!plan.overlap_comm) clock.wait_until(c.at, end);
         i = j;
       }

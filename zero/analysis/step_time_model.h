@@ -23,6 +23,10 @@
 //   overlap_comm they run beside the compute, otherwise the compute waits for
 //   each. Stage 2 with overlap_comm alternates two buckets: the compute cannot
 //   fill a bucket's successor's successor before the bucket is reduced.
+//   Over Open MPI (open_mpi) the two buckets in flight share the links side
+//   by side (LinkClock::shared_end), so the older ends later than in issue
+//   order and the compute waits longer for it; NCCL's, on one stream, run in
+//   order.
 // - Stage 3's parameter gathers are prefetched: they start as soon as the
 //   channel is free and the compute waits where it needs them.
 // - Every micro-step's backward ends when its gradient calls have finished;
