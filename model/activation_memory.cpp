@@ -20,7 +20,7 @@ uint64_t stage_activation_bytes(const GPTConfig& c, int B, int T, Recompute r, D
   const uint64_t sets = copies(share_attention) * attention + copies(share_residual) * residual +
                         copies(share_mlp) * mlp;
   uint64_t per_slot = (Lb + 1) * R * C * e;
-  if (last) per_slot += (N * C + N * V) * e + (2 * R + 2 * N) * f + (t > 1 ? 2 * N * f : 0);
+  if (last) per_slot += (R * C + N * V) * e + (2 * R + 2 * N) * f + (t > 1 ? 2 * N * f : 0);
   per_slot += first ? N * f : R * C * e;
   const uint64_t once = (3 * N * C + N * A + N * F) * e + (split_rows ? (N * C + 2 * C) * e : 0);
   return sets + S * per_slot + once;

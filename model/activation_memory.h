@@ -31,9 +31,9 @@ namespace zt {
 // Sequence parallelism (tensor > 1) keeps the residual stream, the block
 // LayerNorms' outputs and the LayerNorm statistics for the shard's N/tensor
 // rows alone: r_mid, the block inputs, the final residual, the input's
-// gradient, ln_1's and ln_2's outputs and every mean/rstd (ln_f's output
-// stays whole), and adds once the buffer they are gathered into, NC e, and
-// 2C e of LayerNorm gradient scratch.
+// gradient, every LayerNorm's output (ln_1's, ln_2's and ln_f's) and every
+// mean/rstd, and adds once the buffer they are gathered into, NC e, and 2C e
+// of LayerNorm gradient scratch.
 uint64_t activation_bytes(const GPTConfig& c, int B, int T, Recompute r, DType model,
                           int tensor = 1, bool sequence = false);
 

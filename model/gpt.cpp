@@ -22,9 +22,10 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute, i
                                 std::to_string(table.split().degree) + " equal parts");
   const size_t A = table.attn_width(), F = table.mlp_width(), V = table.vocab_rows();
   const bool first = table.has_embeddings(), last = table.has_head();
-  // A LayerNorm's output is kept for its rows of the residual stream (R):
-  // under sequence parallelism it is gathered whole into ln_whole_ for the
-  // projection after it, and again for that projection's weight gradient.
+  // A LayerNorm's output (ln_f's too) is kept for its rows of the residual
+  // stream (R): under sequence parallelism it is gathered whole into
+  // ln_whole_ for the projection (or the LM head) after it, and again for
+  // that one's weight gradient.
   auto attention_set = [&](Block& b) {
     b.ln1 = act(R * C);
     b.qkv = act(N * 3 * A);
@@ -62,7 +63,7 @@ GPT::GPT(const ParamTable& table, Ops& ops, int B, int T, Recompute recompute, i
     }
     s.r_out = act(R * C);
     if (last) {
-      s.lnf = act(N * C);
+      s.lnf = act(R * C);
       s.logits = act(N * V);
       s.lnf_mean = stat(R);
       s.lnf_rstd = stat(R);
@@ -182,10 +183,9 @@ void GPT::forward_to_lnf(int b, int t, ModuleHooks& hooks) {
     return;
   }
   const ModuleScope lnf(hooks, ln_f_, false);
-  ops_.residual_layernorm_forward(slot_->r_out, row(slot_->lnf, first), slot_->lnf_mean,
-                                  slot_->lnf_rstd, r_mid, row(fcproj_, first), lnf[0], lnf[1],
-                                  static_cast<int>(R), C);
-  gather_rows(ln_f_, false, slot_->lnf, N, hooks);
+  ops_.residual_layernorm_forward(slot_->r_out, slot_->lnf, slot_->lnf_mean, slot_->lnf_rstd, r_mid,
+                                  row(fcproj_, first), lnf[0], lnf[1], static_cast<int>(R), C);
+  whole_rows(ln_f_, false, slot_->lnf, N, hooks);
 }
 
 size_t GPT::first_row(int n) const {
@@ -288,8 +288,9 @@ void GPT::forward_head(int n, Head head, float dloss, ModuleHooks& hooks) {
   Slot& s = *slot_;
   {
     const ModuleScope wte(hooks, lm_head_, false);
-    ops_.matmul_forward(s.logits, nullptr, s.lnf, wte[0], nullptr, n, c.n_embd,
-                        table_.vocab_rows());
+    // ln_f's output, gathered whole into ln_whole_ under sequence parallelism.
+    const void* x = sequence_split_ ? ln_whole_ : s.lnf;
+    ops_.matmul_forward(s.logits, nullptr, x, wte[0], nullptr, n, c.n_embd, table_.vocab_rows());
   }
   if (head == Head::Logits) return;
   if (vocab_split()) {
@@ -373,8 +374,8 @@ void GPT::stage_backward(int slot, ModuleHooks& hooks) {
     {
       // The LM head adds into wte's gradient, which completes only at the embedding.
       const ModuleScope head(hooks, lm_head_, true);
-      ops_.matmul_backward(dln_, hooks.grad(0), nullptr, s.logits, s.lnf, head[0], nullptr, N, C,
-                           V);
+      const void* x = whole_rows(lm_head_, true, s.lnf, N, hooks);
+      ops_.matmul_backward(dln_, hooks.grad(0), nullptr, s.logits, x, head[0], nullptr, N, C, V);
       if (vocab_split()) sum_partial(lm_head_, true, dln_, N, hooks);
     }
     ops_.memzero(dres_, static_cast<size_t>(N) * C * es_);

@@ -93,8 +93,8 @@ sample_of() { sed -n '/^---- sample at step 3 ----$/,/^----$/p' "$WORK/$1.txt"; 
 # Sequence parallelism: the same losses and norms again. Per micro-step (2
 # layers) the forward reduce-scatters the embedding and 2 projections per
 # layer (5) and gathers the 2L + 1 LayerNorm outputs (5), the backward
-# mirrors both (5 and 5) and gathers the block LayerNorms' kept rows again
-# for the weight gradients after them (2L = 4), each LayerNorm's gradients
+# mirrors both (5 and 5) and gathers every LayerNorm's kept rows again for
+# the weight gradients after them (2L + 1 = 5), each LayerNorm's gradients
 # are all-reduced (5) with the target logit, and the log-sum-exp is gathered
 # as before; recompute `attn` gathers ln_1's output again (2). plan lists as
 # many.
@@ -105,7 +105,7 @@ run s3_d2t2_sp 4 3 2 "${SP[@]}" --set train.recompute=attn
 same_losses s3_d2t2_sp s3_d2
 for case in "s1_t2_sp 12 0" "s3_d2t2_sp 6 2"; do
   set -- $case
-  for want in "reduce_scatter $((10 * $2))" "all_gather $(((15 + $3) * $2))" "all_reduce $((6 * $2 + 1))"; do
+  for want in "reduce_scatter $((10 * $2))" "all_gather $(((16 + $3) * $2))" "all_reduce $((6 * $2 + 1))"; do
     set -- $case $want
     [ "$(per_step "$1" tensor "$4")" -eq "$5" ] || fail "$1: tensor $4 calls $(per_step "$1" tensor "$4"), expected $5"
   done
@@ -120,7 +120,7 @@ a_tp=$(grep -o '"activations_per_micro_batch": *[0-9]*' "$WORK/s1_t2/summary.jso
 "$ZT_BIN" plan configs/tiny.yaml --world 4 "${SMALL[@]}" "${TP[@]}" --set zero.stage=3 \
   --set parallel.tensor=2 "${SP[@]}" --set train.recompute=attn >"$WORK/plan_sp.txt" 2>&1 ||
   { cat "$WORK/plan_sp.txt"; fail "plan (sequence parallel) exited $?"; }
-for want in "reduce_scatter 60" "all_gather 102" "all_reduce 37"; do
+for want in "reduce_scatter 60" "all_gather 108" "all_reduce 37"; do
   set -- $want
   grep -qE "^  $1 +$2 " "$WORK/plan_sp.txt" || fail "plan: tensor $1 calls, expected $2: $(grep -A5 '^tensor parallelism' "$WORK/plan_sp.txt")"
 done

@@ -77,9 +77,10 @@ TEST_CASE("a sequence-parallel model matches the whole model", "[mpi][tensor_par
     // Per pass, forward: a reduce-scatter of the embedding and after each of
     // the 2L projections, an all-gather of each of the 2L + 1 LayerNorm
     // outputs. Backward: the mirror (2L + 1 reduce-scatters of input
-    // gradients, 2L + 1 all-gathers of output gradients), 2L all-gathers of
-    // the kept rows of ln_1's and ln_2's outputs again for the weight
-    // gradients of the projections after them, and one all-reduce of 2C per
+    // gradients, 2L + 1 all-gathers of output gradients), 2L + 1 all-gathers
+    // of the kept rows of ln_1's, ln_2's and ln_f's outputs again for the
+    // weight gradients of the projections and the LM head after them, and one
+    // all-reduce of 2C per
     // LayerNorm. Recompute re-runs ln_1's gather (attn), ln_2's (mlp), ln_1's
     // and ln_2's and the attention projection's scatter (block). Two passes:
     // training and evaluation.
@@ -103,7 +104,7 @@ TEST_CASE("a sequence-parallel model matches the whole model", "[mpi][tensor_par
       else FAIL("unexpected call: " << primitive_name(r.primitive) << " of " << r.count);
     }
     CHECK(scatters == 2 * (1 + 2 * L) + (2 * L + 1) + recomputed_scatters);
-    CHECK(gathers == 2 * (2 * L + 1) + (2 * L + 1) + 2 * L + recomputed_gathers);
+    CHECK(gathers == 2 * (2 * L + 1) + (2 * L + 1) + (2 * L + 1) + recomputed_gathers);
     CHECK(layernorm_sums == static_cast<size_t>(2 * L + 1));
     CHECK(lse_gathers == 2);
     CHECK(float_sums == 2);

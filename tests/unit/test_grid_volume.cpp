@@ -175,33 +175,34 @@ TEST_CASE("grid: sequence parallelism splits each all-reduce, same bus bytes", "
   // The 100 all-reduces of N·C become 100 all-gathers (each rank's 1572864 elements,
   // output 6291456 bytes, bus x 1/2 = 3145728) and 100 reduce-scatters (input
   // 6291456 bytes, bus 3145728): 100 x 6291456 = 629145600 bus, as before.
-  // Each block's two kept LayerNorm outputs are gathered again in the
-  // backward for the weight gradients after them: 2 x 24 = 48 all-gathers
-  // more, bus 48 x 3145728 = 150994944, payload 48 x 6291456 = 301989888.
+  // Each block's two kept LayerNorm outputs, and ln_f's, are gathered again
+  // in the backward for the weight gradients after them: 2 x 24 + 2 = 50
+  // all-gathers more, bus 50 x 3145728 = 157286400, payload 50 x 6291456 =
+  // 314572800.
   CHECK(calls_of(v, GridCall::ReduceScatter) == 100);
-  CHECK(calls_of(v, GridCall::AllGather) == 100 + 2 + 48);  // + the log-sum-exp all-gathers
+  CHECK(calls_of(v, GridCall::AllGather) == 100 + 2 + 50);  // + the log-sum-exp all-gathers
   CHECK(v.bus_bytes(GridCall::ReduceScatter) == 314572800.0);
-  CHECK(v.bus_bytes(GridCall::AllGather) == 314572800.0 + 32768 + 150994944);
+  CHECK(v.bus_bytes(GridCall::AllGather) == 314572800.0 + 32768 + 157286400);
   // Plus each micro-batch's LayerNorm gradients: 2 LayerNorms a block and ln_f,
   // 25 x 2 = 50 all-reduces of 2C = 1536 bf16 elements, 3072 bytes: 153600, bus x 1.
   // All-reduces: the target logit's 32768 + 153600, and the gradient norm's 4.
   CHECK(calls_of(v, GridCall::AllReduce) == 2 + 50 + 1);
   CHECK(v.bus_bytes(GridCall::AllReduce) == 32768.0 + 153600 + 4);
-  CHECK(v.bus_bytes() == 629145600.0 + 150994944 + 65536 + 153600 + 4);
+  CHECK(v.bus_bytes() == 629145600.0 + 157286400 + 65536 + 153600 + 4);
   // Payload doubles: 200 x 6291456 = 1258291200, + 65536 + 32768 + 153600 + 4.
-  CHECK(v.payload_bytes() == 1258291200.0 + 301989888 + 65536 + 32768 + 153600 + 4);
+  CHECK(v.payload_bytes() == 1258291200.0 + 314572800 + 65536 + 32768 + 153600 + 4);
   // Recompute `block` adds 2 all-gathers and 1 reduce-scatter a block and micro-batch:
   // 48 and 24.
   const GridVolume block = tensor_volume(g, c, DType::BF16, Recompute::Block, 0);
-  CHECK(calls_of(block, GridCall::AllGather) == 150 + 48);
+  CHECK(calls_of(block, GridCall::AllGather) == 152 + 48);
   CHECK(calls_of(block, GridCall::ReduceScatter) == 124);
   // `attn` gathers ln_1's output again: 1 a block and micro-batch, 24 all-gathers,
   // no reduce-scatter; `mlp` gathers ln_2's: the same.
   const GridVolume attn = tensor_volume(g, c, DType::BF16, Recompute::Attn, 0);
-  CHECK(calls_of(attn, GridCall::AllGather) == 150 + 24);
+  CHECK(calls_of(attn, GridCall::AllGather) == 152 + 24);
   CHECK(calls_of(attn, GridCall::ReduceScatter) == 100);
   const GridVolume mlp = tensor_volume(g, c, DType::BF16, Recompute::Mlp, 0);
-  CHECK(calls_of(mlp, GridCall::AllGather) == 150 + 24);
+  CHECK(calls_of(mlp, GridCall::AllGather) == 152 + 24);
   CHECK(calls_of(mlp, GridCall::ReduceScatter) == 100);
 }
 

@@ -131,6 +131,10 @@ GridVolume tensor_volume(const GridShape& g, const GPTConfig& c, DType model, Re
   activation_reduce("backward: QKV and MLP-up input gradients (2 per block)", 2 * per_block);
   if (recompute == Recompute::Block && !g.sequence_parallel)
     activation_reduce("recompute: attention projection (1 per block)", per_block);
+  if (g.sequence_parallel && last)
+    v.terms.push_back(
+        term("backward: sequence all-gather of ln_f's kept output (the LM head's input)",
+             GridCall::AllGather, model, m, NC / T, T));
   if (g.sequence_parallel && per_block > 0) {
     // A block LayerNorm's output is kept for the rank's rows alone, so the
     // weight gradient of the projection after it gathers it again.
