@@ -2,7 +2,6 @@
 #pragma once
 #if __has_include(<catch2/catch_all.hpp>)
 #include <catch2/catch_all.hpp>
-
 #include <string>
 // The tests are written against v2's names; v3 moved two of them.
 using Catch::Approx;

@@ -239,6 +239,24 @@ TEST_CASE("over Open MPI the two buckets in flight share the links side by side"
   CHECK_THAT(step_s(), WithinRel(70e-3, 1e-9));
   net.open_mpi = true;
   CHECK_THAT(step_s(), WithinRel(72e-3, 1e-9));
+  // With the optimizer offloaded, bucket 0's later end also delays its
+  // gradients' copies to the host. The shard: 12e6 fp32 elements in one
+  // chunk; PCIe 1 GB/s, so the 48 MB of gradients take 48 ms, shared by the
+  // buckets' elements (12 : 2 : 2): 36, 6 and 6 ms. Host AdamW 12 ms, the
+  // upload 48 ms.
+  // - Side by side: copies 44..80, 80..86 and (bucket 2 done at 70) 86..92;
+  //   the backward ended at 72, so the step is 72 + 20 + 12 + 48 = 152 ms.
+  // - In issue order: bucket 0 done at 42, copies 42..78, 78..84, 84..90; the
+  //   backward ended at 70: 70 + 20 + 12 + 48 = 150 ms.
+  plan.dtype_bytes = 4;
+  plan.optimizer_offload.device = "cpu";
+  plan.optimizer_offload.shard = 12000000;
+  plan.optimizer_offload.chunks = 1;
+  net.host.pcie_bytes_per_s = 1e9;
+  net.host.adamw_elements_per_s = 1e9;
+  CHECK_THAT(step_s(), WithinRel(152e-3, 1e-9));
+  net.open_mpi = false;
+  CHECK_THAT(step_s(), WithinRel(150e-3, 1e-9));
 }
 
 TEST_CASE("LinkClock::shared_end: a link's backlog b with w joining ends at b + min(b, w)",

@@ -7,7 +7,8 @@
 
 namespace zt {
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "zerotrain's binary files are little-endian");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "zerotrain's binary files are little-endian");
 
 template <typename T>
 void put_field(std::string& out, T v) {
