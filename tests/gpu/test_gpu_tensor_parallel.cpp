@@ -59,7 +59,8 @@ TEST_CASE("the CUDA tensor-parallel model matches the CPU whole model", "[gpu_mp
   FlatHooks whole_hooks(whole, *cpu);
   whole_hooks.set_params(w);
   GPT whole_model(whole, *cpu, B, T, Recompute::None);
-  const double want_loss = whole_model.forward_backward(in.data(), tgt.data(), 1.0f / N, whole_hooks);
+  const double want_loss =
+      whole_model.forward_backward(in.data(), tgt.data(), 1.0f / N, whole_hooks);
   const std::vector<float> want_grads = whole_hooks.grads_f32();
 
   for (bool sequence_parallel : {false, true}) {
@@ -94,9 +95,8 @@ TEST_CASE("the CUDA tensor-parallel model matches the CPU whole model", "[gpu_mp
 
     // The calls are `plan`'s, call for call (its last, the optimizer step's
     // gradient norm, has no step in this pass).
-    const std::vector<PlannedCall> planned =
-        plan_tensor_calls(GPT::combine_points(shard, Recompute::None), shard, 1, N, gpu->dtype(),
-                          false);
+    const std::vector<PlannedCall> planned = plan_tensor_calls(
+        GPT::combine_points(shard, Recompute::None), shard, 1, N, gpu->dtype(), false);
     if (W == 1) continue;  // one shard combines nothing
     bool same = planned.size() == comm.log().size() + 1;
     for (size_t i = 0; same && i < comm.log().size(); i++) {

@@ -17,6 +17,7 @@
 #include "model/tensor_split.h"
 #include "tests/support/catch.h"
 #include "tests/support/flat_hooks.h"
+#include "tests/support/nccl_order_communicator.h"
 #include "tests/support/support_zero.h"
 #include "train/loop/init_weights.h"
 #include "train/loop/pipeline_step.h"
@@ -55,14 +56,11 @@ std::vector<float> engine_grads(ZeroEngine& engine, const ParamTable& table, Ops
   return out;
 }
 
-}  // namespace
-
-TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
-          "[mpi][pipeline_parallel]") {
-  int W = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &W);
-  auto ops = make_cpu_ops();
-  CountingCommunicator world(W == 1 ? make_single_communicator(*ops) : make_mpi_communicator(*ops));
+// Every schedule, micro-batch count, recompute level and ZeRO stage the
+// pipeline takes, over `inner` (this rank's view of the world).
+void check_every_case(Ops& ops, std::unique_ptr<Communicator> inner) {
+  const int W = inner->world();
+  CountingCommunicator world(std::move(inner));
   std::unique_ptr<CountingCommunicator> pipe =
       world.counted_subgroup(RankGroup{W, 1}, Dimension::Pipeline);
   world.keep_log();
@@ -88,11 +86,11 @@ TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
           const float dloss = 1.0f / (m * N);
           std::vector<int> in(N), tgt(N);
           // The whole model over the same micro-batches, on every rank.
-          FlatHooks whole_hooks(whole, *ops);
+          FlatHooks whole_hooks(whole, ops);
           whole_hooks.set_params(w);
           double whole_loss = 0;
           {
-            GPT model(whole, *ops, B, T, recompute);
+            GPT model(whole, ops, B, T, recompute);
             for (int k = 0; k < m; k++) {
               micro_batch(k, in.data(), tgt.data(), N, c.vocab_size);
               whole_loss += model.forward_backward(in.data(), tgt.data(), dloss, whole_hooks);
@@ -107,11 +105,11 @@ TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
           z.stage = zero_stage;
           ZeroSetup setup = engine_setup(z, stage, 0.0, "two", recompute);
           if (W > 1) setup.model_parallel = grid_parallel_norm(stage, nullptr, pipe.get());
-          std::unique_ptr<ZeroEngine> engine = make_zero_engine(setup, stage, *ops, *alone);
+          std::unique_ptr<ZeroEngine> engine = make_zero_engine(setup, stage, ops, *alone);
           const std::vector<float> mine = take_shard(whole, stage, w.data());
           engine->init_weights(mine.data());
-          PipelineStage pipeline(schedule, m, *pipe, *ops);
-          GPT model(stage, *ops, B, T, recompute, pipeline.slots());
+          PipelineStage pipeline(schedule, m, *pipe, ops);
+          GPT model(stage, ops, B, T, recompute, pipeline.slots());
           const size_t calls_before = world.log().size();
           const std::unique_ptr<StageCompute> compute = real_stage(model);
           const PipelineStepResult got = pipeline.train(
@@ -121,7 +119,7 @@ TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
 
           if (pipeline.last()) CHECK(got.loss_sum == Approx(whole_loss).epsilon(1e-5));
           else CHECK(got.loss_sum == 0.0);
-          const std::vector<float> grads = engine_grads(*engine, stage, *ops);
+          const std::vector<float> grads = engine_grads(*engine, stage, ops);
           double worst = 0, scale = 0;
           for (size_t i = 0; i < want.size(); i++) {
             worst = std::max(worst, static_cast<double>(std::fabs(grads[i] - want[i])));
@@ -134,10 +132,10 @@ TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
 
           // The messages and the norm's sum, as `plan` lists them.
           const bool overflow_check =
-              plan_step(setup, stage, 1, m, ops->dtype(), NodeMap::uniform(1, 1)).overflow_check;
+              plan_step(setup, stage, 1, m, ops.dtype(), NodeMap::uniform(1, 1)).overflow_check;
           const std::vector<PlannedCall> planned = plan_pipeline_calls(
               pipeline.actions(), pipeline.stage(), W, m, model.boundary_elems(),
-              stage.params().front().numel, ops->dtype(), overflow_check);
+              stage.params().front().numel, ops.dtype(), overflow_check);
           std::vector<CallRecord> pipeline_calls;
           for (size_t i = calls_before; i < world.log().size(); i++)
             if (world.log()[i].dimension == Dimension::Pipeline)
@@ -156,6 +154,30 @@ TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
           }
           MPI_Barrier(MPI_COMM_WORLD);
         }
+}
+
+}  // namespace
+
+TEST_CASE("a pipeline's stages end the step with the whole model's gradients",
+          "[mpi][pipeline_parallel]") {
+  int W = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &W);
+  auto ops = make_cpu_ops();
+  check_every_case(*ops, W == 1 ? make_single_communicator(*ops) : make_mpi_communicator(*ops));
+}
+
+// NCCL matches a pipeline's messages in posting order, completes a send only
+// once its receive is posted and runs a rank's calls one after another: the
+// same steps under those rules must finish (no rank waits on another that
+// waits on it) with the same results. The NCCL communicator itself needs a
+// GPU per rank; this checks the postings it is given.
+TEST_CASE("a pipeline's messages finish under NCCL's matching and stream order",
+          "[mpi][pipeline_parallel][nccl_order]") {
+  int W = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &W);
+  if (W == 1) return;  // one stage sends nothing
+  auto ops = make_cpu_ops();
+  check_every_case(*ops, std::make_unique<NcclOrderCommunicator>(make_mpi_communicator(*ops)));
 }
 
 }  // namespace zt

@@ -1,6 +1,7 @@
 #include "train/loop/pipeline_step.h"
 
 #include <chrono>
+#include <thread>
 #include <utility>
 
 #include "model/device_services.h"
@@ -69,8 +70,14 @@ class StageHooks : public ModuleHooks {
 double wait_timed(Handle& h) {
   const auto t0 = Clock::now();
   h->wait();
+  // NCCL's wait only queues the compute stream behind the message: the host
+  // waits for it too, so that what is timed is the stage's wait for the
+  // message, as MPI's blocking wait times it.
+  while (!h->done()) std::this_thread::sleep_for(std::chrono::microseconds(20));
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
+
+bool is_message(PipeOp op) { return op != PipeOp::Forward && op != PipeOp::Backward; }
 
 void wait_if_pending(Handle& h) {
   if (h) h->wait();
@@ -115,49 +122,64 @@ PipelineStepResult PipelineStage::train(StageCompute& model, ZeroEngine& engine,
   StageHooks stage_hooks(hooks, model.table(), pipe_, ops_, tied_sum);
   std::vector<int> in(static_cast<size_t>(model.tokens())), tgt(in.size());
   PipelineStepResult result;
-  for (const PipeAction& a : actions_) {
-    const int k = a.micro_batch, slot = k % S;
-    switch (a.op) {
-      case PipeOp::RecvActivation: {
-        pipe_.annotate(Phase::Forward, k);
-        Handle h = recv_activation(model.stage_input(slot), n, k);
-        result.recv_wait_s += wait_timed(h);
-        break;
+  // A run of messages with no computation between them is posted as one
+  // group and its receives waited for after it: 1F1B's steady state sends
+  // and receives between the same two stages at once, which NCCL's
+  // in-order stream would otherwise hang on (each side's send waiting for
+  // the receive the other side queued behind its own send).
+  std::vector<Handle> received;
+  for (size_t i = 0; i < actions_.size();) {
+    if (is_message(actions_[i].op)) {
+      pipe_.group_begin();
+      for (; i < actions_.size() && is_message(actions_[i].op); i++) {
+        const PipeAction& message = actions_[i];
+        const int k = message.micro_batch, slot = k % S;
+        switch (message.op) {
+          case PipeOp::RecvActivation:
+            pipe_.annotate(Phase::Forward, k);
+            received.push_back(recv_activation(model.stage_input(slot), n, k));
+            break;
+          case PipeOp::SendActivation:
+            pipe_.annotate(Phase::Forward, k);
+            activation_sends_[static_cast<size_t>(slot)] =
+                pipe_.send_counted(model.stage_output(slot), n, t, stage_ + 1, activation_tag(k),
+                                   Purpose::Activations);
+            break;
+          case PipeOp::RecvGradient:
+            pipe_.annotate(Phase::Backward, k);
+            received.push_back(pipe_.recv_counted(model.output_grad(), n, t, stage_ + 1,
+                                                  gradient_tag(k), Purpose::Activations));
+            break;
+          case PipeOp::SendGradient:
+            pipe_.annotate(Phase::Backward, k);
+            gradient_sends_[static_cast<size_t>(slot)] = pipe_.send_counted(
+                model.input_grad(slot), n, t, stage_ - 1, gradient_tag(k), Purpose::Activations);
+            break;
+          default: break;
+        }
       }
-      case PipeOp::Forward:
-        wait_if_pending(activation_sends_[static_cast<size_t>(slot)]);  // the slot's output
-        load(k, in.data(), tgt.data());
-        stage_hooks.set(k, false);
-        model.forward(slot, in.data(), tgt.data(), GPT::Head::TrainLoss, dloss, stage_hooks);
-        if (last()) result.loss_sum += model.loss_sum(slot);
-        break;
-      case PipeOp::SendActivation:
-        pipe_.annotate(Phase::Forward, k);
-        activation_sends_[static_cast<size_t>(slot)] = pipe_.send_counted(
-            model.stage_output(slot), n, t, stage_ + 1, activation_tag(k), Purpose::Activations);
-        break;
-      case PipeOp::RecvGradient: {
-        pipe_.annotate(Phase::Backward, k);
-        Handle h = pipe_.recv_counted(model.output_grad(), n, t, stage_ + 1, gradient_tag(k),
-                                      Purpose::Activations);
-        result.recv_wait_s += wait_timed(h);
-        break;
-      }
-      case PipeOp::Backward: {
-        wait_if_pending(gradient_sends_[static_cast<size_t>(slot)]);  // the slot's input gradient
-        const bool last_micro = k == micro_batches_ - 1;
-        engine.begin_micro_step(k, micro_batches_);
-        stage_hooks.set(k, last_micro && tied);
-        model.backward(slot, stage_hooks);
-        if (!last_micro) engine.end_micro_step();
-        break;
-      }
-      case PipeOp::SendGradient:
-        pipe_.annotate(Phase::Backward, k);
-        gradient_sends_[static_cast<size_t>(slot)] = pipe_.send_counted(
-            model.input_grad(slot), n, t, stage_ - 1, gradient_tag(k), Purpose::Activations);
-        break;
+      pipe_.group_end();
+      for (Handle& h : received) result.recv_wait_s += wait_timed(h);
+      received.clear();
+      continue;
     }
+    const PipeAction& a = actions_[i];
+    const int k = a.micro_batch, slot = k % S;
+    if (a.op == PipeOp::Forward) {
+      wait_if_pending(activation_sends_[static_cast<size_t>(slot)]);  // the slot's output
+      load(k, in.data(), tgt.data());
+      stage_hooks.set(k, false);
+      model.forward(slot, in.data(), tgt.data(), GPT::Head::TrainLoss, dloss, stage_hooks);
+      if (last()) result.loss_sum += model.loss_sum(slot);
+    } else {
+      wait_if_pending(gradient_sends_[static_cast<size_t>(slot)]);  // the slot's input gradient
+      const bool last_micro = k == micro_batches_ - 1;
+      engine.begin_micro_step(k, micro_batches_);
+      stage_hooks.set(k, last_micro && tied);
+      model.backward(slot, stage_hooks);
+      if (!last_micro) engine.end_micro_step();
+    }
+    i++;
   }
   wait_all_sends();
   if (tied) {
@@ -176,8 +198,7 @@ PipelineStepResult PipelineStage::train(StageCompute& model, ZeroEngine& engine,
 // stages 2 and 3 the step's sum is `tied_sum`, kept aside, and ZeRO took the
 // earlier micro-batches' already: each end's ZeRO then sums a + b over the
 // micro-steps in another grouping, so the copies can differ by rounding.
-// The first stage sends first and the last receives first, so that NCCL,
-// which matches in posting order, pairs them too.
+// The send and the receive go as one group (NCCL's ncclGroupStart/End).
 void PipelineStage::sum_tied_embedding_grads(ModuleHooks& hooks, const ParamTable& table,
                                              const void* tied_sum) {
   const size_t n = table.params().front().numel;
@@ -188,6 +209,7 @@ void PipelineStage::sum_tied_embedding_grads(ModuleHooks& hooks, const ParamTabl
   const int peer = first() ? stages_ - 1 : 0, tag = tied_embedding_tag(micro_batches_);
   pipe_.annotate(Phase::Backward, micro_batches_ - 1);
   Handle sent, received;
+  pipe_.group_begin();
   if (first()) {
     sent = pipe_.send_counted(mine, n, t, peer, tag, Purpose::Gradients);
     received = pipe_.recv_counted(other, n, t, peer, tag, Purpose::Gradients);
@@ -195,6 +217,7 @@ void PipelineStage::sum_tied_embedding_grads(ModuleHooks& hooks, const ParamTabl
     received = pipe_.recv_counted(other, n, t, peer, tag, Purpose::Gradients);
     sent = pipe_.send_counted(mine, n, t, peer, tag, Purpose::Gradients);
   }
+  pipe_.group_end();
   sent->wait();
   received->wait();
   ops_.services().add_inplace(grad, other, n);

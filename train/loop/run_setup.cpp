@@ -81,10 +81,6 @@ RunModels::RunModels(const RunSettings& r, const RunData& d)
   if (grid.tensor > 1 || grid.pipeline > 1)
     data_comm = rt.comm->counted_subgroup(grid.data_group(), Dimension::Data);
   if (grid.pipeline > 1) {
-    if (rt.comm->name() == "nccl")
-      throw ConfigError(
-          "parallel.pipeline: the pipeline's messages need grouped NCCL send/recv, not written "
-          "yet; expected system.communicator: mpi");
     pipeline_comm = rt.comm->counted_subgroup(grid.pipeline_group(), Dimension::Pipeline);
     pipeline.reset(new PipelineStage(parse_pipeline_schedule(cfg.parallel.pipeline_schedule),
                                      r.accum, *pipeline_comm, ops));

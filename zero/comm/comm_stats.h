@@ -129,6 +129,8 @@ class CountingCommunicator : public Communicator {
   Handle recv(void* buf, size_t n, DType t, int peer, int tag) override {
     return inner_->recv(buf, n, t, peer, tag);
   }
+  void group_begin() override { inner_->group_begin(); }
+  void group_end() override { inner_->group_end(); }
   void barrier() override { inner_->barrier(); }
   void annotate(Phase phase, int micro) override {
     root_->phase_ = phase;

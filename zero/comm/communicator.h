@@ -97,6 +97,12 @@ class Communicator {
   // counted as a step's traffic.
   virtual Handle send(const void* buf, size_t count, DType t, int peer, int tag) = 0;
   virtual Handle recv(void* buf, size_t count, DType t, int peer, int tag) = 0;
+  // The sends and receives posted between these run together (NCCL's
+  // ncclGroupStart/End), so that a send and a receive between two ranks that
+  // each post both cannot wait on each other; wait for their handles only
+  // after group_end. MPI's non-blocking calls already run together.
+  virtual void group_begin() {}
+  virtual void group_end() {}
   virtual void barrier() = 0;
   // Tell a counting communicator where the caller is and what the next calls
   // move; others ignore them.

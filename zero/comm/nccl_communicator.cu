@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -93,14 +94,10 @@ class NcclCommunicator;
 class NcclHandle : public CommHandle {
  public:
   NcclHandle(std::shared_ptr<EventPool> pool, cudaEvent_t done, cudaStream_t compute,
-             NcclCommunicator* owner)
-      : pool_(std::move(pool)), done_(done), compute_(compute), owner_(owner) {}
+             NcclCommunicator* owner, uint64_t group = 0)
+      : pool_(std::move(pool)), done_(done), compute_(compute), owner_(owner), group_(group) {}
   ~NcclHandle() override { pool_->put(done_); }
-  void wait() override {
-    if (waited_) return;
-    ZT_CUDA(cudaStreamWaitEvent(compute_, done_, 0));
-    waited_ = true;
-  }
+  void wait() override;
   bool done() override;
 
  private:
@@ -108,6 +105,7 @@ class NcclHandle : public CommHandle {
   cudaEvent_t done_;
   cudaStream_t compute_;
   NcclCommunicator* owner_;
+  uint64_t group_;  // the group it was posted in (0: none); its event is recorded at its end
   bool waited_ = false;
 };
 
@@ -235,16 +233,35 @@ class NcclCommunicator : public Communicator {
     return std::make_unique<NcclCommunicator>(ops_, sub, true);
   }
 
+  // NCCL has no tags (communicator.h: messages match in posting order).
   Handle send(const void* buf, size_t count, DType t, int peer, int) override {
-    before_collective();
+    if (!open_group_) before_collective();
     ZT_NCCL(ncclSend(buf, count, nccl_type(t), peer, nccl_, comm_stream_));
-    return after_collective();
+    return open_group_ ? grouped_handle() : after_collective();
   }
   Handle recv(void* buf, size_t count, DType t, int peer, int) override {
-    before_collective();
+    if (!open_group_) before_collective();
     ZT_NCCL(ncclRecv(buf, count, nccl_type(t), peer, nccl_, comm_stream_));
-    return after_collective();
+    return open_group_ ? grouped_handle() : after_collective();
   }
+
+  // A group's calls are queued on the stream only at ncclGroupEnd, so their
+  // handles' events are recorded there, all after the whole group.
+  void group_begin() override {
+    if (open_group_) throw std::logic_error("nccl: group_begin inside a group");
+    before_collective();
+    ZT_NCCL(ncclGroupStart());
+    open_group_ = ++groups_;
+  }
+  void group_end() override {
+    if (!open_group_) throw std::logic_error("nccl: group_end without group_begin");
+    open_group_ = 0;
+    ZT_NCCL(ncclGroupEnd());
+    for (cudaEvent_t e : group_events_) ZT_CUDA(cudaEventRecord(e, comm_stream_));
+    group_events_.clear();
+    watch_stream();
+  }
+  uint64_t open_group() const { return open_group_; }
 
   void barrier() override { MPI_Barrier(mpi_); }
 
@@ -278,6 +295,16 @@ class NcclCommunicator : public Communicator {
   Handle after_collective() {
     cudaEvent_t done = pool_->get();
     ZT_CUDA(cudaEventRecord(done, comm_stream_));
+    watch_stream();
+    return Handle(new NcclHandle(pool_, done, compute_, this));
+  }
+  Handle grouped_handle() {
+    cudaEvent_t done = pool_->get();
+    group_events_.push_back(done);
+    return Handle(new NcclHandle(pool_, done, compute_, this, open_group_));
+  }
+  // The watchdog follows everything queued on the stream so far.
+  void watch_stream() {
     cudaEvent_t watched;
     ZT_CUDA(cudaEventCreateWithFlags(&watched, cudaEventDisableTiming));
     ZT_CUDA(cudaEventRecord(watched, comm_stream_));
@@ -286,7 +313,6 @@ class NcclCommunicator : public Communicator {
       pending_.push_back({watched, std::chrono::steady_clock::now()});
     }
     if (!watchdog_.joinable()) watchdog_ = std::thread([this] { watch(); });
-    return Handle(new NcclHandle(pool_, done, compute_, this));
   }
 
   // The watchdog: failed or stuck collectives end the job with a message.
@@ -351,9 +377,22 @@ class NcclCommunicator : public Communicator {
   std::mutex watch_mu_;
   std::deque<std::pair<cudaEvent_t, std::chrono::steady_clock::time_point>> pending_;
   std::shared_ptr<EventPool> pool_;
+  uint64_t groups_ = 0, open_group_ = 0;   // groups begun; the open one (0: none)
+  std::vector<cudaEvent_t> group_events_;  // the open group's handles, recorded at its end
 };
 
+// A grouped call's event is recorded at group_end: waiting before it would
+// wait on nothing.
+void NcclHandle::wait() {
+  if (waited_) return;
+  if (group_ != 0 && group_ == owner_->open_group())
+    throw std::logic_error("nccl: a grouped call's handle waited on before group_end");
+  ZT_CUDA(cudaStreamWaitEvent(compute_, done_, 0));
+  waited_ = true;
+}
+
 bool NcclHandle::done() {
+  if (group_ != 0 && group_ == owner_->open_group()) return false;
   const cudaError_t q = cudaEventQuery(done_);
   if (q == cudaSuccess) return true;
   if (q != cudaErrorNotReady) ZT_CUDA(q);
