@@ -95,7 +95,7 @@ done
 # parallel.pipeline_zero_anyway: the losses of the same run without the
 # pipeline, and rank 0's data-parallel calls per step (3 steps: the first's
 # and twice the steady step's over 3) as `plan` lists them, stage 3's
-# forwards gathered as passes of their own.
+# forwards and backwards gathered as passes of their own, each prefetched.
 for stage in 2 3; do
   run "s${stage}_d2" 2 --set zero.stage="$stage"
   run "s${stage}_d2p2" 4 --set zero.stage="$stage" --set parallel.pipeline=2 \
@@ -125,7 +125,12 @@ for line in block:
 expect = {k: (first.get(k, steady.get(k, 0)) + 2 * steady.get(k, 0)) / 3 for k in set(steady) | set(first)}
 got = {k: v["calls"] for k, v in summary["comm"]["per_step_by_dimension"]["data"].items() if v["calls"]}
 print("  stage 3 under a pipeline, rank 0's data calls per step:", got, "plan:", expect)
-sys.exit(0 if all(abs(got.get(k, 0) - v) < 1e-9 for k, v in expect.items()) and set(got) <= set(expect) else 1)
+# Once the first step has recorded both traces, each of the m forwards and m
+# backwards prefetches the stage whole in one call.
+m = int(re.search(r"(\d+) micro-steps per step", plan[0]).group(1))
+print("  steady step's all-gathers:", steady.get("all_gather"), "for m =", m)
+ok = steady.get("all_gather") == 2 * m
+sys.exit(0 if ok and all(abs(got.get(k, 0) - v) < 1e-9 for k, v in expect.items()) and set(got) <= set(expect) else 1)
 PY
 # summary.json counts rank 0's calls: stage 0 sends each micro-batch's
 # activation forward (12 at one data rank, 6 at two) and receives its

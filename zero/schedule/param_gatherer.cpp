@@ -282,13 +282,19 @@ void ParamGatherer::end_pass() {
 }
 
 void ParamGatherer::start_forward() {
+  forward_in_pass_ = true;
   if (!deepspeed_behaviours(z_.deepspeed_version).stage3_trace_check_in_forward) return;
   check_trace();
   restart_walk();
 }
 
+// A backward whose forward ran outside the pass (a pipeline's) is a pass of
+// its own: it ends here under every release, or its trace, never checked at
+// a forward's start, would never complete and no backward would prefetch.
 void ParamGatherer::end_backward() {
-  if (!deepspeed_behaviours(z_.deepspeed_version).stage3_trace_check_in_forward) {
+  const bool had_forward = forward_in_pass_;
+  forward_in_pass_ = false;
+  if (!deepspeed_behaviours(z_.deepspeed_version).stage3_trace_check_in_forward || !had_forward) {
     end_pass();
     return;
   }

@@ -125,6 +125,8 @@ class ParamGatherer {
   // is the pass's end (end_pass); from 0.15.4 (deepspeed_behaviours.h) the
   // trace is checked at the start of every forward instead, so the first
   // forward checks an empty trace and micro-step 1's forward completes it.
+  // A backward without start_forward before it (a pipeline's, whose forwards
+  // are passes of their own) ends its pass under every release.
   void start_forward();
   void end_backward();
   // Releases every parameter (before the optimizer step).
@@ -174,6 +176,7 @@ class ParamGatherer {
   // and whether the release's forwards read secondary pieces as well.
   bool in_backward_ = false;
   bool forward_reads_secondary_ = true;
+  bool forward_in_pass_ = false;  // start_forward since the last backward's end
 };
 
 }  // namespace zt
