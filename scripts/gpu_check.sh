@@ -3,7 +3,8 @@
 # machine has no network, OpenBLAS or sentencepiece), runs every GPU test
 # (CUDA ops and the whole model against the CPU reference, NCCL at W = 1,
 # every ZeRO stage on 2 ranks of the one GPU through the MPI communicator, and
-# the tensor-parallel model at T = 2 and 4 against the CPU's whole model),
+# the tensor-parallel model and the pipeline at 2 and 4 ranks against the
+# CPU's whole model),
 # then the throughput benchmark, an op profile and GPT-2 350M with and without
 # optimizer offload; prints a compact table last.
 set -u
@@ -35,8 +36,8 @@ run_tests() {  # label command...
 run_tests gpu_ops_and_model build/tests '[gpu]'
 run_tests gpu_mpi_w1 build/tests '[gpu_mpi]'
 run_tests gpu_mpi_w2 mpirun -np 2 build/tests '[gpu_mpi]'
-run_tests gpu_tensor_parallel_w4 mpirun -np 4 build/tests \
-  'the CUDA tensor-parallel model matches the CPU whole model'
+run_tests gpu_grid_w4 mpirun -np 4 build/tests \
+  'the CUDA tensor-parallel model matches the CPU whole model,the CUDA pipeline matches the CPU whole model'
 run_tests cpu_unit build/tests '~[mpi]~[gpu]~[gpu_mpi]'
 echo "tests: $(($(date +%s) - t0)) s"
 
