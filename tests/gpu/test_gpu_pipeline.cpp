@@ -20,7 +20,6 @@
 #include "tests/support/flat_hooks.h"
 #include "tests/support/support_zero.h"
 #include "tests/support/zero_harness.h"
-#include "train/loop/init_weights.h"
 #include "train/loop/pipeline_step.h"
 #include "zero/comm/comm_stats.h"
 #include "zero/comm/communicators.h"
@@ -41,21 +40,15 @@ TEST_CASE("the CUDA pipeline matches the CPU whole model", "[gpu_mpi]") {
   c.vocab_size = 200;
   c.seq_len = 64;
   const int B = 2, T = c.seq_len, N = B * T, m = 3;
-  // Fresh weights and tokens every run, the same on every rank (rank 0's seed).
-  unsigned seed = std::random_device{}();
-  MPI_Bcast(&seed, 1, MPI_UNSIGNED, 0, MPI_COMM_WORLD);
+  const unsigned seed = rank0_seed();
   std::mt19937 rng(seed);
   const ParamTable whole(c);
-  std::vector<float> w(whole.total());
-  init_gpt2_weights(whole, rng(), w.data());
-  std::uniform_real_distribution<float> jitter(-0.05f, 0.05f);
-  for (float& x : w) x += jitter(rng);
-  std::vector<std::vector<int>> in(m, std::vector<int>(N)), tgt(m, std::vector<int>(N));
-  for (int k = 0; k < m; k++)
-    for (int i = 0; i < N; i++) {
-      in[k][i] = static_cast<int>(rng() % c.vocab_size);
-      tgt[k][i] = static_cast<int>(rng() % c.vocab_size);
-    }
+  const std::vector<float> w = jittered_gpt2_weights(whole, rng);
+  std::vector<std::vector<int>> in, tgt;
+  for (int k = 0; k < m; k++) {
+    in.push_back(random_tokens(N, c.vocab_size, rng));
+    tgt.push_back(random_tokens(N, c.vocab_size, rng));
+  }
   INFO("seed " << seed << ", P = " << W);
   const float dloss = 1.0f / (m * N);
 

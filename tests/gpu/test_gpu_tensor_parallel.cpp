@@ -16,7 +16,6 @@
 #include "tests/support/catch.h"
 #include "tests/support/flat_hooks.h"
 #include "tests/support/zero_harness.h"
-#include "train/loop/init_weights.h"
 #include "zero/analysis/tensor_plan.h"
 #include "zero/comm/comm_stats.h"
 #include "zero/comm/communicators.h"
@@ -37,22 +36,12 @@ TEST_CASE("the CUDA tensor-parallel model matches the CPU whole model", "[gpu_mp
   c.vocab_size = 1000;
   c.seq_len = 64;
   const int B = 4, T = c.seq_len, N = B * T;
-  // Fresh weights and tokens every run, the same on every rank (rank 0's seed).
-  unsigned seed = std::random_device{}();
-  MPI_Bcast(&seed, 1, MPI_UNSIGNED, 0, MPI_COMM_WORLD);
+  const unsigned seed = rank0_seed();
   std::mt19937 rng(seed);
   const ParamTable whole(c);
-  std::vector<float> w(whole.total());
-  init_gpt2_weights(whole, rng(), w.data());
-  // Biases and LayerNorms off their GPT-2 start (zero and one), so a bias added
-  // on every shard or a LayerNorm gradient left partial changes the result.
-  std::uniform_real_distribution<float> jitter(-0.05f, 0.05f);
-  for (float& x : w) x += jitter(rng);
-  std::vector<int> in(N), tgt(N);
-  for (int i = 0; i < N; i++) {
-    in[i] = static_cast<int>(rng() % c.vocab_size);
-    tgt[i] = static_cast<int>(rng() % c.vocab_size);
-  }
+  const std::vector<float> w = jittered_gpt2_weights(whole, rng);
+  const std::vector<int> in = random_tokens(N, c.vocab_size, rng),
+                         tgt = random_tokens(N, c.vocab_size, rng);
   INFO("seed " << seed << ", W = " << W);
 
   auto cpu = make_cpu_ops();
