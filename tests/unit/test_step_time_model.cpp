@@ -342,32 +342,36 @@ namespace zt {
 
 TEST_CASE("rooted reduces to different roots issued together share the links",
           "[model][concurrent]") {
-  // 8 nodes x 1 on Open MPI, 1 MB/s per link and direction, no latency:
-  // libnbc's binomial tree (vrank v -> v & (v - 1), the root swapped with rank
-  // 0) of n = 1e6 B: the root's in link carries 3n, so one alone takes 3 s.
+  // 8 nodes x 1 on Open MPI, 1 MB/s per link and direction, no latency, a
+  // plain launch: libnbc's own choice for n = 8e6 B (2e6 fp32 elements) is
+  // Rabenseifner's. Every rank sends and receives n/2 + n/4 + n/8 = 7n/8 in
+  // the reduce-scatter; the gather brings the root 7n/8 more (n/8 from rank 4,
+  // n/4 from 2, n/2 from 1): 1.75n on its in link, 14 s alone.
   NetworkModel net = slow_node_links();
   net.link.inter_latency_s = 0;
   net.open_mpi = true;
+  net.reduce_algorithm = ReduceAlgorithm::LibnbcDefault;
   const NodeMap nodes = NodeMap::uniform(8, 1);
   std::vector<PlannedCall> calls;
   for (int root = 0; root < 8; root++)
-    calls.push_back({Phase::Backward, 0, Purpose::Gradients, Primitive::Reduce, DType::F32, 250000,
+    calls.push_back({Phase::Backward, 0, Purpose::Gradients, Primitive::Reduce, DType::F32, 2000000,
                      root, "gradients, bucket 0", 1.0});
-  CHECK_THAT(net.call_seconds(calls[0], 8, nodes), WithinRel(3.0, 1e-12));
-  // Issued together: every rank sends 7n, and rank 4 (vrank 4 in the 7 trees
-  // rooted elsewhere: 2 children each, plus 3 as the root of its own) receives
-  // 17n: 17 s, where one channel adds up 8 x 3 s = 24 s.
+  CHECK_THAT(net.call_seconds(calls[0], 8, nodes), WithinRel(14.0, 1e-12));
+  // Issued together, one to each root: each in link carries 8 x 7n/8 of
+  // reduce-scatter and, over the 8 gathers (rank k plays in the tree rooted
+  // at r what rank k ^ r plays in rank 0's), 1.5n of gather: 8.5n, 68 s,
+  // where one channel adds up 8 x 14 s = 112 s.
   std::vector<LinkLoad> loads;
   for (const PlannedCall& c : calls) loads.push_back(net.call_load(c, 8, nodes));
   std::vector<std::pair<double, const LinkLoad*>> group;
-  for (const LinkLoad& l : loads) group.push_back({3.0, &l});
+  for (const LinkLoad& l : loads) group.push_back({14.0, &l});
   LinkClock together(link_count(nodes, 8));
-  CHECK_THAT(together.issue(group, 0), WithinRel(17.0, 1e-12));
-  // With a wait between them (each issued when the last is done): 24 s.
+  CHECK_THAT(together.issue(group, 0), WithinRel(68.0, 1e-12));
+  // With a wait between them (each issued when the last is done): 112 s.
   LinkClock chained(link_count(nodes, 8));
   double t = 0;
-  for (const LinkLoad& l : loads) t = chained.issue({{3.0, &l}}, t);
-  CHECK_THAT(t, WithinRel(24.0, 1e-12));
+  for (const LinkLoad& l : loads) t = chained.issue({{14.0, &l}}, t);
+  CHECK_THAT(t, WithinRel(112.0, 1e-12));
   // Two all-reduces issued together load every link alike: they add up.
   LinkClock rings(link_count(nodes, 8));
   const LinkLoad uniform;
@@ -375,13 +379,26 @@ TEST_CASE("rooted reduces to different roots issued together share the links",
 
   // The step: stage 2 without overlap, one bucket of the 8 reduces at the end
   // of a 3 ms backward (micro-step 4.5 ms, optimizer 0): the compute waits
-  // 17 s, not 24 s.
+  // 68 s, not 112 s.
   StepPlan plan;
   plan.stage = 2;
   plan.steady_step = calls;
   const StepTimePrediction p = predict_step(plan, 8, 1, nodes, net, compute_ms(4.5, 0));
-  CHECK_THAT(p.step_s, WithinRel(4.5e-3 + 17.0, 1e-9));
-  CHECK_THAT(p.comm_s, WithinRel(24.0, 1e-9));  // every call's time, added up
+  CHECK_THAT(p.step_s, WithinRel(4.5e-3 + 68.0, 1e-9));
+  CHECK_THAT(p.comm_s, WithinRel(112.0, 1e-9));  // every call's time, added up
+
+  // On an emulated cluster (libnbc's chain, set by scripts/cluster.sh) one
+  // alone loads each link with at most n: 8 s. Together ranks 1-6 receive in
+  // all eight chains (from the rank above, or as the root): 64 s, no gain
+  // over 8 x 8 s.
+  net.reduce_algorithm = ReduceAlgorithm::Chain;
+  CHECK_THAT(net.call_seconds(calls[0], 8, nodes), WithinRel(8.0, 1e-12));
+  loads.clear();
+  for (const PlannedCall& c : calls) loads.push_back(net.call_load(c, 8, nodes));
+  group.clear();
+  for (const LinkLoad& l : loads) group.push_back({8.0, &l});
+  LinkClock chains(link_count(nodes, 8));
+  CHECK_THAT(chains.issue(group, 0), WithinRel(64.0, 1e-12));
 }
 
 TEST_CASE("libnbc's chain at 4 ranks: concurrent reduces gain nothing (rank 1 takes every chain)",
@@ -391,6 +408,7 @@ TEST_CASE("libnbc's chain at 4 ranks: concurrent reduces gain nothing (rank 1 ta
   NetworkModel net = slow_node_links();
   net.link.inter_latency_s = 0;
   net.open_mpi = true;
+  net.reduce_algorithm = ReduceAlgorithm::Chain;
   const NodeMap nodes = NodeMap::uniform(4, 1);
   std::vector<LinkLoad> loads;
   for (int root = 0; root < 4; root++)
@@ -403,24 +421,47 @@ TEST_CASE("libnbc's chain at 4 ranks: concurrent reduces gain nothing (rank 1 ta
   CHECK_THAT(clock.issue(group, 0), WithinRel(4.0, 1e-12));
 }
 
-TEST_CASE("Open MPI's binomial reduce above 4 ranks: the root's in link carries log2 W x n",
+TEST_CASE("a rooted reduce alone: its busiest link by algorithm, root and world size",
           "[model][concurrent]") {
   NetworkModel net = slow_node_links();
   net.link.inter_latency_s = 0;
   net.open_mpi = true;
-  const NodeMap nodes = NodeMap::uniform(8, 1);
-  PlannedCall rd{Phase::Step, 0, Purpose::Gradients, Primitive::Reduce, DType::F32, 250000, 0,
-                 "",          0};
-  // 8 ranks: vranks 1, 2 and 4 send 1e6 B each to the root: 3 s.
-  CHECK_THAT(net.call_seconds(rd, 8, nodes), WithinRel(3.0, 1e-12));
-  // The same on NCCL (a chain): 1 s.
-  net.open_mpi = false;
-  CHECK_THAT(net.call_seconds(rd, 8, nodes), WithinRel(1.0, 1e-12));
-  // Open MPI under 64 KiB at 4 ranks: a tree too (vranks 1 and 2 to the
-  // root): 2 x 4000 B at 1e6 B/s.
-  net.open_mpi = true;
-  rd.count = 1000;
-  CHECK_THAT(net.call_seconds(rd, 4, NodeMap::uniform(4, 1)), WithinRel(8e-3, 1e-12));
+  net.reduce_algorithm = ReduceAlgorithm::LibnbcDefault;
+  PlannedCall rd{Phase::Step, 0, Purpose::Gradients, Primitive::Reduce, DType::F32, 1000, 0, "", 0};
+  const NodeMap three = NodeMap::uniform(3, 1);
+  // 3 ranks, 4000 B, Rabenseifner with W' = 2: rank 0 sends its right half
+  // (2000 B) to rank 1 and gets 4000 B back (rank 1's left half, then the
+  // reduced right half); ranks 0 and 2 (vranks 0 and 1) swap halves, 2000 B
+  // each way; rank 2 gathers its 2000 B to the root. Root 0 receives
+  // 4000 + 2000 + 2000 B: 8 ms.
+  CHECK_THAT(net.call_seconds(rd, 3, three), WithinRel(8e-3, 1e-12));
+  // Root 1, a paired odd rank, takes vrank 0's place: rank 0 also hands it
+  // its 2000 B block, and rank 2 gathers to it. Root 1 receives 2000 B three
+  // times and rank 0 sends 2000 B three times: 6 ms.
+  rd.root = 1;
+  CHECK_THAT(net.call_seconds(rd, 3, three), WithinRel(6e-3, 1e-12));
+  // Fewer elements than W' = 8 at 8 ranks: libnbc's binomial tree, the root
+  // receiving from vranks 1, 2 and 4: 3 x 16 B.
+  rd.root = 0;
+  rd.count = 4;
+  CHECK_THAT(net.call_seconds(rd, 8, NodeMap::uniform(8, 1)), WithinRel(48e-6, 1e-12));
+  // A chain (NCCL, or the emulated cluster's libnbc): n on every link, 1 s.
+  net.reduce_algorithm = ReduceAlgorithm::Chain;
+  rd.count = 250000;
+  CHECK_THAT(net.call_seconds(rd, 8, NodeMap::uniform(8, 1)), WithinRel(1.0, 1e-12));
+  // The edges of Rabenseifner's reduce conserve the data: every rank but the
+  // root sends, and the root's in link carries (W-1)/W n twice at W = 2^k.
+  const std::vector<ReduceEdge> edges =
+      reduce_edges(ReduceAlgorithm::LibnbcDefault, 16, 5, 1 << 20, 4);
+  std::vector<double> in(16, 0), out(16, 0);
+  for (const ReduceEdge& e : edges) {
+    in[static_cast<size_t>(e.to)] += e.bytes;
+    out[static_cast<size_t>(e.from)] += e.bytes;
+  }
+  const double n = 4.0 * (1 << 20);
+  CHECK_THAT(in[5], WithinRel(2 * 15.0 / 16 * n, 1e-12));
+  for (int r = 0; r < 16; r++)
+    if (r != 5) CHECK(out[static_cast<size_t>(r)] > 0);
 }
 
 }  // namespace zt

@@ -124,6 +124,11 @@ NetworkModel commbench_network(const JsonValue& root, const std::string& path) {
   const JsonValue* communicator = root.find("communicator");
   net.open_mpi =
       communicator && communicator->kind == JsonValue::Kind::string && communicator->text == "mpi";
+  // On an emulated cluster (its description recorded) libnbc runs the chain
+  // scripts/cluster.sh sets; under a plain launch, its own choice.
+  const JsonValue* cluster = root.find("cluster");
+  if (net.open_mpi && !(cluster && cluster->kind == JsonValue::Kind::object))
+    net.reduce_algorithm = ReduceAlgorithm::LibnbcDefault;
   net.source = "measured by commbench: " + path + " (W = " + world->text;
   if (net.measured_group_size < net.measured_world)
     net.source += ", groups of " + std::to_string(net.measured_group_size);
@@ -185,7 +190,8 @@ NetworkModel network_of_cluster(const ClusterDescription& c) {
   net.link.inter_node_bytes_per_s = c.rate_bits_per_s / 8;
   net.link.inter_latency_s = c.delay_us * 1e-6;
   net.link.intra_node_bytes_per_s = 1e15;  // shared memory: taken as free beside the link
-  net.open_mpi = true;                     // scripts/cluster.sh runs Open MPI
+  net.open_mpi = true;                     // scripts/cluster.sh runs Open MPI,
+  net.reduce_algorithm = ReduceAlgorithm::Chain;  // with libnbc's chain reduce
   char buf[160];
   std::snprintf(buf, sizeof buf,
                 "the emulated cluster's link: %.6g Mbit/s per node each way, %.6g us one-way "

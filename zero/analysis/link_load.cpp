@@ -6,26 +6,98 @@ namespace zt {
 
 int link_count(const NodeMap& nodes, int world) { return 2 * nodes.nodes() + world; }
 
+namespace {
+
+// libnbc's vrank: the root and rank 0 swap places; the map is its own inverse.
+int swapped(int r, int root) { return r == 0 ? root : r == root ? 0 : r; }
+
+// Rabenseifner's reduce as libnbc schedules it (red_sched_redscat_gather):
+// pairing down to W' ranks, the reduce-scatter by recursive halving, then the
+// gather to the root in reverse order, each rank sending the window it holds.
+void rabenseifner_edges(int world, int root, uint64_t count, uint64_t es,
+                        std::vector<ReduceEdge>& out) {
+  int steps = 0;
+  while ((2 << steps) <= world) steps++;
+  const int pof2 = 1 << steps, rem = world - pof2;
+  auto real = [&](int v) { return v < rem ? 2 * v : v + rem; };
+  auto send = [&](int from, int to, uint64_t n) {
+    out.push_back({from, to, static_cast<double>(n * es)});
+  };
+  // Step 1: of the first 2·rem ranks, each even one sends its right half to
+  // the odd one above it, which returns its left half and then the reduced
+  // right half, and drops out.
+  for (int r = 0; r + 1 < 2 * rem; r += 2) {
+    send(r, r + 1, count - count / 2);
+    send(r + 1, r, count);
+  }
+  // Step 2, per remaining vrank: the window it keeps at each step; it sends the rest.
+  std::vector<std::vector<uint64_t>> kept(static_cast<size_t>(pof2));
+  for (int v = 0; v < pof2; v++) {
+    uint64_t window = count;
+    for (int mask = 1; mask < pof2; mask <<= 1) {
+      const int peer = v ^ mask;
+      const uint64_t keep = v < peer ? window / 2 : window - window / 2;
+      kept[v].push_back(keep);
+      send(real(v), real(peer), window - keep);
+      window = keep;
+    }
+  }
+  // The gather's root: an odd root of the paired ranks takes vrank 0's place,
+  // which first hands it the block vrank 0 holds.
+  const int vroot = root < 2 * rem ? (root % 2 ? 0 : root / 2) : root - rem;
+  const bool root_replaces_zero = root < 2 * rem && root % 2 != 0;
+  if (root_replaces_zero) send(0, root, kept[0].back());
+  // Step 3: distance halving; a rank sends what it holds to the peer whose
+  // subtree holds the root, then leaves.
+  for (int v = 0; v < pof2; v++) {
+    if (v == vroot) continue;
+    for (int step = steps - 1; step >= 0; step--) {
+      const int peer = v ^ (1 << step);
+      if ((peer >> step) == (vroot >> step)) {
+        const int to = root_replaces_zero && peer == 0 ? root : real(peer);
+        send(real(v), to, kept[v][static_cast<size_t>(step)]);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<ReduceEdge> reduce_edges(ReduceAlgorithm algorithm, int world, int root,
+                                     uint64_t count, uint64_t element_bytes) {
+  std::vector<ReduceEdge> edges;
+  if (world <= 1) return edges;
+  const double n = static_cast<double>(count * element_bytes);
+  const bool libnbc = algorithm == ReduceAlgorithm::LibnbcDefault;
+  int pof2 = 1;
+  while (2 * pof2 <= world) pof2 *= 2;
+  if (libnbc && world > 2 && count >= static_cast<uint64_t>(pof2)) {
+    rabenseifner_edges(world, root, count, element_bytes, edges);
+    return edges;
+  }
+  const bool tree = libnbc && (world > 4 || n < 65536);
+  for (int v = 1; v < world; v++)
+    edges.push_back({swapped(v, root), swapped(tree ? (v & (v - 1)) : v - 1, root), n});
+  return edges;
+}
+
 LinkLoad call_link_load(const PlannedCall& c, int world, const NodeMap& nodes, const LinkFigures& f,
-                        bool open_mpi) {
+                        ReduceAlgorithm algorithm) {
   LinkLoad load;
   const int W = c.group.size > 0 ? c.group.size : world;
   if (c.primitive != Primitive::Reduce || W != world || world <= 1 || c.root < 0) return load;
-  const double n = static_cast<double>(payload_bytes(c.primitive, c.count, c.dtype, W));
-  const bool tree = open_mpi && (world > 4 || n < 65536);
   const int N = nodes.nodes();
   std::vector<double> bytes(static_cast<size_t>(link_count(nodes, world)), 0);
-  // libnbc's vrank: the root and rank 0 swap places; the map is its own inverse.
-  auto swap = [&](int r) { return r == 0 ? c.root : r == c.root ? 0 : r; };
-  for (int v = 1; v < world; v++) {
-    const int src = swap(v), dst = swap(tree ? (v & (v - 1)) : v - 1);
-    const int a = nodes.node_of[static_cast<size_t>(src)];
-    const int b = nodes.node_of[static_cast<size_t>(dst)];
+  for (const ReduceEdge& e :
+       reduce_edges(algorithm, world, c.root, c.count, dtype_size(c.dtype))) {
+    const int a = nodes.node_of[static_cast<size_t>(e.from)];
+    const int b = nodes.node_of[static_cast<size_t>(e.to)];
     if (a != b) {
-      bytes[static_cast<size_t>(a)] += n;
-      bytes[static_cast<size_t>(N + b)] += n;
+      bytes[static_cast<size_t>(a)] += e.bytes;
+      bytes[static_cast<size_t>(N + b)] += e.bytes;
     } else {
-      bytes[static_cast<size_t>(2 * N + src)] += n;
+      bytes[static_cast<size_t>(2 * N + e.from)] += e.bytes;
     }
   }
   for (size_t l = 0; l < bytes.size(); l++) {

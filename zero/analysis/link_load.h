@@ -7,18 +7,12 @@
 // every rank runs alike (ring all-reduce, reduce-scatter, all-gather,
 // all-to-all, broadcast, and any call over sub-groups, which run in every group
 // at once) keeps every link busy for its whole time. A rooted reduce does not:
-// its bytes follow its algorithm's edges, n bytes (the payload) per edge:
-// - a chain (Open MPI's libnbc for 3-4 ranks at 64 KiB and more, and NCCL's
-//   ring): vrank v sends to v - 1, where vrank swaps the root with rank 0
-//   (libnbc's RANK2VRANK), so every rank but the root sends n to its
-//   neighbour, pipelined in segments;
-// - a binomial tree (libnbc above 4 ranks or under 64 KiB): vrank v sends to
-//   v with its lowest set bit cleared, so a tree node receives n per child
-//   (the root log2 W times n).
-// A call alone takes its time on its busiest link; a link's share of the call
-// is its seconds (bytes at its rate) over the busiest link's.
+// its bytes follow its algorithm's edges (ReduceAlgorithm). A call alone takes
+// its time on its busiest link; a link's share of the call is its seconds
+// (bytes at its rate) over the busiest link's.
 #pragma once
 #include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -27,6 +21,32 @@
 namespace zt {
 
 struct LinkFigures;
+
+// How a rooted reduce of n bytes travels, vrank v standing for rank v except
+// that the root and rank 0 swap places (libnbc's RANK2VRANK):
+// - Chain: vrank v sends n to v - 1, pipelined in segments. NCCL's ring, and
+//   Open MPI's libnbc where coll_libnbc_ireduce_algorithm is 1, as
+//   scripts/cluster.sh sets it on every emulated cluster (on 8 x 1 only the
+//   last rank finishes before any byte arrives: measured, docs/PMBS.md).
+// - LibnbcDefault: Open MPI 4.1's own choice (nbc_ireduce.c) for a sum:
+//   Rabenseifner's reduce-scatter by recursive halving then a binomial gather
+//   to the root (Thakur, Rabenseifner and Gropp 2005; W' = the largest power
+//   of two <= W, the first 2(W - W') ranks paired down to W' first) when
+//   W > 2 and the count is at least W'; else a binomial tree (vrank v sends n
+//   to v with its lowest set bit cleared) above 4 ranks or under 64 KiB; else
+//   the chain.
+enum class ReduceAlgorithm { Chain, LibnbcDefault };
+
+// One message of a call: `bytes` from rank `from` to rank `to`.
+struct ReduceEdge {
+  int from = 0, to = 0;
+  double bytes = 0;
+};
+
+// Every message of a rooted reduce of `count` elements of `element_bytes`
+// over `world` ranks to `root`, by `algorithm`.
+std::vector<ReduceEdge> reduce_edges(ReduceAlgorithm algorithm, int world, int root,
+                                     uint64_t count, uint64_t element_bytes);
 
 // The busy share of each link a call loads (1 on its busiest); uniform: every
 // link for the whole call (shares left empty).
@@ -40,10 +60,9 @@ struct LinkLoad {
 // intra-node sends (2 nodes + r).
 int link_count(const NodeMap& nodes, int world);
 
-// A call's load on links of figures f. `open_mpi`: the calls are Open MPI's
-// (libnbc's tree or chain for a reduce); otherwise a reduce is a chain.
+// A call's load on links of figures f, a rooted reduce's by `algorithm`.
 LinkLoad call_link_load(const PlannedCall& c, int world, const NodeMap& nodes, const LinkFigures& f,
-                        bool open_mpi);
+                        ReduceAlgorithm algorithm);
 
 // Per-link FIFO: a link serves the calls that load it in issue order, each
 // for its share of the call's time, beside the other links. A set of calls

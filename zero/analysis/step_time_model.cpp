@@ -105,7 +105,7 @@ double NetworkModel::call_seconds(const PlannedCall& c, int world, const NodeMap
   }
   if (c.primitive == Primitive::Reduce && g.size == world) {
     // Its algorithm's edges: the busiest link's bytes, and a latency per step.
-    const LinkLoad load = call_link_load(c, world, nodes, link, open_mpi);
+    const LinkLoad load = call_link_load(c, world, nodes, link, reduce_algorithm);
     const bool crosses = nodes.nodes() > 1;
     return ring_steps(c.primitive, world) *
                (crosses ? link.inter_latency_s : link.intra_latency_s) +
@@ -116,8 +116,9 @@ double NetworkModel::call_seconds(const PlannedCall& c, int world, const NodeMap
 
 LinkLoad NetworkModel::call_load(const PlannedCall& c, int world, const NodeMap& nodes) const {
   if (c.primitive != Primitive::Reduce) return LinkLoad{};
-  if (curves.empty()) return call_link_load(c, world, nodes, link, open_mpi);
-  return call_link_load(c, world, nodes, fitted_link(curve_of(*this, c), world, nodes), open_mpi);
+  if (curves.empty()) return call_link_load(c, world, nodes, link, reduce_algorithm);
+  return call_link_load(c, world, nodes, fitted_link(curve_of(*this, c), world, nodes),
+                        reduce_algorithm);
 }
 
 StepTimePrediction predict_step(const StepPlan& plan, int world, int micro_steps,

@@ -8,7 +8,8 @@
 //   every group at once: from link figures, or from figures fitted to the
 //   measured world-wide curve of its primitive). From link figures a rooted
 //   reduce takes its busiest link's time: its bytes follow its algorithm's
-//   edges (zero/analysis/link_load.h: libnbc's chain or binomial tree).
+//   edges (zero/analysis/link_load.h: a chain, or Open MPI libnbc's own
+//   choice, Rabenseifner's or a binomial tree).
 // - Calls issued together share the links (zero/analysis/link_load.h): each
 //   node link, each direction, serves its calls in issue order for their
 //   share of it, beside the other links, and a set of calls ends when its
@@ -88,10 +89,13 @@ struct NetworkModel {
   std::vector<CallCurve> curves;  // measured; used when not empty
   LinkFigures link;               // otherwise
   HostFigures host;               // offload's host side, where known
-  // Calls are Open MPI's (an emulated cluster, commbench over MPI): a rooted
-  // reduce is libnbc's binomial tree above 4 ranks or under 64 KiB, else a
-  // chain; otherwise (NCCL) always a chain.
+  // Calls are Open MPI's (an emulated cluster, commbench over MPI): two
+  // non-blocking calls in flight progress side by side.
   bool open_mpi = false;
+  // How a rooted reduce travels (link_load.h): a chain on NCCL and on an
+  // emulated cluster (scripts/cluster.sh sets libnbc's chain), libnbc's own
+  // choice under a plain Open MPI launch.
+  ReduceAlgorithm reduce_algorithm = ReduceAlgorithm::Chain;
   // The layout curves were measured at (0: not measured; a preset's or a
   // cluster's link scales to any layout, a curve does not).
   int measured_world = 0, measured_ranks_per_node = 0;
