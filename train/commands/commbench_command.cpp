@@ -270,7 +270,7 @@ void print_header(const BenchJob& job, const CommbenchSpec& spec) {
   std::printf(
       "\n# size: payload bytes (all_reduce, reduce, broadcast: the buffer; reduce_scatter: its "
       "input; all_gather: its output; all_to_all: its send buffer)\n"
-      "# time: mean per call, max over ranks; median: of the calls' durations (max over ranks)\n"
+      "# time: mean per call, max over ranks; median: each rank's median call, max over ranks\n"
       "# algbw = size / time; busbw = algbw x bus factor%s\n"
       "# #wrong: elements off the exact result, over all ranks%s\n",
       job.link_column() ? "; link%: busbw x 8 / link rate" : "",

@@ -247,12 +247,14 @@ CommbenchPoint commbench_point(Communicator& comm, Ops& ops, Primitive p, DType 
   const double mean = seconds_since(t0) / pt.iters;
   const double slowest = max_over_ranks(mean);
   pt.time_us = slowest * 1e6;
-  MPI_Allreduce(MPI_IN_PLACE, call_seconds.data(), pt.iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  // Each rank's own median call, the slowest rank's: a call's maximum over
+  // ranks would take, call by call, whichever rank's completion jittered
+  // late, and so overstate the typical call where ranks finish unevenly.
   std::sort(call_seconds.begin(), call_seconds.end());
   const int mid = pt.iters / 2;
   const double median =
       pt.iters % 2 ? call_seconds[mid] : (call_seconds[mid - 1] + call_seconds[mid]) / 2;
-  pt.median_us = ops.on_device() ? std::nan("") : median * 1e6;
+  pt.median_us = ops.on_device() ? std::nan("") : max_over_ranks(median) * 1e6;
   pt.algbw_GBps = slowest > 0 ? bytes / slowest / 1e9 : 0;
   pt.busbw_GBps = pt.algbw_GBps * bus_factor(p, world);
   return pt;

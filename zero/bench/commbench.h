@@ -43,9 +43,9 @@ struct CommbenchPoint {
   uint64_t count = 0;  // bytes / element size
   int iters = 0;       // timed calls
   double time_us = 0;  // mean per call, maximum over ranks
-  // Median over the timed calls of each call's duration (its maximum over
-  // ranks): robust to a stalled call. Host backends only, where wait() blocks;
-  // NaN on device backends, whose wait() only orders streams.
+  // Each rank's median over its timed calls, the maximum over ranks: robust
+  // to a stalled call. Host backends only, where wait() blocks; NaN on device
+  // backends, whose wait() only orders streams.
   double median_us = 0;
   double algbw_GBps = 0, busbw_GBps = 0;  // bytes / time; x bus_factor
   uint64_t wrong = 0;  // elements that differ from the exact result, summed over ranks
