@@ -7,7 +7,13 @@
 # scripts/pmbs_findings.py (the three findings): every configuration of the
 # grid at 600 tok/s but s0 (1000 at mb 4, 1200 at mb 12), s1-ds_default 900,
 # s1-per_owner 980, s2-ds_default 700, s2-native_rs 800 and s3-rs 500 (all mb 4),
-# every speed-up 1.1 [1.0, 1.2]. About 1 s.
+# every speed-up 1.1 [1.0, 1.2]. scripts/pmbs_repredict.py (this build's
+# model against a stored study): stage 0 of configs/pmbs/cpu_base.yaml on
+# 2 x 1 ranks, 3 micro-steps of a stated 10 ms and a 2 ms optimizer, on a
+# commbench file where every call takes 10 ms: 3 x 10 + 2, the gradients'
+# all-reduce and the gradient norm's, 52 ms, against a measured median of 50
+# (+4.0%) and a reported 60 (+20.0%); then a
+# configuration missing from the grid. About 3 s.
 . "$(dirname "$0")/../support/e2e_lib.sh"
 mkdir -p "$WORK/sys1" "$WORK/bad"
 {
@@ -55,4 +61,28 @@ if /usr/bin/python3 scripts/pmbs_findings.py "$WORK/bad" >"$WORK/bad.md" 2>"$WOR
   fail "pmbs_findings.py accepted a grid without s3-allreduce-b5e8-ov0-mb4"
 fi
 grep -q "no runs of s3-allreduce-b5e8-ov0-mb4" "$WORK/err" || fail "unexpected error: $(cat "$WORK/err")"
+mkdir -p "$WORK/sys3"
+printf '@config configs/pmbs/cpu_base.yaml\ns0 zero.stage=0 zero.overlap_comm=false train.micro_batch=4 system.compute=emulate system.emulate_micro_step_ms=10 system.emulate_optimizer_ms=2\n' >"$WORK/sys3/grid.txt"
+echo '{"nodes": 2, "ranks_per_node": 1, "world": 2}' >"$WORK/sys3/cluster.json"
+/usr/bin/python3 - "$WORK/sys3/commbench.json" <<'PY'
+import json, sys
+curves = [{"primitive": p, "dtype": "fp32", "points": [{"bytes": 1e9, "time_us": 1e4, "median_us": 1e4}]}
+          for p in ("all_reduce", "reduce_scatter", "all_gather", "reduce", "broadcast", "all_to_all")]
+json.dump({"communicator": "mpi", "world": 2, "ranks_per_node": 1, "cluster": {}, "curves": curves},
+          open(sys.argv[1], "w"))
+PY
+{
+  echo "configuration,step_ms,predicted_step_ms,accum_steps,micro_batch,world"
+  for step in 48 50 55; do echo "s0,$step,60,3,4,2"; done
+} >"$WORK/sys3/report.csv"
+/usr/bin/python3 scripts/pmbs_repredict.py --zerotrain "$ZT_BIN" --rows "$WORK/sys3" >"$WORK/repredict.md" ||
+  fail "pmbs_repredict.py exited $?"
+for row in "| sys3 | 0 of 1 | 20.0% | 1 of 1 | 4.0% |" "| sys3 | s0 | 50.0 | 60.0 (+20.0%) | 52.0 (+4.0%) |"; do
+  grep -qxF "$row" "$WORK/repredict.md" || fail "pmbs_repredict.py: no row '$row' in: $(cat "$WORK/repredict.md")"
+done
+sed -i 's/^s0,/s9,/' "$WORK/sys3/report.csv"
+if /usr/bin/python3 scripts/pmbs_repredict.py --zerotrain "$ZT_BIN" "$WORK/sys3" >"$WORK/bad.md" 2>"$WORK/err"; then
+  fail "pmbs_repredict.py accepted a configuration that is not in the grid"
+fi
+grep -q "configuration s9 is not in the grid" "$WORK/err" || fail "unexpected error: $(cat "$WORK/err")"
 echo "PASS pmbs_tables"
