@@ -95,10 +95,10 @@ grep -q "\"nodes\": $NODES, \"ranks_per_node\": $G" "$cluster_json" || fail "clu
 train_args=("${SMALL[@]}" --set model.seq_len=32 --set train.micro_batch=1
   --set train.global_batch_tokens=384 --set zero.stage=2 --set train.steps=4)
 "${C[@]}" run -- "$ZT_BIN" train configs/tiny.yaml "${train_args[@]}" --run-dir "$WORK/ds" \
-  >"$WORK/ds.log" 2>&1 || fail "training on the cluster: $(tail -3 "$WORK/ds.log")"
+  >"$WORK/ds.log" 2>&1 || fail "training on the cluster: $(run_failure "$WORK/ds.log")"
 read -ra coll_env <<<"$(grep -o 'OMPI_MCA_coll[a-z_]*=[^ ]*' "$state_env" | tr '\n' ' ')"
 env "${coll_env[@]}" mpirun -np $W "$ZT_BIN" train configs/tiny.yaml "${train_args[@]}" \
-  --run-dir "$WORK/plain" >"$WORK/plain.log" 2>&1 || fail "plain run: $(tail -3 "$WORK/plain.log")"
+  --run-dir "$WORK/plain" >"$WORK/plain.log" 2>&1 || fail "plain run: $(run_failure "$WORK/plain.log")"
 [ "$(losses "$WORK/ds/metrics.jsonl" | wc -l)" = 4 ] || fail "the cluster run did not log 4 losses"
 [ "$(losses "$WORK/ds/metrics.jsonl")" = "$(losses "$WORK/plain/metrics.jsonl")" ] ||
   fail "losses differ: cluster $(losses "$WORK/ds/metrics.jsonl" | tr '\n' ' '), plain $(losses "$WORK/plain/metrics.jsonl" | tr '\n' ' ')"
@@ -139,7 +139,7 @@ for collectives in libnbc cluster; do
     [ "$path" = po ] && extra=(--set zero.use_multi_rank_bucket_allreduce=false)
     dir="$WORK/flat_${collectives}_$path"
     "${C[@]}" run -- "${mca[@]}" "$ZT_BIN" train configs/tiny.yaml "${train_args[@]}" "${extra[@]}" \
-      --run-dir "$dir" >"$dir.log" 2>&1 || fail "$path on 4 x 1: $(tail -3 "$dir.log")"
+      --run-dir "$dir" >"$dir.log" 2>&1 || fail "$path on 4 x 1: $(run_failure "$dir.log")"
   done
   grep -q 'one rooted reduce per owner slice' "$WORK/flat_${collectives}_po.log" ||
     fail "the per-owner run took another path"
@@ -161,7 +161,7 @@ for _ in $(seq 1 300); do
   [ -s "$WORK/killed/metrics.jsonl" ] && break
   sleep 0.1
 done
-[ -s "$WORK/killed/metrics.jsonl" ] || fail "the run to kill never trained: $(tail -3 "$WORK/killed.log")"
+[ -s "$WORK/killed/metrics.jsonl" ] || fail "the run to kill never trained: $(run_failure "$WORK/killed.log")"
 kill -KILL "$run_pid"
 wait "$run_pid" 2>/dev/null
 left=$(for ns in ${P}n0 ${P}n1 ${P}n2 ${P}n3; do ip netns pids "$ns"; done | wc -l)

@@ -34,7 +34,7 @@ declare -A extra=(
 for v in plain hpz qwz qgz all; do
   read -ra more <<<"${extra[$v]}"
   "${C[@]}" run -- "$ZT_BIN" train configs/tiny.yaml "${base[@]}" "${more[@]}" --run-dir "$WORK/$v" \
-    >"$WORK/$v.log" 2>&1 || fail "$v on 2 x 2: $(tail -3 "$WORK/$v.log")"
+    >"$WORK/$v.log" 2>&1 || fail "$v on 2 x 2: $(run_failure "$WORK/$v.log")"
   [ "$(losses "$WORK/$v/metrics.jsonl" | wc -l)" = 5 ] || fail "$v did not log 5 losses"
   plan_out=$("$ZT_BIN" plan configs/tiny.yaml "${base[@]}" "${more[@]}" --world 4 --ranks-per-node 2) ||
     fail "plan $v: $plan_out"
@@ -71,7 +71,7 @@ done
   fail "up 2 x 4: $(cat "$WORK/up8.log")"
 "${C[@]}" run -- "$ZT_BIN" train configs/tiny.yaml "${base[@]}" --set zero.zero_quantized_gradients=true \
   --set parallel.tensor=2 --run-dir "$WORK/qgz_grid" >"$WORK/qgz_grid.log" 2>&1 ||
-  fail "qgZ with T = 2 on 2 x 4: $(tail -3 "$WORK/qgz_grid.log")"
+  fail "qgZ with T = 2 on 2 x 4: $(run_failure "$WORK/qgz_grid.log")"
 grep -q '"op":"all_to_all","count":[0-9]*,"dtype":"int8".*"group":\[2,2\],"dim":"data"' "$WORK"/qgz_grid/comm_trace_rank0.jsonl ||
   fail "qgZ in a grid: no int8 all-to-all inside the node (ranks 0 and 2)"
 grep -q '"op":"all_to_all","count":[0-9]*,"dtype":"int8".*"group":\[2,4\],"dim":"data"' "$WORK"/qgz_grid/comm_trace_rank0.jsonl ||

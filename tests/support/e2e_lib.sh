@@ -35,6 +35,9 @@ write_one_node_cluster() {
  "link": {"spec": "100mbit", "rate_bits_per_s": 100000000, "delay_us": null, "jitter_us": null}}
 JSON
 }
+# Why a run failed, from its log: the ranks' own error lines (the first five
+# that start "zerotrain:") and the log's last three lines, on one line.
+run_failure() { { grep -m5 '^zerotrain:' "$1"; tail -3 "$1"; } | tr '\n' ' '; }
 # The losses of metrics.jsonl, one per line, exactly as written.
 losses() { grep -o '"loss":[^,]*' "$1" | cut -d: -f2; }
 # The pid of rank $2 of the local job training into run dir $1 (by its

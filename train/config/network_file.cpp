@@ -189,8 +189,8 @@ NetworkModel network_of_cluster(const ClusterDescription& c) {
   NetworkModel net;
   net.link.inter_node_bytes_per_s = c.rate_bits_per_s / 8;
   net.link.inter_latency_s = c.delay_us * 1e-6;
-  net.link.intra_node_bytes_per_s = 1e15;  // shared memory: taken as free beside the link
-  net.open_mpi = true;                     // scripts/cluster.sh runs Open MPI,
+  net.link.intra_node_bytes_per_s = 1e15;         // shared memory: taken as free beside the link
+  net.open_mpi = true;                            // scripts/cluster.sh runs Open MPI,
   net.reduce_algorithm = ReduceAlgorithm::Chain;  // with libnbc's chain reduce
   char buf[160];
   std::snprintf(buf, sizeof buf,

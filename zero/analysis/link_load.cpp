@@ -64,8 +64,8 @@ void rabenseifner_edges(int world, int root, uint64_t count, uint64_t es,
 
 }  // namespace
 
-std::vector<ReduceEdge> reduce_edges(ReduceAlgorithm algorithm, int world, int root,
-                                     uint64_t count, uint64_t element_bytes) {
+std::vector<ReduceEdge> reduce_edges(ReduceAlgorithm algorithm, int world, int root, uint64_t count,
+                                     uint64_t element_bytes) {
   std::vector<ReduceEdge> edges;
   if (world <= 1) return edges;
   const double n = static_cast<double>(count * element_bytes);
@@ -89,8 +89,7 @@ LinkLoad call_link_load(const PlannedCall& c, int world, const NodeMap& nodes, c
   if (c.primitive != Primitive::Reduce || W != world || world <= 1 || c.root < 0) return load;
   const int N = nodes.nodes();
   std::vector<double> bytes(static_cast<size_t>(link_count(nodes, world)), 0);
-  for (const ReduceEdge& e :
-       reduce_edges(algorithm, world, c.root, c.count, dtype_size(c.dtype))) {
+  for (const ReduceEdge& e : reduce_edges(algorithm, world, c.root, c.count, dtype_size(c.dtype))) {
     const int a = nodes.node_of[static_cast<size_t>(e.from)];
     const int b = nodes.node_of[static_cast<size_t>(e.to)];
     if (a != b) {

@@ -45,8 +45,8 @@ struct ReduceEdge {
 
 // Every message of a rooted reduce of `count` elements of `element_bytes`
 // over `world` ranks to `root`, by `algorithm`.
-std::vector<ReduceEdge> reduce_edges(ReduceAlgorithm algorithm, int world, int root,
-                                     uint64_t count, uint64_t element_bytes);
+std::vector<ReduceEdge> reduce_edges(ReduceAlgorithm algorithm, int world, int root, uint64_t count,
+                                     uint64_t element_bytes);
 
 // The busy share of each link a call loads (1 on its busiest); uniform: every
 // link for the whole call (shares left empty).

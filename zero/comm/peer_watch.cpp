@@ -3,11 +3,13 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <linux/sockios.h>
 #include <mpi.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -101,6 +103,21 @@ bool wait_for(int fd, short events, int64_t deadline_ns) {
     if (n > 0) return true;
     if (n < 0 && errno != EINTR) return false;
   }
+}
+
+// After this rank's goodbye and FIN: true once the peer has acknowledged every
+// byte sent (nothing left for a reset to drop) or its side is gone. What the
+// peer still sends is read and dropped, so its sends do not stall.
+bool goodbye_delivered(int fd) {
+  char buf[4096];
+  while (true) {
+    const ssize_t n = recv(fd, buf, sizeof buf, 0);
+    if (n > 0 || (n < 0 && errno == EINTR)) continue;
+    if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) return true;
+    break;
+  }
+  int unacknowledged = 0;
+  return ioctl(fd, SIOCOUTQ, &unacknowledged) != 0 || unacknowledged == 0;
 }
 
 // The rank a new connection names in its first message, -1 if it closes,
@@ -377,12 +394,29 @@ void PeerWatch::run() {
     if (reporting_ && !liveness_->lost().empty()) fail(now);
     if (stop_signal_ && now.steady_ns - signal_at_.steady_ns > grace_ns) reporting_ = false;
   }
-  // Goodbye: queued after everything else, so a peer reads it before our close.
+  say_goodbye();
+}
+
+// The goodbye is queued after everything else and the stream's end (FIN)
+// after it; each connection closes once the peer has acknowledged both, or
+// has gone, or a second has passed. Closing a socket that holds unread
+// heartbeats resets the connection at once and drops what the kernel had not
+// yet transmitted: a goodbye lost that way reads, to the peer, as a death.
+void PeerWatch::say_goodbye() {
   send_to_all(message(WatchKind::Goodbye));
   const int64_t deadline = clock_ns(CLOCK_MONOTONIC) + 1000000000;
   for (auto& p : peers_) {
     if (!p || p->fd < 0) continue;
     while (!p->outbox.empty() && wait_for(p->fd, POLLOUT, deadline)) flush(*p);
+    shutdown(p->fd, SHUT_WR);
+  }
+  for (auto& p : peers_) {
+    if (!p || p->fd < 0) continue;
+    while (!goodbye_delivered(p->fd)) {
+      const int64_t now = clock_ns(CLOCK_MONOTONIC);
+      if (now >= deadline) break;
+      wait_for(p->fd, POLLIN, std::min(deadline, now + 1000000));
+    }
     close(p->fd);
     p->fd = -1;
   }

@@ -89,6 +89,7 @@ class PeerWatch {
   void send_to_all(const WatchMessage& m);
   void read_from(Peer& p, WatchInstant now);
   void flush(Peer& p);
+  void say_goodbye();
   [[noreturn]] void fail(WatchInstant now);
 
   PeerWatchSettings settings_;
