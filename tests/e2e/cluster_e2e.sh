@@ -150,6 +150,15 @@ for collectives in libnbc cluster; do
   echo "fastest step on 4 x 1 at 20 Mbit/s, $collectives's collectives: DeepSpeed default $ds_ms ms, per-owner reduces $po_ms ms, ratio $ratio (load $(cut -d' ' -f1 /proc/loadavg))"
   echo "  steps 2.., DeepSpeed default: $(step_ms "$WORK/flat_${collectives}_ds" | tr '\n' ' ')ms; per-owner: $(step_ms "$WORK/flat_${collectives}_po" | tr '\n' ' ')ms"
 done
+# The four ranks share this machine's cores, although each is alone on its
+# node: one BLAS thread per rank below 8 cores, never a node's worth each.
+want_threads=$(($(nproc) / 4))
+[ "$want_threads" -ge 1 ] || want_threads=1
+sharing=$(/usr/bin/python3 -c 'import json, sys; h = json.load(open(sys.argv[1]))["host_sharing"]; print(h["ranks_on_machine"], h["cores"], h["blas_threads_per_rank"], h["mpi_waits"])' \
+  "$WORK/flat_cluster_ds/summary.json") || fail "summary.json lacks host_sharing"
+[ "$sharing" = "4 $(nproc) $want_threads $([ "$(nproc)" -lt 4 ] && echo sleep || echo spin)" ] ||
+  fail "host_sharing on 4 x 1 with $(nproc) cores: got '$sharing' (ranks, cores, BLAS threads, waits)"
+echo "4 x 1 on $(nproc) cores: ranks, cores, BLAS threads per rank, MPI waits: $sharing"
 awk -v r="${ratios[0]}" 'BEGIN { exit !(r >= 1.5) }' ||
   fail "with Open MPI's own collectives DeepSpeed's default is only ${ratios[0]}x the per-owner path's step time (expected about 3, asserted >= 1.5)"
 

@@ -320,6 +320,19 @@ JsonObject timing_json(const RunSummary& s) {
   return timing;
 }
 
+JsonObject host_sharing_json(const RunSummary& s) {
+  JsonObject h;
+  h.add("ranks_on_machine", s.ranks_on_machine)
+      .add("cores", s.cores)
+      .add("blas_threads_per_rank", s.cpu_threads)
+      .add("mpi_waits", s.waits_sleep ? "sleep" : "spin")
+      .add("note",
+           "ranks_on_machine: every rank of an emulated cluster, else the node's; BLAS threads = "
+           "cores / ranks_on_machine (at least 1); MPI waits sleep between tests where the ranks "
+           "outnumber the cores");
+  return h;
+}
+
 JsonObject emulated_json(const EmulatedDurations& d) {
   JsonObject e;
   e.add("micro_step_ms", d.micro_step_ms)
@@ -357,6 +370,7 @@ void RunOutputs::summary(const RunSummary& s) {
       .add("params", static_cast<uint64_t>(s.params))
       .add("padded_params", static_cast<uint64_t>(s.padded_params))
       .add("device", s.device)
+      .add("host_sharing", host_sharing_json(s))
       .raw("config", s.config_json)
       .add("zero", zero_json(s))
       .add("comm", comm_json(s))

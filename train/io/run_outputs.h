@@ -92,6 +92,9 @@ struct RunSummary {
   uint64_t activations_per_micro_batch = 0, activations_per_micro_batch_formula = 0;
   std::string device;
   int nodes = 1, ranks_per_node = 1;
+  // How the ranks share this machine's cores (train/loop/runtime.h).
+  int ranks_on_machine = 1, cores = 1, cpu_threads = 1;
+  bool waits_sleep = false;
   // The emulated cluster's description (the JSON file ZT_CLUSTER names, written
   // by scripts/cluster.sh, checked to be a JSON object), or "".
   std::string cluster_text;

@@ -171,6 +171,10 @@ void print_run_header(const TrainArgs& a, const RunSettings& r, const RunModels&
       "of %d x %d per rank per step\n",
       m.table.total(), m.engine->padded_params(), shard_ranks(cfg.zero, m.grid.data),
       dtype_name(ops.dtype()), ops.name().c_str(), world, r.accum, r.B, r.T);
+  std::printf(
+      "host: %d ranks share this machine's %d cores: %d BLAS threads per rank, MPI waits %s\n",
+      m.rt.ranks_on_machine, m.rt.cores, m.rt.cpu_threads,
+      m.rt.waits_sleep ? "sleep between tests" : "spin");
   if (!r.emulated)
     std::printf("activations: %llu bytes %s measured, %llu by %s (train.recompute: %s)\n",
                 static_cast<unsigned long long>(m.model_activations),

@@ -52,14 +52,21 @@ Runtime make_runtime(const SystemConfig& sys) {
   Runtime rt;
   int rank = 0, world = 1, local_rank = 0, local_size = 1;
   mpi_ranks(&rank, &world, &local_rank, &local_size);
-  // Oversubscribed CPU ranks share the cores rather than each taking all of them.
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  set_cpu_threads(std::max(1, cores / local_size));
-  // MPI waits sleep only where the ranks on this machine outnumber its cores
-  // (zero/comm/mpi_polling.h): on an emulated cluster (ZT_CLUSTER, set by
-  // scripts/cluster.sh) every rank of the job runs here.
+  // The ranks sharing this machine's cores: on an emulated cluster (ZT_CLUSTER,
+  // set by scripts/cluster.sh) every rank of the job runs here, whatever node
+  // (network namespace) MPI places it on.
   rt.ranks_on_machine = std::getenv("ZT_CLUSTER") ? world : local_size;
-  set_waits_sleep(rt.ranks_on_machine > cores);
+  // Oversubscribed CPU ranks share the cores rather than each taking all of
+  // them: on 4 x 1 emulated on 2 cores, 2 BLAS threads per rank (counting one
+  // rank per node) made 8 threads fight for 2 cores and the ranks reach every
+  // collective far apart (docs/PMBS.md, "With time").
+  rt.cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  rt.cpu_threads = std::max(1, rt.cores / rt.ranks_on_machine);
+  set_cpu_threads(rt.cpu_threads);
+  // MPI waits sleep only where the ranks on this machine outnumber its cores
+  // (zero/comm/mpi_polling.h).
+  rt.waits_sleep = rt.ranks_on_machine > rt.cores;
+  set_waits_sleep(rt.waits_sleep);
 
   std::string why;
   bool use_cuda = false;

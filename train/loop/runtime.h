@@ -19,6 +19,9 @@ struct Runtime {
   std::unique_ptr<CountingCommunicator> comm;
   std::string device_note;   // e.g. "device auto: no GPU (reason), using the CPU"
   int ranks_on_machine = 1;  // sharing its cores: the whole job on an emulated cluster
+  int cores = 1;             // this machine's
+  int cpu_threads = 1;       // BLAS threads per rank: cores / ranks_on_machine, at least 1
+  bool waits_sleep = false;  // MPI waits sleep between tests (zero/comm/mpi_polling.h)
 };
 
 // MPI must be initialised. Throws std::runtime_error with one line on failure.
