@@ -2,18 +2,28 @@
 // project's blocked loop (cpu_matmul.h) otherwise.
 #include "model/cpu/cpu_matmul.h"
 
+#include <atomic>
+#include <thread>
+
 #ifdef ZT_HAVE_BLAS
 #include <cblas.h>
 #endif
 
 namespace zt {
+namespace {
+std::atomic<int> g_cpu_threads{0};  // 0: not set
+}  // namespace
 
 void set_cpu_threads(int n) {
+  g_cpu_threads = n;
 #ifdef ZT_HAVE_BLAS
   openblas_set_num_threads(n);
-#else
-  (void)n;
 #endif
+}
+
+int cpu_threads() {
+  const int n = g_cpu_threads;
+  return n > 0 ? n : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 namespace cpu {

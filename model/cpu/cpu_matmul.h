@@ -14,9 +14,13 @@
 
 namespace zt {
 
-// OpenBLAS's thread count for the CPU matmuls (no-op without BLAS). The project's
-// own loops are single-threaded so that their results never depend on it.
+// The threads a rank may keep busy on this machine's cores (the runtime sets it
+// once: cores / ranks sharing them, train/loop/runtime.cpp): OpenBLAS's thread
+// count for the CPU matmuls and the host AdamW's workers. The project's own
+// loops are single-threaded so that their results never depend on it.
 void set_cpu_threads(int n);
+// What was set; all of this machine's cores before that.
+int cpu_threads();
 
 namespace cpu {
 

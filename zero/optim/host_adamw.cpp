@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "model/cpu/cpu_matmul.h"
+
 namespace zt {
 namespace {
 
@@ -47,11 +49,6 @@ void adamw_range(const Coeffs& c, float* __restrict master, const float* __restr
     const float mhat = m[i] / c.bc1, vhat = v[i] / c.bc2;
     master[i] -= c.lr * (mhat / (std::sqrt(vhat) + c.eps) + c.wd * master[i]);
   }
-}
-
-int env_int(const char* name) {
-  const char* s = std::getenv(name);
-  return s ? std::atoi(s) : 0;
 }
 
 }  // namespace
@@ -142,11 +139,6 @@ void HostAdamW::step(float* master, const float* grad, float* m, float* v, float
   else pool_->run(used, job);
 }
 
-int default_host_threads() {
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  int local = env_int("OMPI_COMM_WORLD_LOCAL_SIZE");
-  if (local <= 0) local = env_int("MPI_LOCALNRANKS");
-  return std::max(1, cores / std::max(1, local));
-}
+int default_host_threads() { return cpu_threads(); }
 
 }  // namespace zt

@@ -28,8 +28,7 @@ class HostAdamW {
   std::unique_ptr<Pool> pool_;
 };
 
-// The cores of this node shared among its ranks: hardware_concurrency divided
-// by the local rank count the MPI launcher exports (OpenMPI, MPICH), at least 1.
+// The rank's share of this machine's cores: cpu_threads() (model/cpu/cpu_matmul.h).
 int default_host_threads();
 
 }  // namespace zt
