@@ -85,4 +85,27 @@ if /usr/bin/python3 scripts/pmbs_repredict.py --zerotrain "$ZT_BIN" "$WORK/sys3"
   fail "pmbs_repredict.py accepted a configuration that is not in the grid"
 fi
 grep -q "configuration s9 is not in the grid" "$WORK/err" || fail "unexpected error: $(cat "$WORK/err")"
+# scripts/pmbs_sittings_accuracy.py on two hand sittings of one system:
+# predicted / measured 1.2, 1.0 and 0.9 (2 of 3 within 15%, the worst 1.2),
+# then 0.95, 1.0 and 1.0; speed-ups 1.0 / 1.0 and 1.2 / 1.5 (spread 25.0%).
+for i in 1 2; do mkdir -p "$WORK/sit$i/2x1-9mbit"; done
+{
+  echo "run,step_ms,predicted_step_ms,step_speedup_vs_ds_default"
+  echo "a,100,120,1.0"; echo "b,100,100,1.2"; echo "c,100,90,"
+} >"$WORK/sit1/2x1-9mbit/report.csv"
+{
+  echo "run,step_ms,predicted_step_ms,step_speedup_vs_ds_default"
+  echo "a,100,95,1.0"; echo "b,100,100,1.5"; echo "c,100,100,"
+} >"$WORK/sit2/2x1-9mbit/report.csv"
+/usr/bin/python3 scripts/pmbs_sittings_accuracy.py "$WORK/sit1" "$WORK/sit2" >"$WORK/sittings.md" ||
+  fail "pmbs_sittings_accuracy.py exited $?"
+for row in "| 2x1-9mbit | 1 | 2 of 3 | 2 of 3 | 0.90-1.20 | a (1.200) |" \
+  "| 2x1-9mbit | 2 | 3 of 3 | 3 of 3 | 0.95-1.00 | a (0.950) |" "| 2x1-9mbit | 2 | 25.0% | b |"; do
+  grep -qxF "$row" "$WORK/sittings.md" || fail "pmbs_sittings_accuracy.py: no row '$row' in: $(cat "$WORK/sittings.md")"
+done
+mkdir -p "$WORK/sit3/3x1-9mbit" && cp "$WORK/sit1/2x1-9mbit/report.csv" "$WORK/sit3/3x1-9mbit/"
+if /usr/bin/python3 scripts/pmbs_sittings_accuracy.py "$WORK/sit1" "$WORK/sit3" >"$WORK/bad.md" 2>"$WORK/err"; then
+  fail "pmbs_sittings_accuracy.py accepted sittings of different systems"
+fi
+grep -q "systems 3x1-9mbit, expected those of" "$WORK/err" || fail "unexpected error: $(cat "$WORK/err")"
 echo "PASS pmbs_tables"
