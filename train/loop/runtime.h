@@ -20,7 +20,7 @@ struct Runtime {
   std::string device_note;   // e.g. "device auto: no GPU (reason), using the CPU"
   int ranks_on_machine = 1;  // sharing its cores: the whole job on an emulated cluster
   int cores = 1;             // this machine's
-  int cpu_threads = 1;       // BLAS threads per rank: cores / ranks_on_machine, at least 1
+  int cpu_threads = 1;       // per rank (BLAS, host AdamW): cores / ranks_on_machine, at least 1
   bool waits_sleep = false;  // MPI waits sleep between tests (zero/comm/mpi_polling.h)
 };
 

@@ -412,11 +412,11 @@ RunSummary run_summary(const RunSettings& r, const RunModels& m, const LoopTotal
   s.activations_per_micro_batch = m.model_activations;
   s.activations_per_micro_batch_formula = m.activations_formula;
   s.nodes = m.rt.comm->nodes().nodes();
+  s.ranks_per_node = m.rt.comm->nodes().ranks_per_node();
   s.ranks_on_machine = m.rt.ranks_on_machine;
   s.cores = m.rt.cores;
   s.cpu_threads = m.rt.cpu_threads;
   s.waits_sleep = m.rt.waits_sleep;
-  s.ranks_per_node = m.rt.comm->nodes().ranks_per_node();
   s.cluster_text = r.cluster;
   s.emulated = r.emulated ? &*r.emulated : nullptr;
   s.snapshots = m.snapshots ? &t.snapshots : nullptr;

@@ -6,6 +6,7 @@
 #include <memory>
 #include <vector>
 
+#include "model/cpu/cpu_matmul.h"
 #include "model/device_services.h"
 #include "zero/optim/host_adamw.h"
 #include "zero/optim/offload_store.h"
@@ -64,7 +65,7 @@ void measure_adamw(Ops& ops, const HostBenchSpec& spec, HostBenchResult& r) {
     master.f()[i] = 0.01f * static_cast<float>(i % 97);
     grad.f()[i] = 0.001f * static_cast<float>(i % 89) - 0.04f;
   }
-  HostAdamW adamw(default_host_threads());
+  HostAdamW adamw(cpu_threads());
   r.threads = adamw.threads();
   int t = 0;
   const AdamWArgs base{1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 1};

@@ -3,15 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <condition_variable>
-#include <cstdlib>
 #include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include "model/cpu/cpu_matmul.h"
 
 namespace zt {
 namespace {
@@ -138,7 +135,5 @@ void HostAdamW::step(float* master, const float* grad, float* m, float* v, float
   if (used == 1) job(0);
   else pool_->run(used, job);
 }
-
-int default_host_threads() { return cpu_threads(); }
 
 }  // namespace zt

@@ -28,7 +28,4 @@ class HostAdamW {
   std::unique_ptr<Pool> pool_;
 };
 
-// The rank's share of this machine's cores: cpu_threads() (model/cpu/cpu_matmul.h).
-int default_host_threads();
-
 }  // namespace zt

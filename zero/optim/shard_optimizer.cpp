@@ -5,6 +5,7 @@
 #include <cstring>
 #include <thread>
 
+#include "model/cpu/cpu_matmul.h"
 #include "model/device_services.h"
 #include "model/host_floats.h"
 
@@ -37,7 +38,7 @@ ShardOptimizer::ShardOptimizer(std::vector<OptimPiece> pieces, size_t shard_size
       plan_(plan_optimizer_offload(z, shard_size, ops.dtype())) {
   if (z.offload_optimizer.enabled()) {
     offload_.reset(new OffloadedOptimizerState(plan_, z.offload_optimizer, rank, ops));
-    host_adamw_.reset(new HostAdamW(default_host_threads()));
+    host_adamw_.reset(new HostAdamW(cpu_threads()));
     reported_.assign(pieces_.size(), 0);
     return;
   }
