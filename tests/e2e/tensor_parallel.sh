@@ -131,6 +131,8 @@ train_refused "expected parallel.tensor above 1 with parallel.sequence_parallel:
 train_refused "expected model.seq_len (63) to be a multiple of parallel.tensor" 2 "${TP[@]}" "${SP[@]}" \
   --set parallel.tensor=2 --set model.seq_len=63
 train_refused "expected model.n_head (4) to be a multiple of parallel.tensor" 1 "${TP[@]}" --set parallel.tensor=3
+train_refused "expected model.vocab_size (256) to be a multiple of parallel.tensor (equal vocabulary rows per rank; padded rows are allowed, 258 is the next multiple), got 3" \
+  3 "${TP[@]}" --set parallel.tensor=3 --set model.n_head=3 --set model.n_embd=48
 train_refused "key 'parallel.tensor': expected a size dividing the world size 3" 3 "${TP[@]}" --set parallel.tensor=2
 train_refused "parallel.rank_order.*expected one of tensor-inner, data-inner, got 'diagonal'" 1 --set parallel.rank_order=diagonal
 echo "PASS tensor_parallel"

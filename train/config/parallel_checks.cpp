@@ -22,11 +22,16 @@ ParallelProblem tensor_parallel_problem(const Config& c) {
             "expected model.n_head (" + std::to_string(c.model.n_head) +
                 ") to be a multiple of parallel.tensor (each rank holds whole heads), got " +
                 std::to_string(T)};
-  if (c.model.vocab_size % T != 0)
+  if (c.model.vocab_size % T != 0) {
+    // The embedding may have more rows than the tokenizer has tokens, as
+    // llm.c's 50304 for GPT-2's 50257 and Megatron-LM's padding to 128 x T.
+    const int padded = (c.model.vocab_size + T - 1) / T * T;
     return {{"parallel.tensor", "model.vocab_size"},
             "expected model.vocab_size (" + std::to_string(c.model.vocab_size) +
-                ") to be a multiple of parallel.tensor (equal vocabulary rows per rank), got " +
-                std::to_string(T)};
+                ") to be a multiple of parallel.tensor (equal vocabulary rows per rank; padded "
+                "rows are allowed, " +
+                std::to_string(padded) + " is the next multiple), got " + std::to_string(T)};
+  }
   return {};
 }
 
