@@ -2,6 +2,7 @@
 // project's blocked loop (cpu_matmul.h) otherwise.
 #include "model/cpu/cpu_matmul.h"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
